@@ -1,0 +1,40 @@
+# tf_ucudnn: one entry point. `make run` = the main job, `make test` = the tests.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+LIB := tf_ucudnn/_ucudnn_ops.so
+SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
+
+.PHONY: setup build run test bench clean
+
+setup: $(VENV)/.done
+$(VENV)/.done: requirements.txt
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements.txt
+	touch $@
+
+.tf_configure.bazelrc: $(VENV)/.done configure.py
+	$(VPY) configure.py
+
+build: $(LIB)
+$(LIB): .tf_configure.bazelrc $(SRCS)
+	@command -v bazel >/dev/null || { echo "bazel not found: apt-get install bazel-bootstrap"; exit 1; }
+	bazel build //:_ucudnn_ops.so
+	cp -f bazel-bin/_ucudnn_ops.so $(LIB)
+	chmod u+w $(LIB)
+
+run: build
+	$(VPY) -m tf_ucudnn.demo
+
+test: build
+	bazel build //cc/kernels/engine:planner_test
+	./bazel-bin/cc/kernels/engine/planner_test
+	$(VPY) -m pytest tests -v -rs
+
+bench: build
+	$(VPY) -m tf_ucudnn.bench
+
+clean:
+	bazel clean 2>/dev/null || true
+	rm -f $(LIB) .tf_configure.bazelrc

@@ -1,0 +1,48 @@
+// TF glue: reads and validates the ops' attributes and tensor shapes, and
+// turns them into the engine's ConvParams.
+#ifndef TF_UCUDNN_KERNELS_CONV_ATTRS_H_
+#define TF_UCUDNN_KERNELS_CONV_ATTRS_H_
+
+#include <string>
+#include <vector>
+
+#include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/planner.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+
+constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB, as μ-cuDNN
+
+struct ConvAttrs {
+  ucudnn::Layout layout = ucudnn::Layout::kNHWC;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  std::string padding;  // SAME | VALID | EXPLICIT
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;  // EXPLICIT
+  int64_t workspace_limit = kDefaultWorkspaceLimit;  // bytes, after the env default
+  ucudnn::BatchSizePolicy policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
+  int64_t micro_batch_size = 0;
+};
+
+// Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT and
+// UCUDNN_BATCH_SIZE_POLICY where the attribute asks for the default.
+absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
+
+// Validates the input and filter shapes against the attributes and fills
+// *params (batch, channels, groups, output size, resolved SAME padding).
+absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
+                            const TensorShape& filter, DataType dtype,
+                            ucudnn::ConvParams* params);
+
+// The output (forward) shape of `params` in its layout.
+TensorShape OutputShape(const ucudnn::ConvParams& params);
+
+// Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes).
+absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape);
+
+}  // namespace ucudnn_tf
+}  // namespace tensorflow
+
+#endif  // TF_UCUDNN_KERNELS_CONV_ATTRS_H_

@@ -1,0 +1,58 @@
+#include "cc/kernels/engine/conv_params.h"
+
+#include <sstream>
+
+namespace ucudnn {
+
+const char* PassName(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return "forward";
+    case Pass::kBackwardData: return "backward-data";
+    case Pass::kBackwardFilter: return "backward-filter";
+  }
+  return "?";
+}
+
+const char* LayoutName(Layout layout) {
+  return layout == Layout::kNHWC ? "NHWC" : "NCHW";
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return "float32";
+    case DType::kHalf: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+  }
+  return "?";
+}
+
+int DTypeSize(DType dtype) { return dtype == DType::kFloat ? 4 : 2; }
+
+std::array<int64_t, 20> ConvParams::Fields() const {
+  return {batch,      in_channels, in_height,  in_width,   out_channels,
+          filter_height, filter_width, groups, stride_h,   stride_w,
+          dilation_h, dilation_w,  pad_top,    pad_bottom, pad_left,
+          pad_right,  out_height,  out_width,  static_cast<int64_t>(layout),
+          static_cast<int64_t>(dtype)};
+}
+
+std::string ConvParams::ToString() const {
+  std::ostringstream s;
+  s << "N=" << batch << " C=" << in_channels << " H=" << in_height << " W=" << in_width
+    << " K=" << out_channels << " R=" << filter_height << " S=" << filter_width
+    << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
+    << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
+    << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
+    << DTypeName(dtype);
+  return s.str();
+}
+
+int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t dilation, int64_t stride,
+                       int64_t pad_before, int64_t pad_after) {
+  const int64_t effective_filter = (filter - 1) * dilation + 1;
+  const int64_t span = in + pad_before + pad_after - effective_filter;
+  if (span < 0) return 0;
+  return span / stride + 1;
+}
+
+}  // namespace ucudnn

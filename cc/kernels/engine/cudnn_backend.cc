@@ -1,0 +1,541 @@
+#if GOOGLE_CUDA
+
+#include "cc/kernels/engine/cudnn_backend.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "cc/kernels/engine/executor.h"
+
+namespace ucudnn {
+namespace {
+
+#define UCUDNN_CUDNN_OK(expr)                                                 \
+  do {                                                                        \
+    cudnnStatus_t _s = (expr);                                                \
+    if (_s != CUDNN_STATUS_SUCCESS) {                                         \
+      return Status::Internal(std::string("cuDNN error in ") + #expr + ": " + \
+                              cudnnGetErrorString(_s));                       \
+    }                                                                         \
+  } while (0)
+
+#define UCUDNN_CUDA_OK(expr)                                                  \
+  do {                                                                        \
+    cudaError_t _e = (expr);                                                  \
+    if (_e != cudaSuccess) {                                                  \
+      return Status::Internal(std::string("CUDA error in ") + #expr + ": " +  \
+                              cudaGetErrorString(_e));                        \
+    }                                                                         \
+  } while (0)
+
+cudnnDataType_t CudnnDataType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return CUDNN_DATA_FLOAT;
+    case DType::kHalf: return CUDNN_DATA_HALF;
+    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+cudnnTensorFormat_t CudnnFormat(Layout layout) {
+  return layout == Layout::kNHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
+// Strides (n, c, h, w) of a [n, c, h, w] tensor stored in `layout`, whose
+// spatial extent is (height, width).
+void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]) {
+  if (layout == Layout::kNHWC) {
+    s[0] = height * width * c; s[1] = 1; s[2] = width * c; s[3] = c;
+  } else {
+    s[0] = c * height * width; s[1] = height * width; s[2] = width; s[3] = 1;
+  }
+}
+
+// RAII for the descriptor types used here.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { cudnnCreateTensorDescriptor(&d); }
+  ~TensorDesc() { if (d) cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  // A [n, c, h, w] view with explicit strides.
+  Status Set(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t s[4]) {
+    UCUDNN_CUDNN_OK(cudnnSetTensor4dDescriptorEx(
+        d, CudnnDataType(dtype), static_cast<int>(n), static_cast<int>(c), static_cast<int>(h),
+        static_cast<int>(w), static_cast<int>(s[0]), static_cast<int>(s[1]),
+        static_cast<int>(s[2]), static_cast<int>(s[3])));
+    return Status();
+  }
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { cudnnCreateFilterDescriptor(&d); }
+  ~FilterDesc() { if (d) cudnnDestroyFilterDescriptor(d); }
+};
+
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { cudnnCreateConvolutionDescriptor(&d); }
+  ~ConvDesc() { if (d) cudnnDestroyConvolutionDescriptor(d); }
+};
+
+int MaxAlgoCount(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    case Pass::kBackwardData: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    case Pass::kBackwardFilter: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  }
+  return 0;
+}
+
+const char* AlgoEnumName(Pass pass, int algo) {
+  static const char* kForward[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                   "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* kBackwardData[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD",
+                                        "WINOGRAD_NONFUSED"};
+  static const char* kBackwardFilter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD",
+                                          "WINOGRAD_NONFUSED", "FFT_TILING"};
+  const char** names = pass == Pass::kForward        ? kForward
+                       : pass == Pass::kBackwardData ? kBackwardData
+                                                     : kBackwardFilter;
+  const int count = pass == Pass::kForward ? 8 : pass == Pass::kBackwardData ? 6 : 7;
+  return algo >= 0 && algo < count ? names[algo] : "UNKNOWN";
+}
+
+const char* MathTypeName(int math_type) {
+  switch (math_type) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op-conversion";
+    case CUDNN_FMA_MATH: return "fma";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo) {
+  return std::string(AlgoEnumName(pass, algo.algo)) + "/" + MathTypeName(algo.math_type);
+}
+
+std::string CudnnVersionString() {
+  const size_t v = cudnnGetVersion();
+  std::ostringstream s;
+  // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
+  s << v / 10000 << "." << (v % 10000) / 100 << "." << v % 100;
+  return s.str();
+}
+
+Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out) {
+  static std::mutex mu;
+  static auto* handles = new std::map<std::pair<int, cudaStream_t>, CudnnHandle*>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = handles->find({device, stream});
+  if (it != handles->end()) {
+    *out = it->second;
+    return Status();
+  }
+  int current = 0;
+  UCUDNN_CUDA_OK(cudaGetDevice(&current));
+  if (current != device) UCUDNN_CUDA_OK(cudaSetDevice(device));
+  auto* h = new CudnnHandle();  // lives as long as the process, like TF's own
+  const cudnnStatus_t status = cudnnCreate(&h->handle);
+  if (current != device) cudaSetDevice(current);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    delete h;
+    return Status::Internal(std::string("cudnnCreate failed: ") + cudnnGetErrorString(status));
+  }
+  (*handles)[{device, stream}] = h;
+  *out = h;
+  return Status();
+}
+
+// The descriptors of one micro-batch size and math type.
+struct CudnnKernel::Descriptors {
+  TensorDesc x, y;  // x: the input as cuDNN sees it (padded if asymmetric)
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+CudnnKernel::CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32,
+                         bool deterministic)
+    : pass_(pass), params_(params), allow_tf32_(allow_tf32), deterministic_(deterministic) {
+  sym_pad_h_ = std::min(params.pad_top, params.pad_bottom);
+  sym_pad_w_ = std::min(params.pad_left, params.pad_right);
+  extra_top_ = params.pad_top - sym_pad_h_;
+  extra_left_ = params.pad_left - sym_pad_w_;
+  padded_h_ = params.in_height + (params.pad_top + params.pad_bottom - 2 * sym_pad_h_);
+  padded_w_ = params.in_width + (params.pad_left + params.pad_right - 2 * sym_pad_w_);
+}
+
+CudnnKernel::~CudnnKernel() = default;
+
+Status CudnnKernel::GetDescriptors(int64_t size, int math_type, Descriptors** out) {
+  std::lock_guard<std::mutex> lock(mu_);  // callers hold the handle's mutex, not mu_
+  auto key = std::make_pair(size, math_type);
+  auto it = descriptors_.find(key);
+  if (it != descriptors_.end()) {
+    *out = it->second.get();
+    return Status();
+  }
+  auto d = std::make_unique<Descriptors>();
+  const ConvParams& p = params_;
+  int64_t s[4];
+  LayoutStrides(p.layout, p.in_channels, padded_h_, padded_w_, s);
+  UCUDNN_RETURN_IF_ERROR(d->x.Set(p.dtype, size, p.in_channels, padded_h_, padded_w_, s));
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
+  UCUDNN_RETURN_IF_ERROR(
+      d->y.Set(p.dtype, size, p.out_channels, p.out_height, p.out_width, s));
+  UCUDNN_CUDNN_OK(cudnnSetFilter4dDescriptor(
+      d->w.d, CudnnDataType(p.dtype), CudnnFormat(p.layout), static_cast<int>(p.out_channels),
+      static_cast<int>(p.group_in_channels()), static_cast<int>(p.filter_height),
+      static_cast<int>(p.filter_width)));
+  // Half and bfloat16 accumulate in float, as TensorFlow does.
+  UCUDNN_CUDNN_OK(cudnnSetConvolution2dDescriptor(
+      d->conv.d, static_cast<int>(sym_pad_h_), static_cast<int>(sym_pad_w_),
+      static_cast<int>(p.stride_h), static_cast<int>(p.stride_w),
+      static_cast<int>(p.dilation_h), static_cast<int>(p.dilation_w),
+      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  UCUDNN_CUDNN_OK(cudnnSetConvolutionGroupCount(d->conv.d, static_cast<int>(p.groups)));
+  UCUDNN_CUDNN_OK(
+      cudnnSetConvolutionMathType(d->conv.d, static_cast<cudnnMathType_t>(math_type)));
+  *out = d.get();
+  descriptors_[key] = std::move(d);
+  return Status();
+}
+
+Status CudnnKernel::TransformFilter(cudnnHandle_t handle, const void* src, void* dst,
+                                    bool to_cudnn) {
+  const ConvParams& p = params_;
+  const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
+                s = p.filter_width;
+  // HWIO viewed as [K, C, R, S].
+  const int64_t hwio[4] = {1, k, s * c * k, c * k};
+  int64_t packed[4];
+  LayoutStrides(p.layout, c, r, s, packed);
+  TensorDesc tf_desc, cudnn_desc;
+  UCUDNN_RETURN_IF_ERROR(tf_desc.Set(p.dtype, k, c, r, s, hwio));
+  UCUDNN_RETURN_IF_ERROR(cudnn_desc.Set(p.dtype, k, c, r, s, packed));
+  const float one = 1.0f, zero = 0.0f;
+  if (to_cudnn) {
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, tf_desc.d, src, &zero, cudnn_desc.d, dst));
+  } else {
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, cudnn_desc.d, src, &zero, tf_desc.d, dst));
+  }
+  return Status();
+}
+
+namespace {
+// The interior view of a padded buffer: element offset and strides.
+void InteriorView(Layout layout, int64_t c, int64_t padded_h, int64_t padded_w, int64_t top,
+                  int64_t left, int64_t* offset, int64_t s[4]) {
+  LayoutStrides(layout, c, padded_h, padded_w, s);
+  *offset = top * s[2] + left * s[3];
+}
+}  // namespace
+
+Status CudnnKernel::PadInput(cudnnHandle_t handle, int64_t size, const void* src, void* padded) {
+  const ConvParams& p = params_;
+  int64_t packed[4], inner[4], offset;
+  LayoutStrides(p.layout, p.in_channels, p.in_height, p.in_width, packed);
+  InteriorView(p.layout, p.in_channels, padded_h_, padded_w_, extra_top_, extra_left_, &offset,
+               inner);
+  TensorDesc src_desc, dst_desc;
+  UCUDNN_RETURN_IF_ERROR(src_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, packed));
+  UCUDNN_RETURN_IF_ERROR(dst_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, inner));
+  const float one = 1.0f, zero = 0.0f;
+  char* dst = static_cast<char*>(padded) + offset * DTypeSize(p.dtype);
+  UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, src_desc.d, src, &zero, dst_desc.d, dst));
+  return Status();
+}
+
+Status CudnnKernel::CropGradient(cudnnHandle_t handle, int64_t size, const void* padded,
+                                 void* dst) {
+  const ConvParams& p = params_;
+  int64_t packed[4], inner[4], offset;
+  LayoutStrides(p.layout, p.in_channels, p.in_height, p.in_width, packed);
+  InteriorView(p.layout, p.in_channels, padded_h_, padded_w_, extra_top_, extra_left_, &offset,
+               inner);
+  TensorDesc src_desc, dst_desc;
+  UCUDNN_RETURN_IF_ERROR(src_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, inner));
+  UCUDNN_RETURN_IF_ERROR(dst_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, packed));
+  const float one = 1.0f, zero = 0.0f;
+  const char* src = static_cast<const char*>(padded) + offset * DTypeSize(p.dtype);
+  UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, src_desc.d, src, &zero, dst_desc.d, dst));
+  return Status();
+}
+
+int CudnnKernel::BenchmarkMathType() const {
+  // FP32 without TF32 must stay on FMA kernels; otherwise tensor cores may be used.
+  return params_.dtype == DType::kFloat && !allow_tf32_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+Status CudnnKernel::MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* needed) {
+  Descriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
+  *needed = 0;
+  for (int algo = 0; algo < MaxAlgoCount(pass_); ++algo) {
+    size_t bytes = 0;
+    cudnnStatus_t s = CUDNN_STATUS_NOT_SUPPORTED;
+    if (pass_ == Pass::kForward) {
+      s = cudnnGetConvolutionForwardWorkspaceSize(handle, d->x.d, d->w.d, d->conv.d, d->y.d,
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+    } else if (pass_ == Pass::kBackwardData) {
+      s = cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d->w.d, d->y.d, d->conv.d, d->x.d,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+    } else {
+      s = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d->x.d, d->y.d, d->conv.d, d->w.d,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+    }
+    if (s == CUDNN_STATUS_SUCCESS) *needed = std::max<int64_t>(*needed, bytes);
+  }
+  return Status();
+}
+
+Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
+                                  const void* a, const void* b, void* out, void* ws,
+                                  int64_t ws_bytes) {
+  Descriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
+  const int max_count = MaxAlgoCount(pass_);
+  int returned = 0;
+  std::vector<AlgoPerf>& row = table_[size];
+  auto record = [&](int algo, cudnnStatus_t status, float time, size_t memory,
+                    cudnnDeterminism_t determinism, cudnnMathType_t math) {
+    if (status != CUDNN_STATUS_SUCCESS || time < 0) return;
+    if (static_cast<int64_t>(memory) > workspace_limit) return;
+    const bool deterministic = determinism == CUDNN_DETERMINISTIC;
+    if (deterministic_ && !deterministic) return;
+    int index = -1;
+    for (size_t i = 0; i < algos_.size(); ++i) {
+      if (algos_[i].algo == algo && algos_[i].math_type == math) index = static_cast<int>(i);
+    }
+    if (index < 0) {
+      index = static_cast<int>(algos_.size());
+      algos_.push_back({algo, static_cast<int>(math), deterministic});
+    }
+    row.push_back({index, static_cast<double>(time), static_cast<int64_t>(memory)});
+  };
+  if (pass_ == Pass::kForward) {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionForwardAlgorithmEx(
+        handle, d->x.d, a, d->w.d, b, d->conv.d, d->y.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  } else if (pass_ == Pass::kBackwardData) {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        handle, d->w.d, b, d->y.d, a, d->conv.d, d->x.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  } else {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        handle, d->x.d, a, d->y.d, b, d->conv.d, d->w.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  }
+  return Status();
+}
+
+namespace {
+// Buffers a pass needs besides workspace: the filter in cuDNN's layout, and a
+// padded input (or input gradient) micro-batch when padding is asymmetric.
+struct PassScratch {
+  void* filter = nullptr;
+  void* padded = nullptr;
+};
+}  // namespace
+
+// The pointers handed to cuDNN for the whole batch: `a`, `b`, `out` with the
+// filter replaced by its cuDNN-layout copy.
+static Status PreparePass(Pass pass, const ConvParams& p, bool asymmetric, int64_t max_size,
+                          int64_t padded_sample_elems, cudaStream_t stream,
+                          ScratchAllocator* scratch, PassScratch* ps) {
+  const int64_t filter_bytes = p.filter_size() * DTypeSize(p.dtype);
+  ps->filter = scratch->Allocate(filter_bytes);
+  if (ps->filter == nullptr) {
+    return Status::ResourceExhausted("could not allocate " + std::to_string(filter_bytes) +
+                                     " bytes for the filter in cuDNN layout");
+  }
+  if (asymmetric) {
+    const int64_t bytes = max_size * padded_sample_elems * DTypeSize(p.dtype);
+    ps->padded = scratch->Allocate(bytes);
+    if (ps->padded == nullptr) {
+      return Status::ResourceExhausted("could not allocate " + std::to_string(bytes) +
+                                       " bytes for the explicitly padded micro-batch");
+    }
+    UCUDNN_CUDA_OK(cudaMemsetAsync(ps->padded, 0, bytes, stream));
+  }
+  return Status();
+}
+
+Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
+                                  BatchSizePolicy policy, int64_t forced_micro_batch,
+                                  int64_t workspace_limit, const PassTensors& t,
+                                  ScratchAllocator* scratch, bool* planned_now) {
+  std::unique_lock<std::mutex> bench_lock(bench_mu_);
+  *planned_now = false;
+  if (benchmarked_) return Status();
+  const std::vector<int64_t> sizes =
+      forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
+                             : MicroBatchSizes(policy, params_.batch);
+  table_.clear();  // a failed earlier attempt may have left rows behind
+  algos_.clear();
+  std::lock_guard<std::mutex> handle_lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  const ConvParams& p = params_;
+  const bool asymmetric = !p.symmetric_padding();
+  const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  PassScratch ps;
+  UCUDNN_RETURN_IF_ERROR(PreparePass(pass_, p, asymmetric, max_size,
+                                     p.in_channels * padded_h_ * padded_w_, stream, scratch, &ps));
+  const void* a = t.a;
+  const void* b = t.b;
+  void* out = t.out;
+  if (pass_ == Pass::kBackwardFilter) {
+    out = ps.filter;
+  } else {
+    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
+    b = ps.filter;
+  }
+  // One search workspace for every size: what the hungriest algorithm asks
+  // for, capped by the limit, halved until it can be allocated.
+  int64_t ws_bytes = 0;
+  for (int64_t size : sizes) {
+    int64_t needed = 0;
+    UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
+    ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
+  }
+  void* ws = nullptr;
+  while (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) ws_bytes /= 2;
+  if (ws == nullptr) ws_bytes = 0;
+  for (int64_t size : sizes) {
+    const void* bench_a = a;
+    void* bench_out = out;
+    if (asymmetric && pass_ != Pass::kBackwardData) {
+      UCUDNN_RETURN_IF_ERROR(PadInput(handle->handle, size, t.a, ps.padded));
+      bench_a = ps.padded;
+    } else if (asymmetric) {
+      bench_out = ps.padded;
+    }
+    UCUDNN_RETURN_IF_ERROR(
+        BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b, bench_out, ws, ws_bytes));
+  }
+  plan_ = forced_micro_batch > 0
+              ? ForcedPlan(table_, p.batch, forced_micro_batch, workspace_limit)
+              : BestPlan(table_, p.batch, workspace_limit);
+  if (plan_.empty()) {
+    return Status::Internal("no cuDNN algorithm ran for " + std::string(PassName(pass_)) + " " +
+                            p.ToString() + " within a workspace limit of " +
+                            std::to_string(workspace_limit) + " bytes");
+  }
+  benchmarked_ = true;
+  *planned_now = true;
+  return Status();
+}
+
+Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, int64_t offset,
+                                  bool accumulate, const void* a, const void* b, void* out,
+                                  void* workspace, void* padded) {
+  const ConvParams& p = params_;
+  const CudnnAlgo& algo = algos_[mb.algo];
+  Descriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(mb.size, algo.math_type, &d));
+  const int elem = DTypeSize(p.dtype);
+  const int64_t in_off = offset * p.input_sample_size() * elem;
+  const int64_t out_off = offset * p.output_sample_size() * elem;
+  const bool asymmetric = padded != nullptr;
+  const float one = 1.0f, zero = 0.0f;
+  const size_t ws = mb.workspace_bytes;
+  if (pass_ == Pass::kForward) {
+    const void* x = static_cast<const char*>(a) + in_off;
+    if (asymmetric) {
+      UCUDNN_RETURN_IF_ERROR(PadInput(handle, mb.size, x, padded));
+      x = padded;
+    }
+    UCUDNN_CUDNN_OK(cudnnConvolutionForward(
+        handle, &one, d->x.d, x, d->w.d, b, d->conv.d,
+        static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), workspace, ws, &zero, d->y.d,
+        static_cast<char*>(out) + out_off));
+  } else if (pass_ == Pass::kBackwardData) {
+    void* dx = asymmetric ? padded : static_cast<char*>(out) + in_off;
+    UCUDNN_CUDNN_OK(cudnnConvolutionBackwardData(
+        handle, &one, d->w.d, b, d->y.d, static_cast<const char*>(a) + out_off, d->conv.d,
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), workspace, ws, &zero, d->x.d, dx));
+    if (asymmetric) {
+      UCUDNN_RETURN_IF_ERROR(
+          CropGradient(handle, mb.size, padded, static_cast<char*>(out) + in_off));
+    }
+  } else {
+    const void* x = static_cast<const char*>(a) + in_off;
+    if (asymmetric) {
+      UCUDNN_RETURN_IF_ERROR(PadInput(handle, mb.size, x, padded));
+      x = padded;
+    }
+    // Every micro-batch writes the whole filter gradient: accumulate after the first.
+    UCUDNN_CUDNN_OK(cudnnConvolutionBackwardFilter(
+        handle, &one, d->x.d, x, d->y.d, static_cast<const char*>(b) + out_off, d->conv.d,
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), workspace, ws,
+        accumulate ? &one : &zero, d->w.d, out));
+  }
+  return Status();
+}
+
+Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
+                        const PassTensors& t, ScratchAllocator* scratch, Plan* ran) {
+  // Workspace first: if the plan's does not fit, take the fastest plan that does.
+  Plan chosen = plan;
+  void* workspace = nullptr;
+  while (true) {
+    workspace = chosen.workspace_bytes > 0 ? scratch->Allocate(chosen.workspace_bytes) : nullptr;
+    if (workspace != nullptr || chosen.workspace_bytes == 0) break;
+    Plan smaller = BestPlan(table_, params_.batch, chosen.workspace_bytes - 1);
+    if (smaller.empty()) {
+      return Status::ResourceExhausted(
+          "could not allocate " + std::to_string(chosen.workspace_bytes) +
+          " bytes of workspace and no benchmarked plan needs less");
+    }
+    chosen = smaller;
+  }
+  int64_t max_size = 0;
+  for (const MicroBatch& mb : chosen.micro_batches) max_size = std::max(max_size, mb.size);
+  const bool asymmetric = !params_.symmetric_padding();
+  PassScratch ps;
+  UCUDNN_RETURN_IF_ERROR(PreparePass(pass_, params_, asymmetric, max_size,
+                                     params_.in_channels * padded_h_ * padded_w_, stream, scratch,
+                                     &ps));
+  std::lock_guard<std::mutex> handle_lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  const void* b = t.b;
+  void* out = t.out;
+  if (pass_ == Pass::kBackwardFilter) {
+    out = ps.filter;
+  } else {
+    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
+    b = ps.filter;
+  }
+  UCUDNN_RETURN_IF_ERROR(ExecutePlan(
+      chosen, pass_, [&](int64_t offset, const MicroBatch& mb, bool accumulate) {
+        return RunMicroBatch(handle->handle, mb, offset, accumulate, t.a, b, out, workspace,
+                             ps.padded);
+      }));
+  if (pass_ == Pass::kBackwardFilter) {
+    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, ps.filter, t.out, /*to_cudnn=*/false));
+  }
+  *ran = chosen;
+  return Status();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

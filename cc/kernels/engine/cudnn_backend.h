@@ -1,0 +1,128 @@
+// The cuDNN side of the engine: descriptors, benchmarking with
+// cudnnFind*AlgorithmEx, and executing a plan one micro-batch at a time on the
+// caller's stream (no host synchronisation). No TensorFlow includes: memory
+// comes from the caller through ScratchAllocator (TF's allocator in the glue).
+#ifndef TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
+#define TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
+
+#if GOOGLE_CUDA
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_runtime_api.h"
+#include "cudnn.h"
+#include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/planner.h"
+#include "cc/kernels/engine/status.h"
+
+namespace ucudnn {
+
+// Device memory that lives until the op's Compute returns (stream-ordered).
+class ScratchAllocator {
+ public:
+  virtual ~ScratchAllocator() = default;
+  // nullptr when `bytes` cannot be allocated; never nullptr for bytes == 0
+  // callers must not dereference.
+  virtual void* Allocate(int64_t bytes) = 0;
+};
+
+// One cuDNN handle per (device, stream), with the mutex that serialises its use
+// (a handle may not be used by two threads at once).
+struct CudnnHandle {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mu;
+};
+Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out);
+
+// The tensors of one pass, in TF's layouts (filter HWIO).
+//   forward:         a = input,        b = filter,       out = output
+//   backward-data:   a = out_backprop, b = filter,       out = in_backprop
+//   backward-filter: a = input,        b = out_backprop, out = filter_backprop
+struct PassTensors {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* out = nullptr;
+};
+
+// A candidate algorithm: cuDNN's algorithm enum value and math type.
+struct CudnnAlgo {
+  int algo = 0;
+  int math_type = 0;
+  bool deterministic = true;
+};
+std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo);
+
+// One convolution kernel (pass + geometry + numerics) on one device: its
+// benchmark table, its plan, and its cached descriptors. Thread-safe.
+class CudnnKernel {
+ public:
+  CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32, bool deterministic);
+  ~CudnnKernel();
+
+  // On the first call: benchmarks every micro-batch size the policy (or the
+  // forced size) allows within `workspace_limit` bytes and solves Workspace
+  // Reuse. Later calls return at once. *planned_now says whether this call did it.
+  Status EnsurePlanned(CudnnHandle* handle, cudaStream_t stream, BatchSizePolicy policy,
+                       int64_t forced_micro_batch, int64_t workspace_limit,
+                       const PassTensors& tensors, ScratchAllocator* scratch,
+                       bool* planned_now);
+  const Plan& plan() const { return plan_; }
+
+  // Runs `plan` over the whole mini-batch. If its workspace cannot be
+  // allocated, runs the fastest plan of the benchmark table that can be
+  // (down to zero workspace). *ran is the plan that ran.
+  Status Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
+             const PassTensors& tensors, ScratchAllocator* scratch, Plan* ran);
+
+  Pass pass() const { return pass_; }
+  const ConvParams& params() const { return params_; }
+  const PerfTable& table() const { return table_; }
+  const std::vector<CudnnAlgo>& algos() const { return algos_; }
+
+ private:
+  struct Descriptors;
+  Status GetDescriptors(int64_t size, int math_type, Descriptors** out);
+  int BenchmarkMathType() const;
+  // The most workspace any algorithm asks for at this size (0 if none answers).
+  Status MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* bytes);
+  Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
+                       const void* a, const void* b, void* out, void* workspace,
+                       int64_t workspace_bytes);
+  Status RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, int64_t offset,
+                       bool accumulate, const void* a, const void* b, void* out,
+                       void* workspace, void* padded);
+  // HWIO <-> cuDNN's filter layout (KCRS for NCHW, KRSC for NHWC).
+  Status TransformFilter(cudnnHandle_t handle, const void* src, void* dst, bool to_cudnn);
+  // Input micro-batch into / gradient out of the padded buffer (asymmetric padding).
+  Status PadInput(cudnnHandle_t handle, int64_t size, const void* src, void* padded);
+  Status CropGradient(cudnnHandle_t handle, int64_t size, const void* padded, void* dst);
+
+  const Pass pass_;
+  const ConvParams params_;
+  const bool allow_tf32_;
+  const bool deterministic_;
+  // cuDNN sees symmetric padding; extra rows/columns are padded explicitly.
+  int64_t sym_pad_h_, sym_pad_w_, extra_top_, extra_left_, padded_h_, padded_w_;
+
+  std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
+  bool benchmarked_ = false;
+  Plan plan_;
+  std::mutex mu_;        // guards descriptors_
+  PerfTable table_;
+  std::vector<CudnnAlgo> algos_;
+  std::map<std::pair<int64_t, int>, std::unique_ptr<Descriptors>> descriptors_;
+};
+
+// cudnnGetVersion() as "9.19.0".
+std::string CudnnVersionString();
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA
+#endif  // TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_

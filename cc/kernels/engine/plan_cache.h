@@ -1,0 +1,60 @@
+// Where plans live: the per-device cache of planned cuDNN kernels, and the
+// registry of every plan chosen so far (tf_ucudnn.plans()).
+#ifndef TF_UCUDNN_ENGINE_PLAN_CACHE_H_
+#define TF_UCUDNN_ENGINE_PLAN_CACHE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/planner.h"
+
+namespace ucudnn {
+
+// Everything that defines a planned kernel: the convolution (batch included),
+// the pass, the device, the numerics and the planning knobs.
+struct KernelKey {
+  Pass pass = Pass::kForward;
+  std::array<int64_t, 20> conv{};  // ConvParams::Fields()
+  int device = 0;
+  bool allow_tf32 = true;
+  bool deterministic = false;
+  int64_t workspace_limit = 0;
+  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
+  int64_t forced_micro_batch = 0;
+
+  bool operator<(const KernelKey& o) const;
+};
+
+// One chosen plan, as tf_ucudnn.plans() shows it.
+struct PlanRecord {
+  std::string device;        // e.g. "/device:GPU:0"
+  Pass pass = Pass::kForward;
+  ConvParams params;
+  int64_t workspace_limit = 0;
+  std::string policy;        // batch-size policy, or "forced"
+  struct Step {
+    int64_t size;
+    std::string algo;
+    int64_t workspace_bytes;
+    double time_ms;          // measured by the benchmark; NaN where not measured (CPU)
+  };
+  std::vector<Step> micro_batches;
+  int64_t workspace_bytes = 0;
+  double time_ms = 0;
+  std::string note;          // e.g. a fallback because workspace could not be allocated
+};
+
+// Adds a record; thread-safe.
+void RecordPlan(PlanRecord record);
+// Every record so far as a JSON array.
+std::string PlanRecordsJson();
+// Forgets every record (the planned kernels stay cached).
+void ClearPlanRecords();
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_PLAN_CACHE_H_

@@ -1,0 +1,80 @@
+// Micro-batch planning: Workspace Reuse (WR) and the Pareto front used by
+// Workspace Division (WD). Pure C++, no TensorFlow, no GPU: the Python
+// planner (tf_ucudnn.planner) calls these same functions through c_api.cc.
+//
+// Reference: Oyama, Ben-Nun, Hoefler, Matsuoka, "Accelerating Deep Learning
+// Frameworks with Micro-batches", IEEE CLUSTER 2018 (arXiv:1804.04806), §III.
+#ifndef TF_UCUDNN_ENGINE_PLANNER_H_
+#define TF_UCUDNN_ENGINE_PLANNER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ucudnn {
+
+// Which micro-batch sizes the planner may use (μ-cuDNN's batch-size policy).
+enum class BatchSizePolicy : int { kUndivided = 0, kPowerOfTwo = 1, kAll = 2 };
+
+// Parses "undivided" | "powerOfTwo" | "all"; false on anything else.
+bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy);
+const char* BatchSizePolicyName(BatchSizePolicy policy);
+
+// Allowed micro-batch sizes for a mini-batch of `batch_size` samples, ascending:
+// undivided {N}; powerOfTwo {1, 2, 4, ...} ∪ {N}; all {1..N}.
+std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size);
+
+// The sizes a forced plan of micro-batches of at most `max_size` uses: {k}
+// and, when k does not divide N, the remainder N mod k.
+std::vector<int64_t> ForcedMicroBatchSizes(int64_t batch_size, int64_t max_size);
+
+// One benchmarked algorithm at one micro-batch size.
+struct AlgoPerf {
+  int algo = 0;                 // index into the caller's candidate list
+  double time_ms = 0;
+  int64_t workspace_bytes = 0;
+};
+
+// Micro-batch size -> the algorithms measured at that size.
+using PerfTable = std::map<int64_t, std::vector<AlgoPerf>>;
+
+struct MicroBatch {
+  int64_t size = 0;
+  int algo = 0;
+  double time_ms = 0;
+  int64_t workspace_bytes = 0;
+};
+
+struct Plan {
+  std::vector<MicroBatch> micro_batches;  // in execution order, larger first
+  double time_ms = 0;                     // sum over micro-batches
+  int64_t workspace_bytes = 0;            // max over micro-batches
+  bool empty() const { return micro_batches.empty(); }
+};
+
+// Workspace Reuse: the fastest plan whose every micro-batch needs at most
+// `workspace_limit` bytes, using only the sizes present in `table`:
+//   T(0) = 0,  T(n) = min_{b <= n} t*(b) + T(n - b),
+// where t*(b) is the fastest algorithm at size b within the limit. Ties go to
+// the larger micro-batch, then to less workspace. Returns an empty plan when
+// no combination of the table's sizes within the limit sums to batch_size.
+Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit);
+
+// The forced plan: micro-batches of exactly `max_size` (the last one holds the
+// remainder), each with its fastest algorithm within the limit. Empty when a
+// needed size is missing from the table or has no algorithm within the limit.
+Plan ForcedPlan(const PerfTable& table, int64_t batch_size, int64_t max_size,
+                int64_t workspace_limit);
+
+// Workspace Division's desirable set: every plan over the table's sizes that no
+// other plan beats in both time and workspace, sorted by workspace ascending
+// with strictly decreasing time (Oyama et al. §III-C).
+std::vector<Plan> ParetoFront(const PerfTable& table, int64_t batch_size);
+
+// Keeps only the sizes in `sizes` (and drops sizes > batch_size).
+PerfTable RestrictTable(const PerfTable& table, const std::vector<int64_t>& sizes);
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_PLANNER_H_

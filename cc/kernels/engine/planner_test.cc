@@ -1,0 +1,58 @@
+// Planner checks that build and run with no TensorFlow and no GPU:
+//   bazel test //cc/kernels/engine:planner_test
+#include <cstdio>
+
+#include "cc/kernels/engine/executor.h"
+#include "cc/kernels/engine/planner.h"
+
+namespace {
+
+int failures = 0;
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+}  // namespace
+
+int main() {
+  using namespace ucudnn;
+  Check(MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, 6) == std::vector<int64_t>({1, 2, 4, 6}),
+        "powerOfTwo sizes of 6 are {1, 2, 4, 6}");
+  Check(MicroBatchSizes(BatchSizePolicy::kUndivided, 6) == std::vector<int64_t>({6}),
+        "undivided sizes of 6 are {6}");
+  Check(MicroBatchSizes(BatchSizePolicy::kAll, 3) == std::vector<int64_t>({1, 2, 3}),
+        "all sizes of 3 are {1, 2, 3}");
+
+  // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
+  PerfTable table;
+  table[8] = {{0, 10.0, 0}, {1, 2.0, 400}};
+  table[4] = {{0, 6.0, 0}, {1, 1.5, 100}};
+  Plan wide = BestPlan(table, 8, 1000);
+  Check(wide.micro_batches.size() == 1 && wide.time_ms == 2.0, "no limit: one fast micro-batch");
+  Plan tight = BestPlan(table, 8, 100);
+  Check(tight.micro_batches.size() == 2 && tight.time_ms == 3.0 && tight.workspace_bytes == 100,
+        "limit 100: two micro-batches of 4 with the fast algorithm");
+  Check(BestPlan(table, 8, 0).time_ms == 10.0, "limit 0: undivided slow algorithm wins over 2x6");
+
+  std::vector<Plan> front = ParetoFront(table, 8);
+  Check(front.size() == 3, "front has (0, 10), (100, 3), (400, 2)");
+  for (size_t i = 1; i < front.size(); ++i) {
+    Check(front[i].workspace_bytes > front[i - 1].workspace_bytes &&
+              front[i].time_ms < front[i - 1].time_ms,
+          "front is sorted by workspace with strictly decreasing time");
+  }
+
+  Plan forced = ForcedPlan(table, 8, 4, 1000);
+  Check(forced.micro_batches.size() == 2 && forced.time_ms == 3.0, "forced 4: two micro-batches");
+
+  Plan uniform = UniformPlan(10, 4);
+  Check(uniform.micro_batches.size() == 3 && uniform.micro_batches[2].size == 2,
+        "uniform 10 by 4 is 4 + 4 + 2");
+
+  std::printf("%s\n", failures == 0 ? "planner_test: all checks passed" : "planner_test: FAILED");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,57 @@
+"""`tf_ucudnn.layers.Conv2D`: a drop-in for `keras.layers.Conv2D`."""
+
+import keras
+
+from tf_ucudnn import nn
+
+
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class Conv2D(keras.layers.Conv2D):
+    """``keras.layers.Conv2D`` whose convolution runs through tf_ucudnn.
+
+    Takes every ``keras.layers.Conv2D`` argument, with the same weights
+    (``kernel``: ``[kernel_h, kernel_w, in_channels / groups, filters]``,
+    ``bias``: ``[filters]``), so ``set_weights`` / ``get_weights`` move freely
+    between the two. Plus μ-cuDNN's knobs:
+
+    Args:
+      workspace_limit: bytes of cuDNN workspace per kernel (forward,
+        backward-data and backward-filter each); None uses
+        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
+        uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
+      micro_batch_size: None lets the planner decide; k > 0 forces
+        micro-batches of k samples.
+
+    The op has no XLA kernel, so ``supports_jit`` is False and Keras keeps
+    models with this layer out of XLA (``jit_compile="auto"``).
+
+    Raises:
+      ValueError: a knob out of range (from ``__init__``).
+    """
+
+    def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
+                 micro_batch_size=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Validates the knobs now, not at the first call.
+        nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                        micro_batch_size=micro_batch_size)
+        self.workspace_limit = workspace_limit
+        self.batch_size_policy = batch_size_policy
+        self.micro_batch_size = micro_batch_size
+        self.supports_jit = False
+
+    def convolution_op(self, inputs, kernel):
+        data_format = "NHWC" if self.data_format == "channels_last" else "NCHW"
+        return nn.conv2d(
+            inputs, kernel, strides=list(self.strides), padding=self.padding.upper(),
+            data_format=data_format, dilations=list(self.dilation_rate),
+            workspace_limit=self.workspace_limit, batch_size_policy=self.batch_size_policy,
+            micro_batch_size=self.micro_batch_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(workspace_limit=self.workspace_limit,
+                      batch_size_policy=self.batch_size_policy,
+                      micro_batch_size=self.micro_batch_size)
+        return config

@@ -1,0 +1,215 @@
+"""`conv2d` and its gradients: micro-batched convolution with tf.nn.conv2d's interface."""
+
+import tensorflow as tf
+
+from tf_ucudnn._ops import ops as _ops
+from tf_ucudnn.planner import POLICIES
+
+MiB = 1 << 20
+DEFAULT_WORKSPACE_LIMIT = 64 * MiB  # bytes; UCUDNN_DEFAULT_WORKSPACE_LIMIT overrides it
+
+
+def _spatial_list(value, name, data_format):
+    """tf.nn.conv2d's forms (int, 1, 2 or 4 ints) -> 4 ints in data_format order."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    try:
+        value = [int(v) for v in value]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}") from None
+    if len(value) == 1:
+        value = value * 2
+    if len(value) == 2:
+        return [1, value[0], value[1], 1] if data_format == "NHWC" else [1, 1, value[0], value[1]]
+    if len(value) == 4:
+        return value
+    raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}")
+
+
+def _padding_attrs(padding, data_format):
+    """'SAME' | 'VALID' | [[0, 0], [top, bottom], [left, right], [0, 0]] -> (padding, explicit_paddings)."""
+    if isinstance(padding, str):
+        upper = padding.upper()
+        if upper not in ("SAME", "VALID"):
+            raise ValueError(f"padding must be 'SAME', 'VALID' or a list of 4 [before, after] "
+                             f"pairs, got {padding!r}")
+        return upper, []
+    try:
+        pairs = [[int(a), int(b)] for a, b in padding]
+    except (TypeError, ValueError):
+        raise ValueError(f"explicit padding must be 4 [before, after] pairs in {data_format} "
+                         f"order, got {padding!r}") from None
+    if len(pairs) != 4:
+        raise ValueError(f"explicit padding must have 4 [before, after] pairs, got {len(pairs)}")
+    channel = 3 if data_format == "NHWC" else 1
+    if pairs[0] != [0, 0] or pairs[channel] != [0, 0]:
+        raise ValueError(f"explicit padding of the batch and channel dimensions must be [0, 0], "
+                         f"got {padding!r}")
+    if any(v < 0 for pair in pairs for v in pair):
+        raise ValueError(f"explicit padding must be non-negative, got {padding!r}")
+    return "EXPLICIT", [v for pair in pairs for v in pair]
+
+
+def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
+    """Validates μ-cuDNN's knobs and returns them as op attributes.
+
+    Args:
+      workspace_limit: bytes of workspace per kernel; None uses
+        UCUDNN_DEFAULT_WORKSPACE_LIMIT (default 64 MiB).
+      batch_size_policy: "undivided", "powerOfTwo" or "all"; None uses
+        UCUDNN_BATCH_SIZE_POLICY (default "powerOfTwo").
+      micro_batch_size: None or 0 lets the planner decide; k > 0 forces
+        micro-batches of k samples (the last one takes the remainder).
+
+    Returns:
+      A dict with keys workspace_limit, batch_size_policy, micro_batch_size.
+
+    Raises:
+      ValueError: a knob out of range.
+    """
+    if workspace_limit is None:
+        workspace_limit = -1
+    elif isinstance(workspace_limit, bool) or int(workspace_limit) != workspace_limit or workspace_limit < 0:
+        raise ValueError(f"workspace_limit must be a non-negative number of bytes or None, "
+                         f"got {workspace_limit!r}")
+    if batch_size_policy is None:
+        batch_size_policy = ""
+    elif batch_size_policy not in POLICIES:
+        raise ValueError(f"batch_size_policy must be one of {', '.join(POLICIES)} or None, "
+                         f"got {batch_size_policy!r}")
+    if micro_batch_size is None:
+        micro_batch_size = 0
+    elif isinstance(micro_batch_size, bool) or int(micro_batch_size) != micro_batch_size or micro_batch_size < 0:
+        raise ValueError(f"micro_batch_size must be None, 0 or a positive int, got {micro_batch_size!r}")
+    return dict(workspace_limit=int(workspace_limit), batch_size_policy=batch_size_policy,
+                micro_batch_size=int(micro_batch_size))
+
+
+def _conv_attrs(strides, padding, data_format, dilations, **knobs):
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
+    padding, explicit_paddings = _padding_attrs(padding, data_format)
+    return dict(strides=_spatial_list(strides, "strides", data_format),
+                dilations=_spatial_list(1 if dilations is None else dilations, "dilations", data_format),
+                padding=padding, explicit_paddings=explicit_paddings, data_format=data_format,
+                **ucudnn_attrs(**knobs))
+
+
+def _check_rank(tensor, name):
+    rank = tensor.shape.rank
+    if rank is not None and rank != 4:
+        raise ValueError(f"{name} must be 4-dimensional, got shape {tensor.shape}")
+
+
+def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, *,  # noqa: A002
+           workspace_limit=None, batch_size_policy=None, micro_batch_size=None, name=None):
+    """Micro-batched 2-D convolution: the same result as ``tf.nn.conv2d``.
+
+    On the GPU each call's mini-batch is split into micro-batches so that fast
+    cuDNN algorithms fit in ``workspace_limit``; the split and the algorithms
+    come from benchmarking and the Workspace Reuse recurrence (Oyama et al.
+    2018, §III-B), once per convolution shape. On the CPU, micro-batches of
+    ``micro_batch_size`` (else the whole batch) with an im2col + GEMM kernel.
+
+    Args:
+      input: float32, float16 or bfloat16 tensor, ``[batch, height, width,
+        channels]`` (NHWC) or ``[batch, channels, height, width]`` (NCHW).
+      filters: ``[filter_height, filter_width, in_channels / groups,
+        out_channels]``; ``groups = channels / filters.shape[2]``.
+      strides: int or list of 1, 2 or 4 ints (as ``tf.nn.conv2d``).
+      padding: ``"SAME"``, ``"VALID"``, or explicit ``[[0, 0], [top, bottom],
+        [left, right], [0, 0]]`` pairs in ``data_format`` order.
+      data_format: ``"NHWC"`` or ``"NCHW"``.
+      dilations: int or list of 1, 2 or 4 ints; None means 1.
+      workspace_limit: bytes of cuDNN workspace per kernel; None uses
+        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None uses
+        ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
+      micro_batch_size: None lets the planner decide; k > 0 forces micro-batches
+        of k samples (the last takes the remainder).
+      name: op name.
+
+    Returns:
+      The output tensor, ``[batch, out_height, out_width, out_channels]``
+      (NHWC) or ``[batch, out_channels, out_height, out_width]`` (NCHW).
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs
+        (channel mismatch, groups not dividing, empty batch).
+    """
+    with tf.name_scope(name or "ucudnn_conv2d"):
+        input = tf.convert_to_tensor(input)
+        filters = tf.convert_to_tensor(filters, dtype=input.dtype)
+        _check_rank(input, "input")
+        _check_rank(filters, "filters")
+        attrs = _conv_attrs(strides, padding, data_format, dilations,
+                            workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                            micro_batch_size=micro_batch_size)
+        return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
+
+
+def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
+                          data_format="NHWC", dilations=None, *, workspace_limit=None,
+                          batch_size_policy=None, micro_batch_size=None, name=None):
+    """Backward-data: the gradient of :func:`conv2d` with respect to its input.
+
+    Args:
+      input_sizes: int32 1-D tensor of 4: the input's shape.
+      filters: ``[filter_height, filter_width, in_channels / groups, out_channels]``.
+      out_backprop: gradient of the output, shaped like conv2d's output.
+      Others: as :func:`conv2d`.
+
+    Returns:
+      The input gradient, shaped ``input_sizes``.
+    """
+    with tf.name_scope(name or "ucudnn_conv2d_backprop_input"):
+        attrs = _conv_attrs(strides, padding, data_format, dilations,
+                            workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                            micro_batch_size=micro_batch_size)
+        return _ops.ucudnn_conv2d_backprop_input(
+            input_sizes=tf.cast(input_sizes, tf.int32), filter=filters,
+            out_backprop=out_backprop, **attrs)
+
+
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+                           data_format="NHWC", dilations=None, *, workspace_limit=None,
+                           batch_size_policy=None, micro_batch_size=None, name=None):
+    """Backward-filter: the gradient of :func:`conv2d` with respect to its filters.
+
+    Every micro-batch adds its share to the whole filter gradient (the first
+    overwrites, the rest accumulate), so the result equals the undivided one.
+
+    Args:
+      input: the forward input.
+      filter_sizes: int32 1-D tensor of 4: the filter's shape.
+      out_backprop: gradient of the output, shaped like conv2d's output.
+      Others: as :func:`conv2d`.
+
+    Returns:
+      The filter gradient, shaped ``filter_sizes``.
+    """
+    with tf.name_scope(name or "ucudnn_conv2d_backprop_filter"):
+        attrs = _conv_attrs(strides, padding, data_format, dilations,
+                            workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                            micro_batch_size=micro_batch_size)
+        return _ops.ucudnn_conv2d_backprop_filter(
+            input=input, filter_sizes=tf.cast(filter_sizes, tf.int32),
+            out_backprop=out_backprop, **attrs)
+
+
+_ATTR_NAMES = ("strides", "padding", "explicit_paddings", "data_format", "dilations",
+               "workspace_limit", "batch_size_policy", "micro_batch_size")
+
+
+@tf.RegisterGradient("Ucudnn>Conv2D")
+def _conv2d_grad(op, grad):
+    """Gradients of Ucudnn>Conv2D: backward-data and backward-filter, same knobs."""
+    attrs = {name: op.get_attr(name) for name in _ATTR_NAMES}
+    for key in ("padding", "data_format", "batch_size_policy"):
+        if isinstance(attrs[key], bytes):
+            attrs[key] = attrs[key].decode()
+    x, w = op.inputs[0], op.inputs[1]
+    dx = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=w, out_backprop=grad, **attrs)
+    dw = _ops.ucudnn_conv2d_backprop_filter(input=x, filter_sizes=tf.shape(w), out_backprop=grad, **attrs)
+    return dx, dw

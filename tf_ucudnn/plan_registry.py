@@ -1,0 +1,61 @@
+"""`plans()`: the micro-batch plans the kernels have chosen so far in this process."""
+
+import json
+
+from tf_ucudnn._ops import clib, read_c_string
+
+
+class PlanTable(list):
+    """A list of plan records (dicts) that prints as a table.
+
+    Each record has: ``device``, ``pass`` (forward / backward-data /
+    backward-filter), ``shape`` (the convolution), ``batch``, ``layout``,
+    ``dtype``, ``workspace_limit`` (bytes), ``policy`` (batch-size policy or
+    ``forced k``), ``micro_batches`` (list of dicts ``size``, ``algo``,
+    ``workspace_bytes``, ``time_ms``), ``workspace_bytes`` (max over
+    micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU)
+    and ``note``.
+    """
+
+    def __str__(self):
+        if not self:
+            return "(no convolution has run through tf_ucudnn yet)"
+        header = ("device", "pass", "convolution", "micro-batches", "workspace", "ms")
+        rows = [header]
+        for r in self:
+            steps = " + ".join(f"{m['size']}x{m['algo']}" for m in r["micro_batches"])
+            ms = "-" if r["time_ms"] is None else f"{r['time_ms']:.3f}"
+            rows.append((r["device"].split("device:")[-1], r["pass"], r["shape"], steps,
+                         format_bytes(r["workspace_bytes"]), ms))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+
+def format_bytes(n):
+    """Bytes as a short human string: 0 B, 512 B, 3.0 KiB, 64.0 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def plans():
+    """The plans chosen so far, one record per kernel (pass, shape, device, knobs).
+
+    On the GPU a kernel is planned (benchmarked, then the Workspace Reuse
+    recurrence solved) the first time it runs; on the CPU its plan is the
+    forced ``micro_batch_size`` split or the whole batch. Set
+    ``UCUDNN_DEBUG_OUTPUT=1`` to also print each plan to stderr when it is made.
+
+    Returns:
+      A :class:`PlanTable`: a list of dicts that prints as a table.
+    """
+    return PlanTable(json.loads(read_c_string(clib.ucudnn_plans_json)))
+
+
+def clear_plans():
+    """Forgets the recorded plans (the kernels keep their cached plans)."""
+    clib.ucudnn_clear_plans()

@@ -1,0 +1,198 @@
+"""Micro-batch planning without a GPU: Workspace Reuse and the Pareto front.
+
+These functions call the same C++ planner that the GPU kernels use
+(``cc/kernels/engine/planner.cc``), so a plan computed here from a benchmark
+table is the plan the kernels would run.
+
+A *benchmark table* maps a micro-batch size to the algorithms measured at that
+size: ``{size: [(algo, time_ms, workspace_bytes), ...]}``. ``algo`` may be any
+object (a cuDNN algorithm name, say); it is handed back in the plan.
+
+Reference: Oyama et al., "Accelerating Deep Learning Frameworks with
+Micro-batches", IEEE CLUSTER 2018 (arXiv:1804.04806), §III-B (Workspace
+Reuse) and §III-C (the desirable set used by Workspace Division).
+"""
+
+import ctypes
+import dataclasses
+from typing import Any, NamedTuple
+
+from tf_ucudnn._ops import clib
+
+POLICIES = ("undivided", "powerOfTwo", "all")
+_POLICY_IDS = {name: i for i, name in enumerate(POLICIES)}
+_MODE_BEST, _MODE_FRONT = 0, 1
+
+
+class MicroBatch(NamedTuple):
+    """One micro-batch of a plan: ``size`` samples run with ``algo``, which
+    needs ``workspace_bytes`` bytes of workspace."""
+
+    size: int
+    algo: Any
+    workspace_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A micro-batch plan for one convolution kernel.
+
+    Attributes:
+      micro_batches: list of :class:`MicroBatch` ``(size, algo,
+        workspace_bytes)``, larger micro-batches first; sizes sum to the
+        mini-batch size.
+      time_ms: predicted time of the whole kernel in ms (sum over micro-batches).
+      workspace_bytes: workspace the plan needs in bytes (max over micro-batches,
+        since one buffer is reused by every micro-batch).
+    """
+
+    micro_batches: list
+    time_ms: float
+    workspace_bytes: int
+
+    @property
+    def sizes(self):
+        """The micro-batch sizes, e.g. ``[128, 128]``."""
+        return [mb.size for mb in self.micro_batches]
+
+
+def _check_policy(policy):
+    if policy not in _POLICY_IDS:
+        raise ValueError(f"batch_size_policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    return _POLICY_IDS[policy]
+
+
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+
+
+def micro_batch_sizes(policy, batch_size):
+    """The micro-batch sizes a batch-size policy allows, ascending.
+
+    Args:
+      policy: ``"undivided"`` ({N}), ``"powerOfTwo"`` ({1, 2, 4, ...} ∪ {N}) or
+        ``"all"`` ({1, ..., N}).
+      batch_size: N, the mini-batch size (samples).
+
+    Returns:
+      A list of ints.
+
+    Raises:
+      ValueError: unknown policy or batch_size not a positive int.
+    """
+    policy_id = _check_policy(policy)
+    _check_batch_size(batch_size)
+    out = (ctypes.c_int64 * batch_size)()
+    n = clib.ucudnn_micro_batch_sizes(policy_id, batch_size, out, batch_size)
+    return list(out[:n])
+
+
+def _flatten(table):
+    """Rows (size, row_id, time_ms, workspace_bytes) of a benchmark table."""
+    if not isinstance(table, dict):
+        raise ValueError(f"table must be a dict {{size: [(algo, time_ms, workspace_bytes)]}}, "
+                         f"got {type(table).__name__}")
+    rows = []
+    for size, entries in table.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            raise ValueError(f"table keys must be positive micro-batch sizes, got {size!r}")
+        for entry in entries:
+            try:
+                algo, time_ms, workspace_bytes = entry
+            except (TypeError, ValueError):
+                raise ValueError(f"table entries must be (algo, time_ms, workspace_bytes), "
+                                 f"got {entry!r} at size {size}") from None
+            if not time_ms >= 0:
+                raise ValueError(f"time_ms must be >= 0, got {time_ms!r} for {algo!r} at size {size}")
+            if int(workspace_bytes) != workspace_bytes or workspace_bytes < 0:
+                raise ValueError(f"workspace_bytes must be a non-negative int, got "
+                                 f"{workspace_bytes!r} for {algo!r} at size {size}")
+            rows.append((size, algo, float(time_ms), int(workspace_bytes)))
+    return rows
+
+
+def _solve(table, batch_size, policy, mode, workspace_limit=0):
+    policy_id = _check_policy(policy)
+    _check_batch_size(batch_size)
+    rows = _flatten(table)
+    n = len(rows)
+    sizes = (ctypes.c_int64 * max(n, 1))(*[r[0] for r in rows])
+    ids = (ctypes.c_int32 * max(n, 1))(*range(n))
+    times = (ctypes.c_double * max(n, 1))(*[r[2] for r in rows])
+    workspace = (ctypes.c_int64 * max(n, 1))(*[r[3] for r in rows])
+    capacity = 1 + 64 * (1 + 2 * batch_size)
+    while True:
+        out = (ctypes.c_int64 * capacity)()
+        needed = clib.ucudnn_plan(n, sizes, ids, times, workspace, batch_size, policy_id, mode,
+                                  workspace_limit, 0, out, capacity)
+        if needed <= capacity:
+            break
+        capacity = needed
+    plans, pos = [], 1
+    for _ in range(out[0]):
+        length = out[pos]
+        pos += 1
+        micro_batches = []
+        for i in range(length):
+            size, row = out[pos + 2 * i], out[pos + 2 * i + 1]
+            micro_batches.append(MicroBatch(size, rows[row][1], rows[row][3]))
+        times_ms = [rows[out[pos + 2 * i + 1]][2] for i in range(length)]
+        pos += 2 * length
+        plans.append(Plan(micro_batches, float(sum(times_ms)),
+                          max(mb.workspace_bytes for mb in micro_batches)))
+    return plans
+
+
+def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
+    """Workspace Reuse (WR): the fastest plan within a per-kernel workspace limit.
+
+    Solves T(0) = 0, T(n) = min over allowed b <= n of t*(b) + T(n - b), where
+    t*(b) is the fastest algorithm at micro-batch size b that needs at most
+    ``workspace_limit`` bytes (Oyama et al. 2018, §III-B). Ties go to the larger
+    micro-batch.
+
+    Args:
+      table: benchmark table ``{size: [(algo, time_ms, workspace_bytes), ...]}``.
+        Sizes the policy does not allow are ignored.
+      batch_size: N, the mini-batch size (samples).
+      workspace_limit: bytes of workspace each micro-batch may use (>= 0).
+      policy: batch-size policy, ``"undivided"``, ``"powerOfTwo"`` or ``"all"``.
+
+    Returns:
+      The :class:`Plan`.
+
+    Raises:
+      ValueError: bad arguments, or no plan: no combination of the table's
+        allowed sizes with algorithms within the limit adds up to batch_size.
+    """
+    if isinstance(workspace_limit, bool) or int(workspace_limit) != workspace_limit or workspace_limit < 0:
+        raise ValueError(f"workspace_limit must be a non-negative number of bytes, got {workspace_limit!r}")
+    plans = _solve(table, batch_size, policy, _MODE_BEST, int(workspace_limit))
+    if not plans:
+        raise ValueError(f"no plan for batch_size {batch_size} within {workspace_limit} bytes under "
+                         f"policy {policy!r}: the table's sizes {sorted(table)} with algorithms "
+                         f"within the limit cannot add up to {batch_size}")
+    return plans[0]
+
+
+def pareto_front(table, batch_size, policy="powerOfTwo"):
+    """The desirable set of Workspace Division: all non-dominated plans.
+
+    A plan is kept unless another is at least as fast with at most as much
+    workspace and better in one of the two (Oyama et al. 2018, §III-C). Built by
+    the WR recurrence keeping every non-dominated (time, workspace) pair.
+
+    Args:
+      table: benchmark table ``{size: [(algo, time_ms, workspace_bytes), ...]}``.
+      batch_size: N, the mini-batch size (samples).
+      policy: batch-size policy, ``"undivided"``, ``"powerOfTwo"`` or ``"all"``.
+
+    Returns:
+      A list of :class:`Plan`, sorted by ``workspace_bytes`` ascending with
+      strictly decreasing ``time_ms``; empty if no plan exists.
+
+    Raises:
+      ValueError: bad arguments.
+    """
+    return _solve(table, batch_size, policy, _MODE_FRONT)

@@ -1,0 +1,41 @@
+"""Repository rule exposing the pip TensorFlow's headers and framework library.
+
+configure.py writes the paths (all taken from tf.sysconfig) into
+.tf_configure.bazelrc as --repo_env values; this rule symlinks them into an
+external repository so that Bazel can track the headers without copying 430 MB.
+"""
+
+_BUILD = """
+package(default_visibility = ["//visibility:public"])
+
+cc_library(
+    name = "tf_header_lib",
+    hdrs = glob(["include/**"], exclude = ["include/**/*.cc"]),
+    includes = [
+        "include",
+        "include/third_party/gpus/cuda/include",
+        "include/third_party/gpus/cudnn/include",
+    ],
+)
+
+cc_library(
+    name = "libtensorflow_framework",
+    srcs = ["lib/{lib}"],
+)
+"""
+
+def _tf_local_impl(ctx):
+    header_dir = ctx.os.environ.get("TF_HEADER_DIR", "")
+    lib_dir = ctx.os.environ.get("TF_SHARED_LIBRARY_DIR", "")
+    lib_name = ctx.os.environ.get("TF_SHARED_LIBRARY_NAME", "")
+    if not header_dir or not lib_dir or not lib_name:
+        fail("TensorFlow paths are not configured: run `python configure.py` (or `make build`) first.")
+    ctx.symlink(header_dir, "include")
+    ctx.symlink(lib_dir + "/" + lib_name, "lib/" + lib_name)
+    ctx.file("BUILD", _BUILD.replace("{lib}", lib_name))
+
+tf_local = repository_rule(
+    implementation = _tf_local_impl,
+    environ = ["TF_HEADER_DIR", "TF_SHARED_LIBRARY_DIR", "TF_SHARED_LIBRARY_NAME"],
+    local = True,
+)
