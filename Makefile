@@ -21,8 +21,8 @@ build: $(LIB)
 $(LIB): .tf_configure.bazelrc $(SRCS)
 	@command -v bazel >/dev/null || { echo "bazel not found: apt-get install bazel-bootstrap"; exit 1; }
 	bazel build //:_ucudnn_ops.so
-	cp -f bazel-bin/_ucudnn_ops.so $(LIB)
-	chmod u+w $(LIB)
+	@# A new file, renamed into place: processes that loaded the old one keep it.
+	cp -f bazel-bin/_ucudnn_ops.so $(LIB).tmp && chmod u+w $(LIB).tmp && mv -f $(LIB).tmp $(LIB)
 
 run: build
 	$(VPY) -m tf_ucudnn.demo

@@ -23,7 +23,7 @@ class PlanTable(list):
         header = ("device", "pass", "convolution", "micro-batches", "workspace", "ms")
         rows = [header]
         for r in self:
-            steps = " + ".join(f"{m['size']}x{m['algo']}" for m in r["micro_batches"])
+            steps = describe_micro_batches(r["micro_batches"])
             ms = "-" if r["time_ms"] is None else f"{r['time_ms']:.3f}"
             rows.append((r["device"].split("device:")[-1], r["pass"], r["shape"], steps,
                          format_bytes(r["workspace_bytes"]), ms))
@@ -31,6 +31,19 @@ class PlanTable(list):
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
+
+
+def describe_micro_batches(micro_batches):
+    """Runs of equal micro-batches, e.g. ``"8x32 ALGO_1/tensor-op + 1x4 ALGO_0/fma"``
+    (8 micro-batches of 32 samples, then one of 4)."""
+    runs = []
+    for m in micro_batches:
+        key = (m["size"], m["algo"])
+        if runs and runs[-1][0] == key:
+            runs[-1][1] += 1
+        else:
+            runs.append([key, 1])
+    return " + ".join(f"{count}x{size} {algo}" for (size, algo), count in runs)
 
 
 def format_bytes(n):

@@ -61,9 +61,17 @@ bool DebugOutput() {
 
 void LogPlan(const ucudnn::PlanRecord& r) {
   if (!DebugOutput()) return;
+  // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
   std::string steps;
-  for (const auto& m : r.micro_batches) {
-    absl::StrAppend(&steps, steps.empty() ? "" : " + ", m.size, "x", m.algo);
+  for (size_t i = 0; i < r.micro_batches.size();) {
+    size_t j = i;
+    while (j < r.micro_batches.size() && r.micro_batches[j].size == r.micro_batches[i].size &&
+           r.micro_batches[j].algo == r.micro_batches[i].algo) {
+      ++j;
+    }
+    absl::StrAppend(&steps, i == 0 ? "" : " + ", j - i, "x", r.micro_batches[i].size, " ",
+                    r.micro_batches[i].algo);
+    i = j;
   }
   std::fprintf(stderr, "tf_ucudnn: %s %s %s: %s (workspace %lld bytes, %.3f ms)%s%s\n",
                r.device.c_str(), ucudnn::PassName(r.pass), r.params.ToString().c_str(),
@@ -245,18 +253,23 @@ struct LaunchConv<GPUDevice, T> {
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
-    TfScratchAllocator scratch(ctx);
     bool planned_now = false;
-    TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(handle, stream, attrs.policy,
-                                                        attrs.micro_batch_size,
-                                                        attrs.workspace_limit, tensors,
-                                                        &scratch, &planned_now)));
+    {
+      // Benchmark buffers go back to TF's allocator before the plan's own
+      // workspace is taken (stream-ordered, so no synchronisation is needed).
+      TfScratchAllocator bench_scratch(ctx);
+      TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(handle, stream, attrs.policy,
+                                                          attrs.micro_batch_size,
+                                                          attrs.workspace_limit, tensors,
+                                                          &bench_scratch, &planned_now)));
+    }
     if (planned_now) {
       ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
       LogPlan(r);
       ucudnn::RecordPlan(std::move(r));
     }
     Plan ran;
+    TfScratchAllocator scratch(ctx);
     TF_RETURN_IF_ERROR(ToTfStatus(kernel->Run(handle, stream, kernel->plan(), tensors,
                                               &scratch, &ran)));
     if (ran.workspace_bytes != kernel->plan().workspace_bytes) {

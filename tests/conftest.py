@@ -1,0 +1,28 @@
+"""Test configuration: quiet TensorFlow, the `gpu` marker, TF32 off.
+
+TF_CPP_MIN_LOG_LEVEL must be set before TensorFlow is first imported, which is
+why it is set here, at the top of the first module pytest loads.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Comparisons at 1e-5 relative need full float32 products on Ampere and later
+# GPUs (TF32 keeps 10 mantissa bits); harmless on the CPU.
+tf.config.experimental.enable_tensor_float_32_execution(False)
+
+
+def pytest_collection_modifyitems(config, items):
+    # tf.test.TestCase.test_session is a context manager, not a test.
+    items[:] = [item for item in items if item.name != "test_session"]
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items or tf.config.list_physical_devices("GPU"):
+        return
+    skip = pytest.mark.skip(
+        reason="no GPU: tf.config.list_physical_devices('GPU') is empty")
+    for item in gpu_items:
+        item.add_marker(skip)

@@ -1,0 +1,278 @@
+"""tf_ucudnn.conv2d and its gradients equal TensorFlow's convolution.
+
+Every case runs the forward pass and both gradients (through tf.GradientTape,
+so the registered gradient of Ucudnn>Conv2D is what runs) and compares them
+with the reference of testing_utils.reference_conv2d, computed in float32 on
+the CPU from the same (rounded) inputs.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_ucudnn
+from testing_utils import (TOLERANCE, assert_rel_l2, explicit_padding, pairwise, random_tensor,
+                           reference_conv2d)
+
+# (N, H, W, C, K, R, S). C and K are multiples of 4 so that every case may
+# take groups 1, 2 or 4; VALID with dilation 2 still fits every filter.
+SHAPES = {
+    "n3_7x7_3x3": (3, 7, 7, 4, 8, 3, 3),   # odd input, odd filter
+    "n5_8x6_2x2": (5, 8, 6, 8, 4, 2, 2),   # even filter: SAME pads 0 before, 1 after
+    "n7_6x9_3x2": (7, 6, 9, 4, 4, 3, 2),   # rectangular filter, odd batch
+    "n6_5x5_1x3": (6, 5, 5, 8, 8, 1, 3),   # 1-row filter, even batch
+    "n4_8x8_3x3": (4, 8, 8, 4, 4, 3, 3),   # stride 2 on an even input: asymmetric SAME
+    "n1_5x4_3x3": (1, 5, 4, 4, 4, 3, 3),   # a batch of one
+}
+PADDINGS = {"valid": "VALID", "same": "SAME", "explicit": ((1, 0), (0, 2))}
+DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
+# Forced micro-batch sizes: "auto" lets the planner decide (the whole batch on
+# the CPU), "nondivisor" leaves a remainder (N=5 -> 2+2+1, N=6 -> 4+2).
+MICRO_BATCHES = ("auto", "1", "nondivisor", "N")
+
+
+def micro_batch_size(level, n):
+    return {"auto": None, "1": 1, "N": n,
+            "nondivisor": next(k for k in range(2, n + 2) if n % k or k > n)}[level]
+
+
+def _case_name(c):
+    strides = c["strides"] if isinstance(c["strides"], tuple) else (c["strides"],) * 2
+    return (f"{c['shape']}_stride{strides[0]}x{strides[1]}_{c['padding']}_dil{c['dilations']}_"
+            f"groups{c['groups']}_{c['data_format']}_{c['dtype']}_mb{c['micro_batch']}")
+
+
+def _named(cases):
+    return [dict(testcase_name=_case_name(c), **c) for c in cases]
+
+
+# Every pair of levels of any two geometry / layout / plan knobs appears in
+# some case, and every such case runs in each dtype: about 50 cases instead of
+# the 5184 of the full product.
+GRID = _named(dict(case, dtype=dtype) for dtype in DTYPES for case in pairwise({
+    "shape": ["n3_7x7_3x3", "n5_8x6_2x2", "n7_6x9_3x2", "n6_5x5_1x3"],
+    "strides": [1, 2, (1, 2)],
+    "padding": ["same", "valid", "explicit"],
+    "dilations": [1, 2],
+    "groups": [1, 2, 4],
+    "data_format": ["NHWC", "NCHW"],
+    "micro_batch": list(MICRO_BATCHES),
+}))
+
+# Cases the pairwise grid need not contain, named for what they pin down.
+EDGE_CASES = _named([
+    # SAME with an even filter pads (0, 1): the extra pixel goes after.
+    dict(shape="n5_8x6_2x2", strides=1, padding="same", dilations=1, groups=2,
+         data_format="NCHW", dtype="float32", micro_batch="nondivisor"),
+    # SAME, stride 2, even input: ceil(8 / 2) = 4 outputs need 1 pixel of padding, after.
+    dict(shape="n4_8x8_3x3", strides=2, padding="same", dilations=1, groups=1,
+         data_format="NHWC", dtype="float32", micro_batch="nondivisor"),
+    dict(shape="n4_8x8_3x3", strides=2, padding="same", dilations=2, groups=4,
+         data_format="NCHW", dtype="float32", micro_batch="1"),
+    # Asymmetric explicit padding with everything else switched on at once.
+    dict(shape="n7_6x9_3x2", strides=(1, 2), padding="explicit", dilations=2, groups=4,
+         data_format="NCHW", dtype="float32", micro_batch="nondivisor"),
+    dict(shape="n1_5x4_3x3", strides=1, padding="same", dilations=1, groups=1,
+         data_format="NHWC", dtype="float32", micro_batch="1"),
+])
+
+
+class Conv2dEquivalenceMixin:
+    """The checks, run on the device the concrete TestCase names."""
+
+    DEVICE = "/CPU:0"
+    TOLERANCE_FACTOR = 1.0
+
+    def tolerance(self, dtype):
+        return TOLERANCE[dtype] * (1.0 if dtype == tf.float32 else self.TOLERANCE_FACTOR)
+
+    def _inputs(self, shape, groups, data_format, dtype):
+        n, h, w, c, k, r, s = SHAPES[shape]
+        rng = np.random.default_rng(20180412)
+        x_shape = (n, h, w, c) if data_format == "NHWC" else (n, c, h, w)
+        x, x32 = random_tensor(rng, x_shape, dtype)
+        f, f32 = random_tensor(rng, (r, s, c // groups, k), dtype)
+        return rng, (x, x32), (f, f32)
+
+    def check_conv2d_and_gradients(self, shape, strides, padding, dilations, groups, data_format,
+                                   dtype, micro_batch, **knobs):
+        dtype = DTYPES[dtype]
+        tol = self.tolerance(dtype)
+        rng, (x, x32), (f, f32) = self._inputs(shape, groups, data_format, dtype)
+        pad = PADDINGS[padding]
+        op_padding = pad if isinstance(pad, str) else explicit_padding(pad, data_format)
+        mb = micro_batch_size(micro_batch, SHAPES[shape][0])
+        op_strides = list(strides) if isinstance(strides, tuple) else strides
+
+        with tf.device(self.DEVICE):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf_ucudnn.conv2d(x, f, op_strides, op_padding, data_format, dilations,
+                                     micro_batch_size=mb, **knobs)
+            dy, dy32 = random_tensor(rng, y.shape, dtype)
+            dx, df = tape.gradient(y, [x, f], output_gradients=dy)
+        with tf.device("/CPU:0"):
+            with tf.GradientTape() as tape:
+                tape.watch([x32, f32])
+                y_ref = reference_conv2d(x32, f32, strides, pad, data_format, dilations)
+            dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
+
+        for name, got in (("output", y), ("input gradient", dx), ("filter gradient", df)):
+            self.assertEqual(got.dtype, dtype, f"{name} dtype")
+        assert_rel_l2(self, y, y_ref, tol, f"forward on {self.DEVICE}")
+        assert_rel_l2(self, dx, dx_ref, tol, f"backward-data on {self.DEVICE}")
+        assert_rel_l2(self, df, df_ref, tol, f"backward-filter on {self.DEVICE}")
+
+
+class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase,
+                                  tf.test.TestCase):
+    """CPU kernels: forward and gradients equal TensorFlow's on a covering grid."""
+
+    @parameterized.named_parameters(*GRID, *EDGE_CASES)
+    def test_forward_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(**case)
+
+    @parameterized.named_parameters(
+        dict(testcase_name="nchw_groups2_stride2_mb2", shape="n5_8x6_2x2", strides=2,
+             padding="same", dilations=1, groups=2, data_format="NCHW", micro_batch_size=2),
+        dict(testcase_name="nhwc_explicit_dil2_mb1", shape="n3_7x7_3x3", strides=1,
+             padding="explicit", dilations=2, groups=4, data_format="NHWC", micro_batch_size=1),
+    )
+    def test_backprop_functions_match_reference_gradients(self, shape, strides, padding,
+                                                          dilations, groups, data_format,
+                                                          micro_batch_size):
+        rng, (x, _), (f, _) = self._inputs(shape, groups, data_format, tf.float32)
+        pad = PADDINGS[padding]
+        op_padding = pad if isinstance(pad, str) else explicit_padding(pad, data_format)
+        with tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y_ref = reference_conv2d(x, f, strides, pad, data_format, dilations)
+        dy = tf.constant(rng.standard_normal(y_ref.shape), tf.float32)
+        dx_ref, df_ref = tape.gradient(y_ref, [x, f], output_gradients=dy)
+        with tf.device(self.DEVICE):
+            dx = tf_ucudnn.conv2d_backprop_input(
+                tf.shape(x), f, dy, strides, op_padding, data_format, dilations,
+                micro_batch_size=micro_batch_size)
+            df = tf_ucudnn.conv2d_backprop_filter(
+                x, tf.shape(f), dy, strides, op_padding, data_format, dilations,
+                micro_batch_size=micro_batch_size)
+        assert_rel_l2(self, dx, dx_ref, TOLERANCE[tf.float32], "conv2d_backprop_input")
+        assert_rel_l2(self, df, df_ref, TOLERANCE[tf.float32], "conv2d_backprop_filter")
+
+    def test_gradient_inside_tf_function_matches_eager(self):
+        rng = np.random.default_rng(7)
+        x = tf.constant(rng.standard_normal((5, 6, 6, 4)), tf.float32)
+        f = tf.constant(rng.standard_normal((3, 3, 2, 4)), tf.float32)
+
+        def loss_and_grads(x, f):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf_ucudnn.conv2d(x, f, 1, "SAME", micro_batch_size=2)
+                loss = tf.reduce_sum(y * y)
+            return [loss, *tape.gradient(loss, [x, f])]
+
+        with tf.device(self.DEVICE):
+            eager = loss_and_grads(x, f)
+            graph = tf.function(loss_and_grads)(x, f)
+        for name, a, b in zip(("loss", "dx", "dw"), graph, eager):
+            assert_rel_l2(self, a, b, 1e-6, f"tf.function vs eager {name}")
+
+    @parameterized.named_parameters(
+        dict(testcase_name="groups4_dil2_stride2", groups=4, dilations=2, strides=2,
+             padding=((1, 0), (0, 2))),
+        dict(testcase_name="groups1_same_stride1x2", groups=1, dilations=1, strides=(1, 2),
+             padding="SAME"),
+    )
+    def test_reference_matches_tf_nn_conv2d_forward(self, groups, dilations, strides, padding):
+        # TF's CPU forward does take groups, dilations and explicit padding (its
+        # gradients do not): there the composed reference must agree with it.
+        rng = np.random.default_rng(3)
+        x = tf.constant(rng.standard_normal((2, 9, 8, 8)), tf.float32)
+        f = tf.constant(rng.standard_normal((3, 2, 8 // groups, 8)), tf.float32)
+        tf_padding = padding if isinstance(padding, str) else explicit_padding(padding, "NHWC")
+        want = tf.nn.conv2d(x, f, list(np.broadcast_to(strides, 2)), tf_padding,
+                            dilations=dilations)
+        got = reference_conv2d(x, f, strides, padding, "NHWC", dilations)
+        assert_rel_l2(self, got, want, 1e-6, "composed reference vs tf.nn.conv2d")
+
+
+# GPU: cuDNN's algorithms (Winograd and FFT transforms, split-K reductions)
+# may keep intermediates in the storage type, so float16 / bfloat16 get twice
+# the CPU bound; float32 keeps 1e-5 with TF32 off.
+GPU_GRID = GRID + EDGE_CASES
+
+
+@pytest.mark.gpu
+class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.TestCase):
+    """cuDNN kernels: the same checks on /GPU:0, plus the planner's promises."""
+
+    DEVICE = "/GPU:0"
+    TOLERANCE_FACTOR = 2.0
+
+    def setUp(self):
+        super().setUp()
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
+
+    def _gpu_records(self, workspace_limit, batch):
+        return [r for r in tf_ucudnn.plans()
+                if "GPU" in r["device"] and r["workspace_limit"] == workspace_limit
+                and r["batch"] == batch]
+
+    def _run_forward_and_backward(self, x_shape, f_shape, **knobs):
+        rng = np.random.default_rng(11)
+        x = tf.constant(rng.standard_normal(x_shape), tf.float32)
+        f = tf.constant(rng.standard_normal(f_shape), tf.float32)
+        with tf.device(self.DEVICE), tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y = tf_ucudnn.conv2d(x, f, 1, "SAME", **knobs)
+        tape.gradient(y, [x, f], output_gradients=tf.ones_like(y))
+
+    @parameterized.named_parameters(*GPU_GRID)
+    def test_forward_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(**case)
+
+    @parameterized.parameters(0, 1024, 1 << 20, 64 << 20)
+    def test_recorded_plans_fit_the_workspace_limit(self, workspace_limit):
+        tf_ucudnn.clear_plans()
+        # A batch size of its own per limit, so that every pass is planned here.
+        batch = 8 + workspace_limit.bit_length()
+        self._run_forward_and_backward((batch, 14, 14, 16), (3, 3, 16, 32),
+                                       workspace_limit=workspace_limit)
+        records = self._gpu_records(workspace_limit, batch)
+        self.assertCountEqual([r["pass"] for r in records],
+                              ["forward", "backward-data", "backward-filter"])
+        for r in records:
+            self.assertLessEqual(r["workspace_bytes"], workspace_limit,
+                                 f"{r['pass']} plan {r['micro_batches']} over the limit")
+            self.assertEqual(r["workspace_bytes"],
+                             max(m["workspace_bytes"] for m in r["micro_batches"]),
+                             f"{r['pass']}: plan workspace is the max over its micro-batches")
+
+    @parameterized.parameters(0, 1024)
+    def test_tiny_workspace_limit_gives_reference_results(self, workspace_limit):
+        self.check_conv2d_and_gradients(
+            shape="n7_6x9_3x2", strides=1, padding="same", dilations=1, groups=1,
+            data_format="NHWC", dtype="float32", micro_batch="auto",
+            workspace_limit=workspace_limit)
+        self.check_conv2d_and_gradients(
+            shape="n5_8x6_2x2", strides=2, padding="explicit", dilations=1, groups=2,
+            data_format="NCHW", dtype="float16", micro_batch="auto",
+            workspace_limit=workspace_limit)
+
+    @parameterized.parameters(0, 256 << 10, 64 << 20)
+    def test_power_of_two_plans_split_the_whole_batch(self, workspace_limit):
+        tf_ucudnn.clear_plans()
+        batch = 32
+        self._run_forward_and_backward((batch, 12, 12, 32), (3, 3, 32, 32),
+                                       workspace_limit=workspace_limit,
+                                       batch_size_policy="powerOfTwo")
+        records = self._gpu_records(workspace_limit, batch)
+        self.assertLen(records, 3)
+        allowed = tf_ucudnn.planner.micro_batch_sizes("powerOfTwo", batch)
+        for r in records:
+            sizes = [m["size"] for m in r["micro_batches"]]
+            self.assertEqual(sum(sizes), batch, f"{r['pass']} plan sizes {sizes}")
+            self.assertContainsSubset(sizes, allowed, f"{r['pass']} plan sizes {sizes}")

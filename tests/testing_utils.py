@@ -1,0 +1,142 @@
+"""Helpers shared by the tests: TensorFlow's reference convolution, error norms, grids.
+
+The reference is ``tf.nn.conv2d`` itself, restricted to what TensorFlow's CPU
+kernels support with gradients (NHWC, ungrouped, dilation 1). Everything else
+is composed around it from differentiable ops, so ``tf.GradientTape`` gives
+reference gradients too:
+
+- NCHW: transpose to NHWC and back;
+- groups: slice the input channels and the filter's output channels per group
+  and concatenate the outputs;
+- dilation: insert zeros between the filter taps (a dilated filter *is* a
+  larger filter with zeros in it);
+- explicit padding: ``tf.pad`` then VALID (SAME is left to TensorFlow, which
+  puts the odd extra pixel after, as μ-cuDNN must).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+# Relative L2 error bounds per dtype. float32: both sides accumulate in
+# float32, differing only in summation order. float16 / bfloat16: inputs and
+# outputs are stored with 11 resp. 8 significant bits (unit roundoff 2^-11 ≈
+# 4.9e-4 resp. 2^-8 ≈ 3.9e-3), so the result of a float32 computation on the
+# same (already rounded) inputs differs by about that much after the final
+# rounding; a little more where partial filter gradients are stored in the
+# narrow type between micro-batches.
+TOLERANCE = {tf.float32: 1e-5, tf.float16: 1e-3, tf.bfloat16: 1e-2}
+
+
+def rel_l2(got, want):
+    """||got - want|| / ||want|| in float64 (0 when both are all zeros)."""
+    got = np.asarray(tf.cast(got, tf.float64))
+    want = np.asarray(tf.cast(want, tf.float64))
+    denom = np.linalg.norm(want)
+    diff = np.linalg.norm(got - want)
+    return diff / denom if denom > 0 else diff
+
+
+def assert_rel_l2(test, got, want, tol, what):
+    """Asserts shapes match and the relative L2 error is <= tol; the message has the numbers."""
+    test.assertEqual(tuple(got.shape), tuple(want.shape), f"{what}: shape")
+    err = rel_l2(got, want)
+    if not err <= tol:
+        diff = np.abs(np.asarray(tf.cast(got, tf.float64)) - np.asarray(tf.cast(want, tf.float64)))
+        test.fail(f"{what}: relative L2 error {err:.3e} > {tol:.1e} (max |diff| {diff.max():.3e} "
+                  f"at index {np.unravel_index(diff.argmax(), diff.shape)}, "
+                  f"|want|max {np.abs(np.asarray(tf.cast(want, tf.float64))).max():.3e})")
+
+
+def _pair(value):
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _dilate_axis(w, rate, axis):
+    if rate == 1 or w.shape[axis] == 1:
+        return w
+    zeros_shape = list(w.shape)
+    zeros_shape[axis] = rate - 1
+    zeros = tf.zeros(zeros_shape, w.dtype)
+    parts = []
+    for tap in tf.split(w, w.shape[axis], axis=axis):
+        parts += [tap, zeros]
+    return tf.concat(parts[:-1], axis)
+
+
+def explicit_padding(pairs, data_format):
+    """((top, bottom), (left, right)) -> the 4 pairs conv2d takes, in data_format order."""
+    (top, bottom), (left, right) = pairs
+    if data_format == "NHWC":
+        return [[0, 0], [top, bottom], [left, right], [0, 0]]
+    return [[0, 0], [0, 0], [top, bottom], [left, right]]
+
+
+def reference_conv2d(x, w, strides, padding, data_format="NHWC", dilations=1):
+    """tf.nn.conv2d's result, composed from what TF's CPU kernels differentiate.
+
+    Args:
+      x: float32 input in data_format.
+      w: float32 filter ``[R, S, C / groups, K]``.
+      strides, dilations: int or (h, w).
+      padding: "SAME", "VALID" or ((top, bottom), (left, right)).
+      data_format: "NHWC" or "NCHW".
+    """
+    if data_format == "NCHW":
+        x = tf.transpose(x, [0, 2, 3, 1])
+    if isinstance(padding, str):
+        mode = padding
+    else:
+        (top, bottom), (left, right) = padding
+        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]])
+        mode = "VALID"
+    dh, dw = _pair(dilations)
+    w = _dilate_axis(_dilate_axis(w, dh, 0), dw, 1)
+    group_in, out_channels = w.shape[2], w.shape[3]
+    groups = x.shape[-1] // group_in
+    group_out = out_channels // groups
+    ys = [tf.nn.conv2d(x[..., g * group_in:(g + 1) * group_in],
+                       w[..., g * group_out:(g + 1) * group_out], list(_pair(strides)), mode)
+          for g in range(groups)]
+    y = tf.concat(ys, axis=-1) if groups > 1 else ys[0]
+    if data_format == "NCHW":
+        y = tf.transpose(y, [0, 3, 1, 2])
+    return y
+
+
+def random_tensor(rng, shape, dtype):
+    """Standard-normal values rounded to dtype, and the same values in float32."""
+    rounded = tf.cast(tf.constant(rng.standard_normal(shape), tf.float32), dtype)
+    return rounded, tf.cast(rounded, tf.float32)
+
+
+def pairwise(factors):
+    """A greedy all-pairs covering array: every level of every factor meets every
+    level of every other factor in at least one case (far fewer cases than the
+    cartesian product). Deterministic.
+
+    Args:
+      factors: dict name -> list of levels.
+
+    Returns:
+      A list of dicts name -> level.
+    """
+    names = list(factors)
+    counts = [len(factors[n]) for n in names]
+    uncovered = {(i, a, j, b) for i in range(len(names)) for j in range(i + 1, len(names))
+                 for a in range(counts[i]) for b in range(counts[j])}
+
+    def key(k, c, m, v):
+        return (k, c, m, v) if k < m else (m, v, k, c)
+
+    cases = []
+    while uncovered:
+        i, a, j, b = min(uncovered)
+        chosen = {i: a, j: b}
+        for k in range(len(names)):
+            if k not in chosen:
+                chosen[k] = max(range(counts[k]), key=lambda c: sum(
+                    key(k, c, m, v) in uncovered for m, v in chosen.items()))
+        uncovered -= {key(k, chosen[k], m, chosen[m])
+                      for k in chosen for m in chosen if k < m}
+        cases.append({names[k]: factors[names[k]][chosen[k]] for k in range(len(names))})
+    return cases

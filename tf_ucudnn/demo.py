@@ -1,0 +1,371 @@
+"""Demo: train the same small CNN with tf_ucudnn and with stock Keras, side by side.
+
+Run as ``python -m tf_ucudnn.demo`` (``make run``). Both models are built with
+the same architecture and start from the same weights; the only difference is
+the convolution layer (``tf_ucudnn.layers.Conv2D`` vs ``keras.layers.Conv2D``).
+Both get the same workspace limit: tf_ucudnn through ``workspace_limit``, stock
+TensorFlow through ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` (set before the first
+convolution runs). Both are compiled with ``jit_compile=False``: tf_ucudnn's
+op has no XLA kernel, and XLA would ignore TensorFlow's workspace limit.
+
+The data is scikit-learn's bundled digits (1797 8x8 images, no download),
+upsampled so that the convolutions dominate the step time.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_WORKSPACE_LIMIT = "64MiB"
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gib": 1 << 30}
+
+
+def parse_bytes(text):
+    """Parses a byte count such as ``"67108864"``, ``"64MiB"``, ``"64 MiB"`` or ``"1GiB"``.
+
+    Units are binary: B, K/KiB, M/MiB, G/GiB (case-insensitive). Decimal
+    units (MB, GB) are rejected rather than guessed.
+
+    Args:
+      text: the string to parse (an int is returned as is).
+
+    Returns:
+      The number of bytes, an int >= 0.
+
+    Raises:
+      ValueError: not a non-negative number with a known unit, or not a
+        whole number of bytes.
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value, unit = text, ""
+    else:
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        if not match or match.group(2).lower() not in _UNITS:
+            raise ValueError(f"expected a byte count such as 67108864, 64MiB or 1GiB "
+                             f"(binary units B, KiB, MiB, GiB), got {text!r}")
+        value, unit = float(match.group(1)), match.group(2).lower()
+    scaled = value * _UNITS[unit]
+    if scaled < 0 or scaled != int(scaled):
+        raise ValueError(f"byte count must be a non-negative whole number of bytes, got {text!r}")
+    return int(scaled)
+
+
+def _byte_count(text):
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
+    return value
+
+
+def parse_args(argv=None):
+    """Parses the demo's command line.
+
+    Args:
+      argv: list of arguments without the program name; None uses sys.argv.
+
+    Returns:
+      An argparse.Namespace.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m tf_ucudnn.demo",
+        description="Train one small CNN on scikit-learn's digits twice, with "
+                    "tf_ucudnn.layers.Conv2D and with keras.layers.Conv2D, from the same "
+                    "initial weights and under the same cuDNN workspace limit; compare "
+                    "losses, accuracy and time per step. Both models use jit_compile=False.")
+    parser.add_argument("--epochs", type=_positive_int, default=3, help="epochs (default 3)")
+    parser.add_argument("--batch-size", type=_positive_int, default=64,
+                        help="mini-batch size (default 64)")
+    parser.add_argument("--workspace-limit", type=_byte_count, default=DEFAULT_WORKSPACE_LIMIT,
+                        help="cuDNN workspace limit per convolution kernel, for both models: "
+                             "bytes or e.g. 64MiB, 1GiB (default 64MiB). Stock TF gets it as "
+                             "TF_CUDNN_WORKSPACE_LIMIT_IN_MB (whole MiB).")
+    parser.add_argument("--image-size", type=_positive_int, default=64,
+                        help="side the 8x8 digits are upsampled to (default 64)")
+    parser.add_argument("--policy", choices=("undivided", "powerOfTwo", "all"), default=None,
+                        help="tf_ucudnn batch-size policy (default: UCUDNN_BATCH_SIZE_POLICY, "
+                             "else powerOfTwo)")
+    parser.add_argument("--data-format", choices=("auto", "channels_last", "channels_first"),
+                        default="auto",
+                        help="layout of both models; auto = channels_first on a GPU (what stock "
+                             "TF runs float32 convolutions in on a GPU), channels_last on the CPU "
+                             "(stock TF's CPU convolution supports only NHWC)")
+    parser.add_argument("--tf32", choices=("on", "off"), default="on",
+                        help="TensorFloat-32 math on Ampere+ GPUs, for both models (default on, "
+                             "TF's default); off makes the loss comparison tighter")
+    parser.add_argument("--rtol", type=float, default=2e-2,
+                        help="relative tolerance for 'the losses match' (default 0.02)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for weights, split and order")
+    parser.add_argument("--json", metavar="PATH", help="also write a JSON summary to PATH")
+    args = parser.parse_args(argv)
+    if args.batch_size > 1437:
+        parser.error(f"--batch-size {args.batch_size} exceeds the 1437 training samples")
+    return args
+
+
+def device_description(tf):
+    """A one-line name of the device the models run on: the GPU's name, else the CPU's.
+
+    Args:
+      tf: the tensorflow module.
+
+    Returns:
+      A (kind, name) pair: kind is "GPU" or "CPU".
+    """
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        name = details.get("device_name", gpus[0].name)
+        more = f" (+{len(gpus) - 1} more, unused)" if len(gpus) > 1 else ""
+        return "GPU", name + more
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "CPU", f"{name}, {os.cpu_count()} cores"
+
+
+def load_digits_images(image_size, data_format, seed):
+    """scikit-learn's digits as float32 images in [0, 1], split 80/20, stratified.
+
+    Args:
+      image_size: side the 8x8 images are resized (bilinear) to.
+      data_format: "channels_last" (``[n, size, size, 1]``) or "channels_first"
+        (``[n, 1, size, size]``).
+      seed: seed of the split.
+
+    Returns:
+      ``(x_train, y_train, x_test, y_test)`` as numpy arrays; labels int32 in 0..9.
+    """
+    import tensorflow as tf
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images = (digits.images.astype(np.float32) / 16.0)[..., None]  # [n, 8, 8, 1]
+    images = tf.image.resize(images, (image_size, image_size), method="bilinear").numpy()
+    if data_format == "channels_first":
+        images = np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+    labels = digits.target.astype(np.int32)
+    x_train, x_test, y_train, y_test = train_test_split(
+        images, labels, test_size=0.2, stratify=labels, random_state=seed)
+    return x_train, y_train, x_test, y_test
+
+
+def build_model(conv_layer, image_size, data_format, **conv_kwargs):
+    """The demo CNN: three 3x3 convolutions (16, 32, 64 channels), each max-pooled, then Dense(10).
+
+    Args:
+      conv_layer: the Conv2D class, ``keras.layers.Conv2D`` or
+        ``tf_ucudnn.layers.Conv2D``.
+      image_size: input height and width.
+      data_format: "channels_last" or "channels_first".
+      **conv_kwargs: extra arguments for every convolution (tf_ucudnn's knobs).
+
+    Returns:
+      An uncompiled ``keras.Model`` mapping images to 10 logits.
+    """
+    import keras
+
+    shape = (image_size, image_size, 1) if data_format == "channels_last" else (1, image_size,
+                                                                               image_size)
+    inputs = keras.Input(shape=shape)
+    x = inputs
+    for i, filters in enumerate((16, 32, 64)):
+        x = conv_layer(filters, 3, padding="same", activation="relu", data_format=data_format,
+                       name=f"conv{i + 1}", **conv_kwargs)(x)
+        x = keras.layers.MaxPooling2D(2, data_format=data_format, name=f"pool{i + 1}")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    outputs = keras.layers.Dense(10, name="logits")(x)
+    return keras.Model(inputs, outputs, name=conv_layer.__module__.split(".")[0] + "_cnn")
+
+
+def _compile(model):
+    import keras
+
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], jit_compile=False)
+
+
+def losses_match(a, b, rtol):
+    """Whether two loss sequences agree: ``|a - b| <= rtol * max(|a|, |b|, 0.05)`` elementwise.
+
+    The floor of 0.05 keeps near-zero losses from demanding impossible
+    relative agreement.
+
+    Args:
+      a, b: sequences of floats of equal length.
+      rtol: relative tolerance.
+
+    Returns:
+      ``(match, max_rel_diff)``.
+    """
+    worst = 0.0
+    for x, y in zip(a, b):
+        worst = max(worst, abs(x - y) / max(abs(x), abs(y), 0.05))
+    return worst <= rtol, worst
+
+
+def _fmt_row(cells, widths):
+    return "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
+                     for i, (c, w) in enumerate(zip(cells, widths)))
+
+
+def main(argv=None):
+    """Runs the demo; returns the process exit status (1 when the losses differ)."""
+    args = parse_args(argv)
+    limit_mib = max(1, args.workspace_limit >> 20)
+    # Stock TF reads this once, at its first cuDNN convolution: set it before any runs.
+    previous = os.environ.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB")
+    os.environ["TF_CUDNN_WORKSPACE_LIMIT_IN_MB"] = str(limit_mib)
+
+    import keras
+    import tensorflow as tf
+
+    import tf_ucudnn
+    from tf_ucudnn.plan_registry import format_bytes
+
+    tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
+    kind, device_name = device_description(tf)
+    data_format = args.data_format
+    if data_format == "auto":
+        data_format = "channels_first" if kind == "GPU" else "channels_last"
+    on_gpu = kind == "GPU"
+
+    print(f"tf_ucudnn {tf_ucudnn.__version__} demo: TensorFlow {tf.__version__}, "
+          f"Keras {keras.__version__}")
+    print(f"device: {kind} {device_name}" + (f", cuDNN {tf_ucudnn.cudnn_version()}"
+                                            if on_gpu else ""))
+    print(f"workspace limit: {format_bytes(args.workspace_limit)} per convolution kernel "
+          f"(tf_ucudnn workspace_limit={args.workspace_limit}; stock TF "
+          f"TF_CUDNN_WORKSPACE_LIMIT_IN_MB={limit_mib})")
+    if previous is not None and previous != str(limit_mib):
+        print(f"  note: replaced TF_CUDNN_WORKSPACE_LIMIT_IN_MB={previous} from the environment")
+    print(f"both models: jit_compile=False (no XLA: tf_ucudnn has no XLA kernel and XLA ignores "
+          f"TF's workspace limit), {data_format}, TF32 {args.tf32}, Adam(1e-3), "
+          f"batch {args.batch_size}, policy {args.policy or 'default'}")
+    if not on_gpu:
+        print("no GPU: both models run on the CPU (tf_ucudnn's CPU kernel is im2col + GEMM); "
+              "times show the mechanics, not μ-cuDNN's speedup")
+
+    x_train, y_train, x_test, y_test = load_digits_images(args.image_size, data_format, args.seed)
+    steps = len(x_train) // args.batch_size  # drop the remainder: every step has the full batch
+    print(f"data: scikit-learn digits upsampled 8x8 -> {args.image_size}x{args.image_size}, "
+          f"{len(x_train)} train / {len(x_test)} test, {steps} steps of {args.batch_size} per "
+          f"epoch (last {len(x_train) - steps * args.batch_size} dropped)")
+
+    keras.utils.set_random_seed(args.seed)
+    stock = build_model(keras.layers.Conv2D, args.image_size, data_format)
+    ours = build_model(tf_ucudnn.layers.Conv2D, args.image_size, data_format,
+                       workspace_limit=args.workspace_limit, batch_size_policy=args.policy)
+    ours.set_weights(stock.get_weights())
+    models = {"stock": stock, "tf_ucudnn": ours}
+    for model in models.values():
+        _compile(model)
+
+    rng = np.random.default_rng(args.seed)
+    history = []
+    widths = (9, 6, 10, 9, 9, 8, 10)
+    header = ("model", "epoch", "train loss", "train acc", "test loss", "test acc", "ms/step")
+    print()
+    print(_fmt_row(header, widths))
+    print(_fmt_row(["-" * w for w in widths], widths))
+    for epoch in range(1, args.epochs + 1):
+        order = rng.permutation(len(x_train))[:steps * args.batch_size]
+        row = {"epoch": epoch}
+        for label, model in models.items():
+            # The same batches in the same order for both models.
+            dataset = tf.data.Dataset.from_tensor_slices((x_train[order], y_train[order]))
+            dataset = dataset.batch(args.batch_size, drop_remainder=True).prefetch(2)
+            start = time.perf_counter()
+            fit = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+            seconds = time.perf_counter() - start  # fit returns host floats: the step has synced
+            test_loss, test_acc = model.evaluate(x_test, y_test, batch_size=args.batch_size,
+                                                 verbose=0)
+            row[label] = dict(loss=float(fit.history["loss"][-1]),
+                              accuracy=float(fit.history["accuracy"][-1]),
+                              test_loss=float(test_loss), test_accuracy=float(test_acc),
+                              ms_per_step=1e3 * seconds / steps)
+            r = row[label]
+            note = ""
+            if epoch == 1:
+                note = "  (incl. tracing" + (" + planning)" if label == "tf_ucudnn" and on_gpu
+                                             else ")")
+            print(_fmt_row((label, epoch, f"{r['loss']:.4f}", f"{r['accuracy']:.3f}",
+                            f"{r['test_loss']:.4f}", f"{r['test_accuracy']:.3f}",
+                            f"{r['ms_per_step']:.1f}"), widths) + note)
+        if on_gpu:
+            row["speedup"] = row["stock"]["ms_per_step"] / row["tf_ucudnn"]["ms_per_step"]
+            print(f"{'':9}  {'':6}  speedup stock/tf_ucudnn: {row['speedup']:.2f}x")
+        history.append(row)
+        if epoch == 1:
+            table = tf_ucudnn.plans()
+            print(f"\ntf_ucudnn plans after epoch 1 (one per convolution kernel and batch size; "
+                  f"{'benchmarked' if on_gpu else 'CPU: one algorithm, no workspace'}):")
+            print(table)
+            if epoch < args.epochs:
+                print()
+                print(_fmt_row(header, widths))
+                print(_fmt_row(["-" * w for w in widths], widths))
+            plan_records = list(table)
+
+    timed = history[1:] if len(history) > 1 else history
+    mean_ms = {label: float(np.mean([row[label]["ms_per_step"] for row in timed]))
+               for label in models}
+    span = f"epochs 2-{args.epochs}" if len(history) > 1 else "epoch 1 only, incl. tracing/planning"
+    print(f"\nmean time per step ({span}): stock {mean_ms['stock']:.1f} ms, "
+          f"tf_ucudnn {mean_ms['tf_ucudnn']:.1f} ms")
+    speedup = mean_ms["stock"] / mean_ms["tf_ucudnn"]
+    if on_gpu:
+        print(f"speedup (stock / tf_ucudnn time per step) at a "
+              f"{format_bytes(args.workspace_limit)} workspace limit: {speedup:.2f}x")
+    else:
+        print(f"ratio stock / tf_ucudnn on the CPU: {speedup:.2f}x (not a μ-cuDNN figure)")
+
+    stock_losses = [row["stock"][k] for row in history for k in ("loss", "test_loss")]
+    our_losses = [row["tf_ucudnn"][k] for row in history for k in ("loss", "test_loss")]
+    match, worst = losses_match(stock_losses, our_losses, args.rtol)
+    verdict = "MATCH" if match else "DIFFER"
+    print(f"losses {verdict}: max relative difference over {len(history)} epoch(s), train and "
+          f"test, {worst:.2e} (tolerance {args.rtol:g}; the math is the same, only the "
+          f"convolution algorithms and their rounding differ)")
+
+    if args.json:
+        summary = dict(
+            device=dict(kind=kind, name=device_name,
+                        cudnn=tf_ucudnn.cudnn_version() if on_gpu else None),
+            tensorflow=tf.__version__, keras=keras.__version__, tf_ucudnn=tf_ucudnn.__version__,
+            jit_compile=False, data_format=data_format, tf32=args.tf32 == "on",
+            workspace_limit=args.workspace_limit, tf_cudnn_workspace_limit_in_mb=limit_mib,
+            policy=args.policy, epochs=args.epochs, batch_size=args.batch_size,
+            image_size=args.image_size, steps_per_epoch=steps, seed=args.seed,
+            history=history, mean_ms_per_step=mean_ms, mean_over=span,
+            speedup=speedup if on_gpu else None, losses_match=match,
+            max_relative_loss_difference=worst, rtol=args.rtol, plans=plan_records)
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0 if match else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
