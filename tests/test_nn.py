@@ -24,6 +24,7 @@ SHAPES = {
     "n6_5x5_1x3": (6, 5, 5, 8, 8, 1, 3),   # 1-row filter, even batch
     "n4_8x8_3x3": (4, 8, 8, 4, 4, 3, 3),   # stride 2 on an even input: asymmetric SAME
     "n1_5x4_3x3": (1, 5, 4, 4, 4, 3, 3),   # a batch of one
+    "n7_16x16_3x3": (7, 16, 16, 8, 8, 3, 3),  # enough work per sample for the CPU to shard
 }
 PADDINGS = {"valid": "VALID", "same": "SAME", "explicit": ((1, 0), (0, 2))}
 DTYPES = {"float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}
@@ -75,7 +76,42 @@ EDGE_CASES = _named([
          data_format="NCHW", dtype="float32", micro_batch="nondivisor"),
     dict(shape="n1_5x4_3x3", strides=1, padding="same", dilations=1, groups=1,
          data_format="NHWC", dtype="float32", micro_batch="1"),
+    # Samples of a micro-batch spread over CPU threads; filter-gradient shares summed.
+    dict(shape="n7_16x16_3x3", strides=1, padding="same", dilations=1, groups=2,
+         data_format="NHWC", dtype="float32", micro_batch="nondivisor"),
+    dict(shape="n7_16x16_3x3", strides=1, padding="same", dilations=1, groups=1,
+         data_format="NCHW", dtype="bfloat16", micro_batch="auto"),
 ])
+
+
+def random_cases(count, seed):
+    """Seeded random geometries beyond the grid's levels: groups of 3, strides and
+    dilations up to 3, explicit paddings wider than the filter, inputs of 1 pixel."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        n, groups, group_in, group_out = (int(v) for v in rng.integers(1, [7, 4, 4, 4]))
+        r, s, sh, sw, dh, dw = (int(v) for v in rng.integers(1, [5, 5, 4, 4, 4, 4]))
+        h, w = (int(v) for v in rng.integers(1, 12, 2))
+        kind = int(rng.integers(3))
+        padding = ["SAME", "VALID", None][kind] or tuple(
+            tuple(int(v) for v in rng.integers(0, 5, 2)) for _ in range(2))
+        (pt, pb), (pl, pr) = padding if kind == 2 else ((0, 0), (0, 0))
+        if kind != 0 and (h + pt + pb < (r - 1) * dh + 1 or w + pl + pr < (s - 1) * dw + 1):
+            continue  # the filter must fit
+        mb = None if rng.random() < 0.3 else int(rng.integers(1, n + 2))
+        data_format = ["NHWC", "NCHW"][int(rng.integers(2))]
+        pad_name = padding.lower() if isinstance(padding, str) else (
+            "pad" + "_".join(str(v) for pair in padding for v in pair))
+        name = (f"{len(cases):02d}_n{n}_{h}x{w}_c{groups * group_in}_k{groups * group_out}_"
+                f"{r}x{s}_stride{sh}x{sw}_{pad_name}_dil{dh}x{dw}_groups{groups}_"
+                f"{data_format}_mb{mb}")
+        cases.append(dict(
+            testcase_name=name,
+            shape=(n, h, w, groups * group_in, groups * group_out, r, s), strides=(sh, sw),
+            padding=padding, dilations=(dh, dw), groups=groups, data_format=data_format,
+            micro_batch_size=mb))
+    return cases
 
 
 class Conv2dEquivalenceMixin:
@@ -88,7 +124,7 @@ class Conv2dEquivalenceMixin:
         return TOLERANCE[dtype] * (1.0 if dtype == tf.float32 else self.TOLERANCE_FACTOR)
 
     def _inputs(self, shape, groups, data_format, dtype):
-        n, h, w, c, k, r, s = SHAPES[shape]
+        n, h, w, c, k, r, s = shape
         rng = np.random.default_rng(20180412)
         x_shape = (n, h, w, c) if data_format == "NHWC" else (n, c, h, w)
         x, x32 = random_tensor(rng, x_shape, dtype)
@@ -97,25 +133,36 @@ class Conv2dEquivalenceMixin:
 
     def check_conv2d_and_gradients(self, shape, strides, padding, dilations, groups, data_format,
                                    dtype, micro_batch, **knobs):
-        dtype = DTYPES[dtype]
+        """The grid's named levels -> check_conv."""
+        self.check_conv(SHAPES[shape], strides, PADDINGS[padding], dilations, groups, data_format,
+                        DTYPES[dtype], micro_batch_size(micro_batch, SHAPES[shape][0]), **knobs)
+
+    def check_conv(self, shape, strides, padding, dilations, groups, data_format, dtype,
+                   micro_batch_size, **knobs):
+        """Forward, backward-data and backward-filter against the reference.
+
+        Args:
+          shape: (N, H, W, C, K, R, S).
+          strides, dilations: int or (h, w).
+          padding: "SAME", "VALID" or ((top, bottom), (left, right)).
+        """
         tol = self.tolerance(dtype)
         rng, (x, x32), (f, f32) = self._inputs(shape, groups, data_format, dtype)
-        pad = PADDINGS[padding]
-        op_padding = pad if isinstance(pad, str) else explicit_padding(pad, data_format)
-        mb = micro_batch_size(micro_batch, SHAPES[shape][0])
+        op_padding = padding if isinstance(padding, str) else explicit_padding(padding, data_format)
         op_strides = list(strides) if isinstance(strides, tuple) else strides
+        op_dilations = list(dilations) if isinstance(dilations, tuple) else dilations
 
         with tf.device(self.DEVICE):
             with tf.GradientTape() as tape:
                 tape.watch([x, f])
-                y = tf_ucudnn.conv2d(x, f, op_strides, op_padding, data_format, dilations,
-                                     micro_batch_size=mb, **knobs)
+                y = tf_ucudnn.conv2d(x, f, op_strides, op_padding, data_format, op_dilations,
+                                     micro_batch_size=micro_batch_size, **knobs)
             dy, dy32 = random_tensor(rng, y.shape, dtype)
             dx, df = tape.gradient(y, [x, f], output_gradients=dy)
         with tf.device("/CPU:0"):
             with tf.GradientTape() as tape:
                 tape.watch([x32, f32])
-                y_ref = reference_conv2d(x32, f32, strides, pad, data_format, dilations)
+                y_ref = reference_conv2d(x32, f32, strides, padding, data_format, dilations)
             dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
 
         for name, got in (("output", y), ("input gradient", dx), ("filter gradient", df)):
@@ -133,6 +180,10 @@ class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase
     def test_forward_and_gradients_match_reference(self, **case):
         self.check_conv2d_and_gradients(**case)
 
+    @parameterized.named_parameters(*random_cases(40, seed=1804))
+    def test_random_geometry_matches_reference(self, **case):
+        self.check_conv(dtype=tf.float32, **case)
+
     @parameterized.named_parameters(
         dict(testcase_name="nchw_groups2_stride2_mb2", shape="n5_8x6_2x2", strides=2,
              padding="same", dilations=1, groups=2, data_format="NCHW", micro_batch_size=2),
@@ -142,7 +193,7 @@ class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase
     def test_backprop_functions_match_reference_gradients(self, shape, strides, padding,
                                                           dilations, groups, data_format,
                                                           micro_batch_size):
-        rng, (x, _), (f, _) = self._inputs(shape, groups, data_format, tf.float32)
+        rng, (x, _), (f, _) = self._inputs(SHAPES[shape], groups, data_format, tf.float32)
         pad = PADDINGS[padding]
         op_padding = pad if isinstance(pad, str) else explicit_padding(pad, data_format)
         with tf.GradientTape() as tape:
@@ -177,6 +228,26 @@ class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase
             graph = tf.function(loss_and_grads)(x, f)
         for name, a, b in zip(("loss", "dx", "dw"), graph, eager):
             assert_rel_l2(self, a, b, 1e-6, f"tf.function vs eager {name}")
+
+    def test_second_order_gradient_matches_reference(self):
+        rng = np.random.default_rng(13)
+        x = tf.constant(rng.standard_normal((3, 6, 6, 2)), tf.float32)
+        f = tf.constant(rng.standard_normal((3, 3, 2, 4)), tf.float32)
+
+        def gradient_penalty_grads(conv):
+            with tf.GradientTape() as outer:
+                outer.watch([x, f])
+                with tf.GradientTape() as inner:
+                    inner.watch(x)
+                    y = tf.reduce_sum(tf.square(conv(x, f)))
+                penalty = tf.reduce_sum(tf.square(inner.gradient(y, x)))
+            return outer.gradient(penalty, [x, f])
+
+        with tf.device(self.DEVICE):
+            got = gradient_penalty_grads(lambda x, f: tf_ucudnn.conv2d(x, f, 1, "SAME"))
+        want = gradient_penalty_grads(lambda x, f: tf.nn.conv2d(x, f, 1, "SAME"))
+        for name, a, b in zip(("d/dx", "d/dw"), got, want):
+            assert_rel_l2(self, a, b, 1e-5, f"second-order {name}")
 
     @parameterized.named_parameters(
         dict(testcase_name="groups4_dil2_stride2", groups=4, dilations=2, strides=2,
@@ -234,7 +305,12 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
     def test_forward_and_gradients_match_reference(self, **case):
         self.check_conv2d_and_gradients(**case)
 
-    @parameterized.parameters(0, 1024, 1 << 20, 64 << 20)
+    @parameterized.named_parameters(*random_cases(40, seed=1804))
+    def test_random_geometry_matches_reference(self, **case):
+        self.check_conv(dtype=tf.float32, **case)
+
+    @parameterized.named_parameters(("0_bytes", 0), ("1_KiB", 1024), ("1_MiB", 1 << 20),
+                                    ("64_MiB", 64 << 20))
     def test_recorded_plans_fit_the_workspace_limit(self, workspace_limit):
         tf_ucudnn.clear_plans()
         # A batch size of its own per limit, so that every pass is planned here.
@@ -251,7 +327,7 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
                              max(m["workspace_bytes"] for m in r["micro_batches"]),
                              f"{r['pass']}: plan workspace is the max over its micro-batches")
 
-    @parameterized.parameters(0, 1024)
+    @parameterized.named_parameters(("0_bytes", 0), ("1_KiB", 1024))
     def test_tiny_workspace_limit_gives_reference_results(self, workspace_limit):
         self.check_conv2d_and_gradients(
             shape="n7_6x9_3x2", strides=1, padding="same", dilations=1, groups=1,
@@ -262,7 +338,7 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
             data_format="NCHW", dtype="float16", micro_batch="auto",
             workspace_limit=workspace_limit)
 
-    @parameterized.parameters(0, 256 << 10, 64 << 20)
+    @parameterized.named_parameters(("0_bytes", 0), ("256_KiB", 256 << 10), ("64_MiB", 64 << 20))
     def test_power_of_two_plans_split_the_whole_batch(self, workspace_limit):
         tf_ucudnn.clear_plans()
         batch = 32

@@ -111,6 +111,8 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="seed for weights, split and order")
     parser.add_argument("--json", metavar="PATH", help="also write a JSON summary to PATH")
     args = parser.parse_args(argv)
+    if args.image_size < 8:
+        parser.error(f"--image-size must be at least 8 (three 2x2 poolings), got {args.image_size}")
     if args.batch_size > 1437:
         parser.error(f"--batch-size {args.batch_size} exceeds the 1437 training samples")
     return args
@@ -225,17 +227,74 @@ def losses_match(a, b, rtol):
     return worst <= rtol, worst
 
 
-def _fmt_row(cells, widths):
-    return "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
-                     for i, (c, w) in enumerate(zip(cells, widths)))
+_HEADER = ("model", "epoch", "train loss", "train acc", "test loss", "test acc", "ms/step")
+_WIDTHS = (9, 6, 10, 9, 9, 8, 10)
+
+
+def _print_row(cells, note=""):
+    print("  ".join(str(c).rjust(w) if i else str(c).ljust(w)
+                    for i, (c, w) in enumerate(zip(cells, _WIDTHS))) + note)
+
+
+def _print_header():
+    print()
+    _print_row(_HEADER)
+    _print_row(["-" * w for w in _WIDTHS])
+
+
+def _train_epoch(model, x, y, order, batch_size, x_test, y_test):
+    """One epoch of ``model.fit`` over ``x[order]`` (timed), then ``evaluate`` on the test split."""
+    import tensorflow as tf
+
+    steps = len(order) // batch_size
+    dataset = tf.data.Dataset.from_tensor_slices((x[order], y[order]))
+    dataset = dataset.batch(batch_size, drop_remainder=True).prefetch(2)
+    start = time.perf_counter()
+    fit = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    seconds = time.perf_counter() - start  # fit hands back host floats: its steps have finished
+    test_loss, test_acc = model.evaluate(x_test, y_test, batch_size=batch_size, verbose=0)
+    return dict(loss=float(fit.history["loss"][-1]), accuracy=float(fit.history["accuracy"][-1]),
+                test_loss=float(test_loss), test_accuracy=float(test_acc),
+                ms_per_step=1e3 * seconds / steps)
+
+
+def _describe_setup(args, tf, keras, tf_ucudnn, kind, device_name, data_format, limit_mib,
+                    previous_env):
+    from tf_ucudnn.plan_registry import format_bytes
+
+    on_gpu = kind == "GPU"
+    print(f"tf_ucudnn {tf_ucudnn.__version__} demo: TensorFlow {tf.__version__}, "
+          f"Keras {keras.__version__}")
+    print(f"device: {kind} {device_name}"
+          + (f", cuDNN {tf_ucudnn.cudnn_version()}" if on_gpu else ""))
+    print(f"workspace limit: {format_bytes(args.workspace_limit)} per convolution kernel "
+          f"(tf_ucudnn workspace_limit={args.workspace_limit}; stock TF "
+          f"TF_CUDNN_WORKSPACE_LIMIT_IN_MB={limit_mib})")
+    if previous_env is not None and previous_env != str(limit_mib):
+        print(f"  note: replaced TF_CUDNN_WORKSPACE_LIMIT_IN_MB={previous_env} from the "
+              f"environment")
+    print(f"both models: jit_compile=False (no XLA: tf_ucudnn has no XLA kernel and XLA ignores "
+          f"TF's workspace limit), {data_format}, TF32 {args.tf32}, Adam(1e-3), "
+          f"batch {args.batch_size}, policy {args.policy or 'default'}, same initial weights")
+    if not on_gpu:
+        print("no GPU: both models run on the CPU (tf_ucudnn's CPU kernel is im2col + GEMM); "
+              "times show the mechanics, not μ-cuDNN's speedup")
 
 
 def main(argv=None):
-    """Runs the demo; returns the process exit status (1 when the losses differ)."""
+    """Runs the demo.
+
+    Args:
+      argv: arguments without the program name; None uses sys.argv.
+
+    Returns:
+      The exit status: 0, or 1 when the two models' losses differ beyond ``--rtol``.
+    """
     args = parse_args(argv)
     limit_mib = max(1, args.workspace_limit >> 20)
-    # Stock TF reads this once, at its first cuDNN convolution: set it before any runs.
-    previous = os.environ.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB")
+    # Stock TF reads this once, at its first cuDNN convolution (a function-local
+    # static), so setting it here, before any convolution has run, takes effect.
+    previous_env = os.environ.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB")
     os.environ["TF_CUDNN_WORKSPACE_LIMIT_IN_MB"] = str(limit_mib)
 
     import keras
@@ -246,32 +305,19 @@ def main(argv=None):
 
     tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
     kind, device_name = device_description(tf)
+    on_gpu = kind == "GPU"
     data_format = args.data_format
     if data_format == "auto":
-        data_format = "channels_first" if kind == "GPU" else "channels_last"
-    on_gpu = kind == "GPU"
-
-    print(f"tf_ucudnn {tf_ucudnn.__version__} demo: TensorFlow {tf.__version__}, "
-          f"Keras {keras.__version__}")
-    print(f"device: {kind} {device_name}" + (f", cuDNN {tf_ucudnn.cudnn_version()}"
-                                            if on_gpu else ""))
-    print(f"workspace limit: {format_bytes(args.workspace_limit)} per convolution kernel "
-          f"(tf_ucudnn workspace_limit={args.workspace_limit}; stock TF "
-          f"TF_CUDNN_WORKSPACE_LIMIT_IN_MB={limit_mib})")
-    if previous is not None and previous != str(limit_mib):
-        print(f"  note: replaced TF_CUDNN_WORKSPACE_LIMIT_IN_MB={previous} from the environment")
-    print(f"both models: jit_compile=False (no XLA: tf_ucudnn has no XLA kernel and XLA ignores "
-          f"TF's workspace limit), {data_format}, TF32 {args.tf32}, Adam(1e-3), "
-          f"batch {args.batch_size}, policy {args.policy or 'default'}")
-    if not on_gpu:
-        print("no GPU: both models run on the CPU (tf_ucudnn's CPU kernel is im2col + GEMM); "
-              "times show the mechanics, not μ-cuDNN's speedup")
+        data_format = "channels_first" if on_gpu else "channels_last"
+    _describe_setup(args, tf, keras, tf_ucudnn, kind, device_name, data_format, limit_mib,
+                    previous_env)
 
     x_train, y_train, x_test, y_test = load_digits_images(args.image_size, data_format, args.seed)
     steps = len(x_train) // args.batch_size  # drop the remainder: every step has the full batch
     print(f"data: scikit-learn digits upsampled 8x8 -> {args.image_size}x{args.image_size}, "
           f"{len(x_train)} train / {len(x_test)} test, {steps} steps of {args.batch_size} per "
-          f"epoch (last {len(x_train) - steps * args.batch_size} dropped)")
+          f"epoch (last {len(x_train) - steps * args.batch_size} dropped); train loss/acc are "
+          f"Keras' running means over the epoch, test after it")
 
     keras.utils.set_random_seed(args.seed)
     stock = build_model(keras.layers.Conv2D, args.image_size, data_format)
@@ -283,55 +329,41 @@ def main(argv=None):
         _compile(model)
 
     rng = np.random.default_rng(args.seed)
-    history = []
-    widths = (9, 6, 10, 9, 9, 8, 10)
-    header = ("model", "epoch", "train loss", "train acc", "test loss", "test acc", "ms/step")
-    print()
-    print(_fmt_row(header, widths))
-    print(_fmt_row(["-" * w for w in widths], widths))
+    history, plan_records = [], []
+    _print_header()
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(x_train))[:steps * args.batch_size]
         row = {"epoch": epoch}
-        for label, model in models.items():
-            # The same batches in the same order for both models.
-            dataset = tf.data.Dataset.from_tensor_slices((x_train[order], y_train[order]))
-            dataset = dataset.batch(args.batch_size, drop_remainder=True).prefetch(2)
-            start = time.perf_counter()
-            fit = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
-            seconds = time.perf_counter() - start  # fit returns host floats: the step has synced
-            test_loss, test_acc = model.evaluate(x_test, y_test, batch_size=args.batch_size,
-                                                 verbose=0)
-            row[label] = dict(loss=float(fit.history["loss"][-1]),
-                              accuracy=float(fit.history["accuracy"][-1]),
-                              test_loss=float(test_loss), test_accuracy=float(test_acc),
-                              ms_per_step=1e3 * seconds / steps)
-            r = row[label]
+        for label, model in models.items():  # the same batches in the same order for both
+            row[label] = r = _train_epoch(model, x_train, y_train, order, args.batch_size,
+                                          x_test, y_test)
             note = ""
             if epoch == 1:
                 note = "  (incl. tracing" + (" + planning)" if label == "tf_ucudnn" and on_gpu
                                              else ")")
-            print(_fmt_row((label, epoch, f"{r['loss']:.4f}", f"{r['accuracy']:.3f}",
-                            f"{r['test_loss']:.4f}", f"{r['test_accuracy']:.3f}",
-                            f"{r['ms_per_step']:.1f}"), widths) + note)
+            _print_row((label, epoch, f"{r['loss']:.4f}", f"{r['accuracy']:.3f}",
+                        f"{r['test_loss']:.4f}", f"{r['test_accuracy']:.3f}",
+                        f"{r['ms_per_step']:.1f}"), note)
         if on_gpu:
             row["speedup"] = row["stock"]["ms_per_step"] / row["tf_ucudnn"]["ms_per_step"]
-            print(f"{'':9}  {'':6}  speedup stock/tf_ucudnn: {row['speedup']:.2f}x")
+            print(f"{'':17}speedup stock/tf_ucudnn: {row['speedup']:.2f}x")
         history.append(row)
         if epoch == 1:
             table = tf_ucudnn.plans()
+            plan_records = list(table)
             print(f"\ntf_ucudnn plans after epoch 1 (one per convolution kernel and batch size; "
                   f"{'benchmarked' if on_gpu else 'CPU: one algorithm, no workspace'}):")
             print(table)
             if epoch < args.epochs:
-                print()
-                print(_fmt_row(header, widths))
-                print(_fmt_row(["-" * w for w in widths], widths))
-            plan_records = list(table)
+                _print_header()
 
     timed = history[1:] if len(history) > 1 else history
     mean_ms = {label: float(np.mean([row[label]["ms_per_step"] for row in timed]))
                for label in models}
-    span = f"epochs 2-{args.epochs}" if len(history) > 1 else "epoch 1 only, incl. tracing/planning"
+    if len(history) > 2:
+        span = f"epochs 2-{args.epochs}"
+    else:
+        span = "epoch 2" if len(history) == 2 else "epoch 1 only, incl. tracing/planning"
     print(f"\nmean time per step ({span}): stock {mean_ms['stock']:.1f} ms, "
           f"tf_ucudnn {mean_ms['tf_ucudnn']:.1f} ms")
     speedup = mean_ms["stock"] / mean_ms["tf_ucudnn"]
@@ -344,10 +376,9 @@ def main(argv=None):
     stock_losses = [row["stock"][k] for row in history for k in ("loss", "test_loss")]
     our_losses = [row["tf_ucudnn"][k] for row in history for k in ("loss", "test_loss")]
     match, worst = losses_match(stock_losses, our_losses, args.rtol)
-    verdict = "MATCH" if match else "DIFFER"
-    print(f"losses {verdict}: max relative difference over {len(history)} epoch(s), train and "
-          f"test, {worst:.2e} (tolerance {args.rtol:g}; the math is the same, only the "
-          f"convolution algorithms and their rounding differ)")
+    print(f"losses {'MATCH' if match else 'DIFFER'}: max relative difference over "
+          f"{len(history)} epoch(s), train and test, {worst:.2e} (tolerance {args.rtol:g}; the "
+          f"math is the same, only the convolution algorithms and their rounding differ)")
 
     if args.json:
         summary = dict(
@@ -358,7 +389,7 @@ def main(argv=None):
             workspace_limit=args.workspace_limit, tf_cudnn_workspace_limit_in_mb=limit_mib,
             policy=args.policy, epochs=args.epochs, batch_size=args.batch_size,
             image_size=args.image_size, steps_per_epoch=steps, seed=args.seed,
-            history=history, mean_ms_per_step=mean_ms, mean_over=span,
+            optimizer="Adam(1e-3)", history=history, mean_ms_per_step=mean_ms, mean_over=span,
             speedup=speedup if on_gpu else None, losses_match=match,
             max_relative_loss_difference=worst, rtol=args.rtol, plans=plan_records)
         with open(args.json, "w") as f:

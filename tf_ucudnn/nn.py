@@ -1,9 +1,11 @@
 """`conv2d` and its gradients: micro-batched convolution with tf.nn.conv2d's interface."""
 
+import numbers
+
 import tensorflow as tf
 
 from tf_ucudnn._ops import ops as _ops
-from tf_ucudnn.planner import POLICIES
+from tf_ucudnn.planner import POLICIES, check_bytes
 
 MiB = 1 << 20
 DEFAULT_WORKSPACE_LIMIT = 64 * MiB  # bytes; UCUDNN_DEFAULT_WORKSPACE_LIMIT overrides it
@@ -67,11 +69,7 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
     Raises:
       ValueError: a knob out of range.
     """
-    if workspace_limit is None:
-        workspace_limit = -1
-    elif isinstance(workspace_limit, bool) or int(workspace_limit) != workspace_limit or workspace_limit < 0:
-        raise ValueError(f"workspace_limit must be a non-negative number of bytes or None, "
-                         f"got {workspace_limit!r}")
+    workspace_limit = -1 if workspace_limit is None else check_bytes(workspace_limit, "workspace_limit")
     if batch_size_policy is None:
         batch_size_policy = ""
     elif batch_size_policy not in POLICIES:
@@ -79,9 +77,10 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
                          f"got {batch_size_policy!r}")
     if micro_batch_size is None:
         micro_batch_size = 0
-    elif isinstance(micro_batch_size, bool) or int(micro_batch_size) != micro_batch_size or micro_batch_size < 0:
+    elif (isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, numbers.Integral)
+          or micro_batch_size < 0):
         raise ValueError(f"micro_batch_size must be None, 0 or a positive int, got {micro_batch_size!r}")
-    return dict(workspace_limit=int(workspace_limit), batch_size_policy=batch_size_policy,
+    return dict(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                 micro_batch_size=int(micro_batch_size))
 
 
@@ -202,14 +201,39 @@ _ATTR_NAMES = ("strides", "padding", "explicit_paddings", "data_format", "dilati
                "workspace_limit", "batch_size_policy", "micro_batch_size")
 
 
-@tf.RegisterGradient("Ucudnn>Conv2D")
-def _conv2d_grad(op, grad):
-    """Gradients of Ucudnn>Conv2D: backward-data and backward-filter, same knobs."""
+def _op_attrs(op):
     attrs = {name: op.get_attr(name) for name in _ATTR_NAMES}
     for key in ("padding", "data_format", "batch_size_policy"):
         if isinstance(attrs[key], bytes):
             attrs[key] = attrs[key].decode()
+    return attrs
+
+
+@tf.RegisterGradient("Ucudnn>Conv2D")
+def _conv2d_grad(op, grad):
+    """Gradients of Ucudnn>Conv2D: backward-data and backward-filter, same knobs."""
+    attrs = _op_attrs(op)
     x, w = op.inputs[0], op.inputs[1]
     dx = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=w, out_backprop=grad, **attrs)
     dw = _ops.ucudnn_conv2d_backprop_filter(input=x, filter_sizes=tf.shape(w), out_backprop=grad, **attrs)
     return dx, dw
+
+
+@tf.RegisterGradient("Ucudnn>Conv2DBackpropInput")
+def _conv2d_backprop_input_grad(op, grad):
+    """Second order: dx = conv^T(dy, w) is linear in w and dy."""
+    attrs = _op_attrs(op)
+    w, dy = op.inputs[1], op.inputs[2]
+    dw = _ops.ucudnn_conv2d_backprop_filter(input=grad, filter_sizes=tf.shape(w), out_backprop=dy, **attrs)
+    ddy = _ops.ucudnn_conv2d(input=grad, filter=w, **attrs)
+    return None, dw, ddy
+
+
+@tf.RegisterGradient("Ucudnn>Conv2DBackpropFilter")
+def _conv2d_backprop_filter_grad(op, grad):
+    """Second order: dw = corr(x, dy) is linear in x and dy."""
+    attrs = _op_attrs(op)
+    x, dy = op.inputs[0], op.inputs[2]
+    dx = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=grad, out_backprop=dy, **attrs)
+    ddy = _ops.ucudnn_conv2d(input=x, filter=grad, **attrs)
+    return dx, None, ddy

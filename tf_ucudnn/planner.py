@@ -15,6 +15,8 @@ Reuse) and §III-C (the desirable set used by Workspace Division).
 
 import ctypes
 import dataclasses
+import math
+import numbers
 from typing import Any, NamedTuple
 
 from tf_ucudnn._ops import clib
@@ -56,6 +58,27 @@ class Plan:
         return [mb.size for mb in self.micro_batches]
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
+def check_bytes(value, name):
+    """Validates a byte count (workspace limit or size): an integral number in
+    [0, 2**63 - 1]. Returns it as int; raises ValueError naming `name` otherwise."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if ok and not isinstance(value, numbers.Integral):
+        ok = math.isfinite(value) and float(value).is_integer()
+    if not ok or not 0 <= value <= _INT64_MAX:
+        raise ValueError(f"{name} must be a whole number of bytes in [0, 2**63 - 1], got {value!r}")
+    return int(value)
+
+
+def _check_time(value, what):
+    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+            or not math.isfinite(value) or value < 0):
+        raise ValueError(f"time_ms must be a finite number >= 0, got {value!r} for {what}")
+    return float(value)
+
+
 def _check_policy(policy):
     if policy not in _POLICY_IDS:
         raise ValueError(f"batch_size_policy must be one of {', '.join(POLICIES)}; got {policy!r}")
@@ -63,8 +86,9 @@ def _check_policy(policy):
 
 
 def _check_batch_size(batch_size):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    return int(batch_size)
 
 
 def micro_batch_sizes(policy, batch_size):
@@ -82,7 +106,7 @@ def micro_batch_sizes(policy, batch_size):
       ValueError: unknown policy or batch_size not a positive int.
     """
     policy_id = _check_policy(policy)
-    _check_batch_size(batch_size)
+    batch_size = _check_batch_size(batch_size)
     out = (ctypes.c_int64 * batch_size)()
     n = clib.ucudnn_micro_batch_sizes(policy_id, batch_size, out, batch_size)
     return list(out[:n])
@@ -95,26 +119,26 @@ def _flatten(table):
                          f"got {type(table).__name__}")
     rows = []
     for size, entries in table.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
             raise ValueError(f"table keys must be positive micro-batch sizes, got {size!r}")
+        if not isinstance(entries, (list, tuple)):
+            raise ValueError(f"table[{size}] must be a list of (algo, time_ms, workspace_bytes), "
+                             f"got {entries!r}")
         for entry in entries:
             try:
                 algo, time_ms, workspace_bytes = entry
             except (TypeError, ValueError):
                 raise ValueError(f"table entries must be (algo, time_ms, workspace_bytes), "
                                  f"got {entry!r} at size {size}") from None
-            if not time_ms >= 0:
-                raise ValueError(f"time_ms must be >= 0, got {time_ms!r} for {algo!r} at size {size}")
-            if int(workspace_bytes) != workspace_bytes or workspace_bytes < 0:
-                raise ValueError(f"workspace_bytes must be a non-negative int, got "
-                                 f"{workspace_bytes!r} for {algo!r} at size {size}")
-            rows.append((size, algo, float(time_ms), int(workspace_bytes)))
+            what = f"{algo!r} at size {size}"
+            rows.append((int(size), algo, _check_time(time_ms, what),
+                         check_bytes(workspace_bytes, f"workspace_bytes of {what}")))
     return rows
 
 
 def _solve(table, batch_size, policy, mode, workspace_limit=0):
     policy_id = _check_policy(policy)
-    _check_batch_size(batch_size)
+    batch_size = _check_batch_size(batch_size)
     rows = _flatten(table)
     n = len(rows)
     sizes = (ctypes.c_int64 * max(n, 1))(*[r[0] for r in rows])
@@ -149,8 +173,8 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
 
     Solves T(0) = 0, T(n) = min over allowed b <= n of t*(b) + T(n - b), where
     t*(b) is the fastest algorithm at micro-batch size b that needs at most
-    ``workspace_limit`` bytes (Oyama et al. 2018, §III-B). Ties go to the larger
-    micro-batch.
+    ``workspace_limit`` bytes (Oyama et al. 2018, §III-B). Among equally
+    fast plans the one with less workspace wins, then the larger micro-batch.
 
     Args:
       table: benchmark table ``{size: [(algo, time_ms, workspace_bytes), ...]}``.
@@ -166,9 +190,8 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
       ValueError: bad arguments, or no plan: no combination of the table's
         allowed sizes with algorithms within the limit adds up to batch_size.
     """
-    if isinstance(workspace_limit, bool) or int(workspace_limit) != workspace_limit or workspace_limit < 0:
-        raise ValueError(f"workspace_limit must be a non-negative number of bytes, got {workspace_limit!r}")
-    plans = _solve(table, batch_size, policy, _MODE_BEST, int(workspace_limit))
+    workspace_limit = check_bytes(workspace_limit, "workspace_limit")
+    plans = _solve(table, batch_size, policy, _MODE_BEST, workspace_limit)
     if not plans:
         raise ValueError(f"no plan for batch_size {batch_size} within {workspace_limit} bytes under "
                          f"policy {policy!r}: the table's sizes {sorted(table)} with algorithms "

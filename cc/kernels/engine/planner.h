@@ -56,8 +56,8 @@ struct Plan {
 // Workspace Reuse: the fastest plan whose every micro-batch needs at most
 // `workspace_limit` bytes, using only the sizes present in `table`:
 //   T(0) = 0,  T(n) = min_{b <= n} t*(b) + T(n - b),
-// where t*(b) is the fastest algorithm at size b within the limit. Ties go to
-// the larger micro-batch, then to less workspace. Returns an empty plan when
+// where t*(b) is the fastest algorithm at size b within the limit. Among equally
+// fast plans the one with less workspace wins, then the larger micro-batch. Returns an empty plan when
 // no combination of the table's sizes within the limit sums to batch_size.
 Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit);
 

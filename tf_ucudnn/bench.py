@@ -1,0 +1,831 @@
+"""Layer benchmark: stock TensorFlow vs tf_ucudnn under cuDNN workspace limits.
+
+Run as ``python -m tf_ucudnn.bench`` (``make bench``). For every convolution
+layer in a CSV (default: the AlexNet and ResNet-18 layers shipped in
+``tf_ucudnn/data/model_convs.csv``) and every workspace limit, times one
+forward + backward-data + backward-filter at N=256:
+
+* stock TF with ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` set to the limit,
+* tf_ucudnn with ``workspace_limit`` set to the limit,
+* stock TF at 8 GiB (TF's default limit), the reference.
+
+TF reads ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process, so every (mode,
+limit) runs in its own worker process (this module re-invoked with a hidden
+``--worker`` flag) that writes its timings as JSON. Layers of the same shape
+are measured once.
+
+Without a GPU the benchmark does not run: a CPU self-check of tf_ucudnn
+against ``tf.nn.conv2d`` runs instead and the exit status is non-zero.
+"""
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tf_ucudnn.demo import parse_bytes
+
+DEFAULT_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "model_convs.csv")
+DEFAULT_LIMITS = "64MiB,256MiB"
+REFERENCE_LIMIT = 8 << 30  # TF's default TF_CUDNN_WORKSPACE_LIMIT_IN_MB (8192)
+PASSES = ("forward", "backward-data", "backward-filter")
+_PASS_LABELS = {"forward": "F", "backward-data": "D", "backward-filter": "W"}
+_TOLERANCE = {"float32": 1e-4, "tf32": 1e-2, "float16": 1e-2, "bfloat16": 1e-1}  # of max |ref|
+EXIT_NO_GPU = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvLayer:
+    """One convolution to benchmark (NCHW terms; the filter is ``[R, S, C, K]``).
+
+    Attributes:
+      names: ``"model/layer"`` names of every CSV row with this shape.
+      C, H, W: input channels, height, width.
+      K, R, S: output channels, filter height, filter width.
+      pad_h, pad_w: symmetric zero padding.
+      stride_h, stride_w: strides.
+    """
+
+    names: tuple
+    C: int
+    H: int
+    W: int
+    K: int
+    R: int
+    S: int
+    pad_h: int
+    pad_w: int
+    stride_h: int
+    stride_w: int
+
+    @property
+    def name(self):
+        """The first name, with ``(+n)`` when n more rows share the shape."""
+        more = len(self.names) - 1
+        return self.names[0] + (f" (+{more})" if more else "")
+
+    @property
+    def shape_key(self):
+        """The shape as a tuple, without the names."""
+        return (self.C, self.H, self.W, self.K, self.R, self.S, self.pad_h, self.pad_w,
+                self.stride_h, self.stride_w)
+
+    @property
+    def out_hw(self):
+        """Output (height, width)."""
+        return ((self.H + 2 * self.pad_h - self.R) // self.stride_h + 1,
+                (self.W + 2 * self.pad_w - self.S) // self.stride_w + 1)
+
+    def describe(self):
+        """Compact shape, e.g. ``64>192 27x27 k5x5 s1 p2``."""
+        stride = (f"s{self.stride_h}" if self.stride_h == self.stride_w
+                  else f"s{self.stride_h}x{self.stride_w}")
+        pad = f"p{self.pad_h}" if self.pad_h == self.pad_w else f"p{self.pad_h}x{self.pad_w}"
+        return f"{self.C}>{self.K} {self.H}x{self.W} k{self.R}x{self.S} {stride} {pad}"
+
+    def to_json(self):
+        """The layer as a JSON-ready dict."""
+        d = dataclasses.asdict(self)
+        d["names"] = list(self.names)
+        return d
+
+
+QUICK_LAYERS = (
+    ConvLayer(("quick/3x3",), 3, 12, 12, 8, 3, 3, 1, 1, 1, 1),
+    ConvLayer(("quick/5x5s2",), 8, 11, 11, 16, 5, 5, 2, 2, 2, 2),
+)
+QUICK_BATCH = 8
+
+
+def format_bytes(n):
+    """Bytes as ``64 MiB``, ``8 GiB``, ``1.5 MiB`` or ``100 B``."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def read_layers(path):
+    """Reads the layer CSV.
+
+    Columns: model, layer, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w
+    (the filter is R x S, input C x H x W, K output channels).
+
+    Args:
+      path: the CSV file.
+
+    Returns:
+      A list of :class:`ConvLayer`, one per row, in file order, each with one name
+      ``"model/layer"``.
+
+    Raises:
+      ValueError: a missing column, a non-integer field or a shape with an
+        empty output.
+    """
+    fields = ("C", "H", "W", "K", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w")
+    layers = []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"model", "layer", *fields} - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path}: missing columns {sorted(missing)}")
+        for line, row in enumerate(reader, start=2):
+            try:
+                values = [int(row[k]) for k in fields]
+            except ValueError:
+                raise ValueError(f"{path}:{line}: non-integer field in {row}") from None
+            layer = ConvLayer((f"{row['model']}/{row['layer']}",), *values)
+            if min(values) < 0 or min(layer.C, layer.K, layer.stride_h, layer.stride_w) < 1 \
+                    or min(layer.out_hw) < 1:
+                raise ValueError(f"{path}:{line}: {layer.names[0]} is not a valid convolution "
+                                 f"(negative field, zero channels or stride, or empty output "
+                                 f"{layer.out_hw})")
+            layers.append(layer)
+    return layers
+
+
+def select_layers(layers, spec):
+    """Picks layers by name and merges rows of the same shape.
+
+    Args:
+      layers: list of :class:`ConvLayer` (from :func:`read_layers`).
+      spec: ``"all"`` or a comma list of names: ``model/layer``, a bare layer
+        name (every model's layer of that name) or a model name (all its layers).
+
+    Returns:
+      A list of :class:`ConvLayer` with distinct shapes, in first-seen order;
+      each carries the names of all selected rows of its shape.
+
+    Raises:
+      ValueError: a name that matches nothing.
+    """
+    if spec.strip().lower() == "all":
+        chosen = list(layers)
+    else:
+        chosen = []
+        for token in (t.strip() for t in spec.split(",") if t.strip()):
+            hits = [l for l in layers
+                    if token in (l.names[0], l.names[0].split("/", 1)[1], l.names[0].split("/")[0])]
+            if not hits:
+                raise ValueError(f"--layers: no layer named {token!r}; names are "
+                                 f"{', '.join(l.names[0] for l in layers)}")
+            chosen.extend(h for h in hits if h not in chosen)
+    merged = {}
+    for layer in chosen:
+        if layer.shape_key in merged:
+            prev = merged[layer.shape_key]
+            merged[layer.shape_key] = dataclasses.replace(prev, names=prev.names + layer.names)
+        else:
+            merged[layer.shape_key] = layer
+    return list(merged.values())
+
+
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
+    return value
+
+
+def _at_least(minimum):
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _limit_list(text):
+    try:
+        limits = [parse_bytes(t) for t in text.split(",") if t.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if not limits:
+        raise argparse.ArgumentTypeError("need at least one limit")
+    for limit in limits:
+        if limit % (1 << 20) or limit == 0:
+            raise argparse.ArgumentTypeError(
+                f"limits must be whole, positive MiB (TF_CUDNN_WORKSPACE_LIMIT_IN_MB), got {limit}")
+    return limits
+
+
+def parse_args(argv=None):
+    """Parses the benchmark's command line.
+
+    Args:
+      argv: arguments without the program name; None uses sys.argv.
+
+    Returns:
+      An argparse.Namespace.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m tf_ucudnn.bench",
+        description="Time forward + backward-data + backward-filter per convolution layer: "
+                    "stock TF with TF_CUDNN_WORKSPACE_LIMIT_IN_MB = limit, tf_ucudnn with "
+                    "workspace_limit = limit, and stock TF at 8 GiB (its default) as the "
+                    "reference. Each (mode, limit) runs in its own process, since TF reads "
+                    "the variable once per process.",
+        epilog="Exit status: 0 done; 1 a worker, layer or check failed; 2 no GPU (the CPU "
+               "self-check ran instead).")
+    parser.add_argument("--csv", default=DEFAULT_CSV,
+                        help="layer table (columns model,layer,C,H,W,K,R,S,pad_h,pad_w,"
+                             "stride_h,stride_w); default: the package's data/model_convs.csv")
+    parser.add_argument("--layers", default="all",
+                        help="comma list of model/layer, layer or model names, or 'all' "
+                             "(default); layers of equal shape are measured once")
+    parser.add_argument("--batch", type=_positive_int, default=None,
+                        help=f"mini-batch size N (default 256; {QUICK_BATCH} with --quick)")
+    parser.add_argument("--limits", type=_limit_list, default=DEFAULT_LIMITS,
+                        help="comma list of workspace limits, whole MiB (default 64MiB,256MiB)")
+    parser.add_argument("--data-format", choices=("NCHW", "NHWC"), default="NCHW",
+                        help="layout of the tensors given to both (default NCHW): stock TF on a "
+                             "GPU runs float32 convolutions in NCHW internally (its layout "
+                             "optimizer transposes NHWC graphs, and the transposes would be "
+                             "timed), so NCHW compares the convolutions themselves. For "
+                             "float16/bfloat16 stock TF prefers NHWC.")
+    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
+    parser.add_argument("--tf32", choices=("on", "off"), default="on",
+                        help="TensorFloat-32 for float32 convolutions, both modes (default on)")
+    parser.add_argument("--policy", choices=("undivided", "powerOfTwo", "all"), default=None,
+                        help="tf_ucudnn batch-size policy (default: UCUDNN_BATCH_SIZE_POLICY, "
+                             "else powerOfTwo)")
+    parser.add_argument("--warmup", type=_at_least(3), default=3,
+                        help="warm-up iterations, >= 3 (they also trigger tf_ucudnn's planning "
+                             "and TF's autotuning)")
+    parser.add_argument("--repeats", type=_at_least(5), default=5,
+                        help="timed repeats, >= 5; the median is reported")
+    parser.add_argument("--iters", type=_positive_int, default=10,
+                        help="iterations per repeat, timed together between device syncs "
+                             "(default 10)")
+    parser.add_argument("--json", metavar="PATH", help="also write all results to PATH")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"tiny shapes ({len(QUICK_LAYERS)} layers, N={QUICK_BATCH}) and "
+                             "2 iterations per repeat: a fast smoke test")
+    parser.add_argument("--worker-timeout", type=_positive_int, default=1800,
+                        help="seconds before a worker process is killed (default 1800)")
+    # Hidden: run the table on the CPU (for testing the mechanics), and the worker side.
+    parser.add_argument("--allow-cpu", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", metavar="PATH", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if isinstance(args.limits, str):
+        args.limits = _limit_list(args.limits)
+    if args.batch is None:
+        args.batch = QUICK_BATCH if args.quick else 256
+    if args.quick and args.iters == 10:
+        args.iters = 2
+    return args
+
+
+# ----------------------------------------------------------------------------- worker side
+
+
+def _conv_geometry(layer, batch, data_format):
+    """Shapes, strides and explicit paddings of one layer in a layout."""
+    P, Q = layer.out_hw
+    if data_format == "NCHW":
+        x_shape, y_shape = (batch, layer.C, layer.H, layer.W), (batch, layer.K, P, Q)
+        strides = [1, 1, layer.stride_h, layer.stride_w]
+        pads = [[0, 0], [0, 0], [layer.pad_h] * 2, [layer.pad_w] * 2]
+    else:
+        x_shape, y_shape = (batch, layer.H, layer.W, layer.C), (batch, P, Q, layer.K)
+        strides = [1, layer.stride_h, layer.stride_w, 1]
+        pads = [[0, 0], [layer.pad_h] * 2, [layer.pad_w] * 2, [0, 0]]
+    w_shape = (layer.R, layer.S, layer.C, layer.K)
+    return x_shape, w_shape, y_shape, strides, pads
+
+
+def make_passes(mode, layer, batch, data_format, *, workspace_limit=None, policy=None,
+                micro_batch_size=None):
+    """A function computing a layer's three passes, stock or tf_ucudnn.
+
+    Args:
+      mode: ``"stock"`` (``tf.nn.conv2d`` and ``tf.raw_ops.Conv2DBackprop*``)
+        or ``"ucudnn"`` (``tf_ucudnn.conv2d`` and its backprop functions).
+      layer: a :class:`ConvLayer`.
+      batch: N.
+      data_format: ``"NCHW"`` or ``"NHWC"``.
+      workspace_limit, policy, micro_batch_size: tf_ucudnn's knobs (ucudnn mode).
+
+    Returns:
+      ``fn(x, w, dy) -> (y, dx, dw)``, where ``x`` is the input (``[N, C, H,
+      W]`` or ``[N, H, W, C]``), ``w`` the filter ``[R, S, C, K]`` and ``dy``
+      the output gradient, shaped like ``y``.
+    """
+    import tensorflow as tf
+
+    _, _, _, strides, pads = _conv_geometry(layer, batch, data_format)
+    flat_pads = [v for pair in pads for v in pair]
+    if mode == "stock":
+        def passes(x, w, dy):
+            y = tf.nn.conv2d(x, w, strides, pads, data_format=data_format)
+            dx = tf.raw_ops.Conv2DBackpropInput(
+                input_sizes=tf.shape(x), filter=w, out_backprop=dy, strides=strides,
+                padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format)
+            dw = tf.raw_ops.Conv2DBackpropFilter(
+                input=x, filter_sizes=tf.shape(w), out_backprop=dy, strides=strides,
+                padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format)
+            return y, dx, dw
+        return passes
+    if mode != "ucudnn":
+        raise ValueError(f"mode must be 'stock' or 'ucudnn', got {mode!r}")
+    import tf_ucudnn
+
+    knobs = dict(workspace_limit=workspace_limit, batch_size_policy=policy,
+                 micro_batch_size=micro_batch_size)
+
+    def passes(x, w, dy):  # noqa: F811
+        y = tf_ucudnn.conv2d(x, w, strides, pads, data_format, **knobs)
+        dx = tf_ucudnn.conv2d_backprop_input(tf.shape(x), w, dy, strides, pads, data_format,
+                                             **knobs)
+        dw = tf_ucudnn.conv2d_backprop_filter(x, tf.shape(w), dy, strides, pads, data_format,
+                                              **knobs)
+        return y, dx, dw
+    return passes
+
+
+def _random_tensors(layer, batch, data_format, dtype):
+    import tensorflow as tf
+
+    x_shape, w_shape, y_shape, _, _ = _conv_geometry(layer, batch, data_format)
+    tensors = []
+    for i, shape in enumerate((x_shape, w_shape, y_shape)):
+        t = tf.random.stateless_uniform(shape, seed=(1, i), minval=-1.0, maxval=1.0)
+        tensors.append(tf.cast(t, dtype))
+    return tensors
+
+
+def sync_devices(outputs=()):
+    """Waits for the device to finish queued work.
+
+    Uses ``tf.test.experimental.sync_devices()`` where it exists; otherwise
+    copies one scalar that depends on every output to the host.
+
+    Args:
+      outputs: tensors of the last call (used by the fallback).
+    """
+    import tensorflow as tf
+
+    sync = getattr(getattr(tf.test, "experimental", None), "sync_devices", None)
+    if sync is not None:
+        sync()
+    elif outputs:
+        float(tf.add_n([tf.cast(tf.reshape(t, [-1])[0], tf.float32) for t in outputs]))
+
+
+def time_ms(fn, args, *, warmup, repeats, iters):
+    """Median time of one call of ``fn(*args)`` in ms.
+
+    Runs ``warmup`` calls, then ``repeats`` repeats of ``iters`` calls, each
+    repeat timed from a synced device to a synced device.
+
+    Args:
+      fn: the function (a ``tf.function``).
+      args: its arguments.
+      warmup: untimed calls first.
+      repeats: timed repeats.
+      iters: calls per repeat.
+
+    Returns:
+      ``(median_ms, per_repeat_ms)``.
+    """
+    out = ()
+    for _ in range(warmup):
+        out = fn(*args)
+    sync_devices(out)
+    per_repeat = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(iters):
+            out = fn(*args)
+        sync_devices(out)
+        per_repeat.append(1e3 * (time.perf_counter() - start) / iters)
+    return statistics.median(per_repeat), per_repeat
+
+
+def _relative_error(got, want):
+    import numpy as np
+
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    return float(np.max(np.abs(got - want))) / scale
+
+
+def plan_summary(record):
+    """A plan record of ``tf_ucudnn.plans()`` as ``2x128 FFT_TILING`` or ``128 FFT + 2x64 ALGO_1``.
+
+    Args:
+      record: one dict of :func:`tf_ucudnn.plans`.
+
+    Returns:
+      The micro-batch sizes (runs of equal ones grouped) with their
+      algorithms (without the math type).
+    """
+    groups = []  # [count, size, algo]
+    for mb in record["micro_batches"]:
+        algo = str(mb["algo"]).split("/")[0]
+        if groups and groups[-1][1:] == [mb["size"], algo]:
+            groups[-1][0] += 1
+        else:
+            groups.append([1, mb["size"], algo])
+    algos = {g[2] for g in groups}
+    sizes = [f"{n}x{size}" if n > 1 else f"{size}" for n, size, _ in groups]
+    if len(algos) == 1:
+        return "+".join(sizes) + " " + algos.pop()
+    return " + ".join(f"{s} {g[2]}" for s, g in zip(sizes, groups))
+
+
+def _bench_layer(spec, layer):
+    import tensorflow as tf
+
+    import tf_ucudnn
+
+    mode, batch, data_format = spec["mode"], spec["batch"], spec["data_format"]
+    x, w, dy = _random_tensors(layer, batch, data_format, spec["dtype"])
+    knobs = dict(workspace_limit=spec["limit"], policy=spec["policy"])
+    fn = tf.function(make_passes(mode, layer, batch, data_format, **knobs))
+    result = {}
+    if mode == "ucudnn":
+        tf_ucudnn.clear_plans()
+        for _ in range(spec["warmup"]):  # plans are made here, on the first call
+            out = fn(x, w, dy)
+        records = {r["pass"]: r for r in tf_ucudnn.plans()}
+        result["plans"] = records
+        result["plan"] = {p: plan_summary(records[p]) for p in PASSES if p in records}
+        # Once, untimed: the same results as stock TF in this process?
+        want = tf.function(make_passes("stock", layer, batch, data_format))(x, w, dy)
+        result["max_rel_err"] = max(_relative_error(a, b) for a, b in zip(out, want))
+    median, per_repeat = time_ms(fn, (x, w, dy), warmup=spec["warmup"], repeats=spec["repeats"],
+                                 iters=spec["iters"])
+    result.update(ms=median, per_repeat_ms=per_repeat)
+    return result
+
+
+def run_worker(spec_path, out_path):
+    """Worker side: times every layer of a spec file in this process and writes JSON.
+
+    The parent sets ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` in this process's
+    environment before TensorFlow starts.
+
+    Args:
+      spec_path: JSON with mode (``stock``/``ucudnn``), limit (bytes), layers,
+        batch, data_format, dtype, tf32, policy, warmup, repeats, iters.
+      out_path: where to write ``{"results": {shape_key: {...}}, ...}``; a layer
+        that fails gets ``{"error": "..."}``.
+
+    Returns:
+      0.
+    """
+    with open(spec_path) as f:
+        spec = json.load(f)
+    import tensorflow as tf
+
+    tf.config.experimental.enable_tensor_float_32_execution(spec["tf32"])
+    results = {}
+    for entry in spec["layers"]:
+        layer = ConvLayer(tuple(entry["names"]), *[entry[k] for k in (
+            "C", "H", "W", "K", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w")])
+        try:
+            results[json.dumps(layer.shape_key)] = _bench_layer(spec, layer)
+        except Exception as e:  # noqa: BLE001 - one failing layer must not lose the others
+            results[json.dumps(layer.shape_key)] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        print(f"worker {spec['mode']} {format_bytes(spec['limit'])}: {layer.name} done",
+              file=sys.stderr, flush=True)
+    with open(out_path, "w") as f:
+        json.dump({"mode": spec["mode"], "limit": spec["limit"],
+                   "env_limit_mb": os.environ.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB"),
+                   "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+                   "results": results}, f)
+    return 0
+
+
+# ----------------------------------------------------------------------------- parent side
+
+
+def _launch_worker(mode, limit, layers, args, data_format, tmpdir):
+    """Runs one worker process; returns (results or None, info dict)."""
+    tag = f"{mode}-{limit >> 20}"
+    spec_path = os.path.join(tmpdir, f"{tag}.spec.json")
+    out_path = os.path.join(tmpdir, f"{tag}.out.json")
+    spec = dict(mode=mode, limit=limit, layers=[l.to_json() for l in layers], batch=args.batch,
+                data_format=data_format, dtype=args.dtype, tf32=args.tf32 == "on",
+                policy=args.policy, warmup=args.warmup, repeats=args.repeats, iters=args.iters)
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(limit >> 20))
+    # The worker imports this very package, wherever the parent was started from.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "tf_ucudnn.bench", "--worker", spec_path, "--worker-out", out_path]
+    label = f"{_mode_label(mode)} at {format_bytes(limit)}"
+    print(f"  {label}: TF_CUDNN_WORKSPACE_LIMIT_IN_MB={limit >> 20} ...", end="", flush=True)
+    start = time.perf_counter()
+    info = dict(mode=mode, limit=limit, command=cmd)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=args.worker_timeout)
+        info.update(rc=proc.returncode, stderr_tail=proc.stderr[-4000:])
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
+        info.update(rc=None, error=f"timed out after {args.worker_timeout} s",
+                    stderr_tail=(stderr or "")[-4000:])
+    info["seconds"] = time.perf_counter() - start
+    results = None
+    if info.get("rc") == 0 and os.path.exists(out_path):
+        with open(out_path) as f:
+            results = json.load(f)["results"]
+        del info["stderr_tail"]
+        print(f" {info['seconds']:.1f} s", flush=True)
+    else:
+        why = info.get("error") or f"exit status {info.get('rc')} after {info['seconds']:.1f} s"
+        print(f" FAILED ({why}); its stderr ends:\n"
+              + "\n".join("    " + line for line in info["stderr_tail"].splitlines()[-15:]),
+              flush=True)
+    return results, info
+
+
+def _environment(on_gpu):
+    import tensorflow as tf
+
+    env = dict(python=platform.python_version(), tensorflow=tf.__version__,
+               build_info={k: v for k, v in tf.sysconfig.get_build_info().items()},
+               host=platform.node())
+    gpus = tf.config.list_physical_devices("GPU")
+    names = []
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                                  "--format=csv,noheader"], capture_output=True, text=True,
+                                 timeout=60)
+            names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+        except (OSError, subprocess.SubprocessError):
+            names = []
+    if not names and gpus:
+        names = [tf.config.experimental.get_device_details(g).get("device_name", g.name)
+                 for g in gpus]
+    env["gpus"] = names
+    if on_gpu:
+        import tf_ucudnn
+
+        env["cudnn"] = tf_ucudnn.cudnn_version()
+    return env
+
+
+def _fmt_ms(value):
+    if value is None:
+        return "error"
+    return f"{value:.3f}" if value < 10 else f"{value:.2f}"
+
+
+def _print_table(rows):
+    header = ("layer", "shape", "limit", "stock ms", "tf_ucudnn ms", "speedup", "8 GiB ms",
+              "tf_ucudnn plan (F forward | D backward-data | W backward-filter)")
+    cells = [header]
+    for r in rows:
+        plan = " | ".join(f"{_PASS_LABELS[p]}: {r['plan'][p]}" for p in PASSES
+                          if p in (r["plan"] or {}))
+        cells.append((r["name"], r["shape"], format_bytes(r["limit"]), _fmt_ms(r["stock_ms"]),
+                      _fmt_ms(r["ucudnn_ms"]),
+                      "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
+                      _fmt_ms(r["reference_ms"]), plan or "-"))
+    widths = [max(len(str(c[i])) for c in cells) for i in range(len(header) - 1)]
+    right = {3, 4, 5, 6}
+    for n, c in enumerate(cells):
+        parts = [str(v).rjust(w) if i in right else str(v).ljust(w)
+                 for i, (v, w) in enumerate(zip(c, widths))]
+        print("  ".join(parts + [str(c[-1])]).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths) + "  " + "-" * 20)
+
+
+def geometric_mean(values):
+    """Geometric mean of positive numbers (None if empty)."""
+    values = list(values)
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def self_check(batch=QUICK_BATCH, micro_batch_size=3):
+    """Checks tf_ucudnn against stock TensorFlow on one tiny NHWC layer (runs on any device).
+
+    Forward, backward-data and backward-filter with forced micro-batches of
+    ``micro_batch_size`` (so backward-filter must accumulate across
+    micro-batches) are compared with ``tf.nn.conv2d`` and its gradients.
+
+    Args:
+      batch: N.
+      micro_batch_size: forced micro-batch size (should not divide ``batch``).
+
+    Returns:
+      ``(ok, lines)``: whether every pass matched within 1e-4 relative, and a
+      report line per pass.
+    """
+    import tensorflow as tf
+
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    layer = QUICK_LAYERS[0]
+    x, w, dy = _random_tensors(layer, batch, "NHWC", "float32")
+    want = make_passes("stock", layer, batch, "NHWC")(x, w, dy)
+    got = make_passes("ucudnn", layer, batch, "NHWC", micro_batch_size=micro_batch_size)(x, w, dy)
+    ok, lines = True, []
+    for name, a, b in zip(PASSES, got, want):
+        err = _relative_error(a, b)
+        passed = a.shape == b.shape and err <= _TOLERANCE["float32"]
+        ok &= passed
+        lines.append(f"  {name:15s} {layer.describe()} N={batch}, micro-batches of "
+                     f"{micro_batch_size}: max relative error {err:.1e} "
+                     f"{'ok' if passed else 'MISMATCH'}")
+    return ok, lines
+
+
+def _tolerance(args):
+    if args.dtype == "float32":
+        return _TOLERANCE["tf32" if args.tf32 == "on" else "float32"]
+    return _TOLERANCE[args.dtype]
+
+
+def _mode_label(mode):
+    return "stock TF" if mode == "stock" else "tf_ucudnn"
+
+
+def _run_all_workers(layers, args, data_format):
+    """One worker per (mode, limit), the reference first; returns (measured, worker infos)."""
+    runs = [("stock", REFERENCE_LIMIT)]
+    for limit in args.limits:
+        if limit != REFERENCE_LIMIT:
+            runs.append(("stock", limit))
+        runs.append(("ucudnn", limit))
+    measured, workers = {}, []
+    with tempfile.TemporaryDirectory(prefix="tf_ucudnn_bench_") as tmpdir:
+        print(f"running {len(runs)} worker processes:")
+        for mode, limit in runs:
+            results, info = _launch_worker(mode, limit, layers, args, data_format, tmpdir)
+            measured[(mode, limit)] = results or {}
+            workers.append(info)
+    return measured, workers
+
+
+def _collect_rows(layers, args, measured, workers):
+    """Joins the workers' results into table rows; returns (rows, errors, check_failures)."""
+    errors = [f"worker {_mode_label(w['mode'])} at {format_bytes(w['limit'])} failed "
+              f"({w.get('error') or 'exit status ' + str(w['rc'])})"
+              for w in workers if w.get("rc") != 0]
+    reported = set()
+
+    def lookup(mode, limit, layer):
+        r = measured[(mode, limit)].get(json.dumps(layer.shape_key), {"error": "worker failed"})
+        if "error" in r and r["error"] != "worker failed" and (mode, limit, layer) not in reported:
+            reported.add((mode, limit, layer))
+            first_line = (r["error"].strip().splitlines() or [""])[0][:300]
+            errors.append(f"{layer.name}, {_mode_label(mode)} at {format_bytes(limit)}: "
+                          f"{first_line}")
+        return r
+
+    rows, check_failures = [], []
+    tolerance = _tolerance(args)
+    for limit in args.limits:
+        for layer in layers:
+            stock, ours = lookup("stock", limit, layer), lookup("ucudnn", limit, layer)
+            ref = lookup("stock", REFERENCE_LIMIT, layer)
+            speedup = stock["ms"] / ours["ms"] if "ms" in stock and "ms" in ours else None
+            err = ours.get("max_rel_err")
+            if err is not None and not err <= tolerance:
+                check_failures.append(f"{layer.name} at {format_bytes(limit)}: tf_ucudnn vs "
+                                      f"stock TF max relative error {err:.2e} > {tolerance:g}")
+            rows.append(dict(layer=layer.names[0], name=layer.name, names=list(layer.names),
+                             shape=layer.describe(), limit=limit, stock_ms=stock.get("ms"),
+                             ucudnn_ms=ours.get("ms"), reference_ms=ref.get("ms"),
+                             speedup=speedup, plan=ours.get("plan"), max_rel_err=err,
+                             stock_per_repeat_ms=stock.get("per_repeat_ms"),
+                             ucudnn_per_repeat_ms=ours.get("per_repeat_ms"),
+                             reference_per_repeat_ms=ref.get("per_repeat_ms"),
+                             plans=ours.get("plans")))
+    return rows, errors, check_failures
+
+
+def _summarize(rows, limits):
+    """Per limit: geometric-mean speedup, worst layer, and tf_ucudnn's gap to stock at 8 GiB."""
+    summary = {}
+    for limit in limits:
+        done = [r for r in rows if r["limit"] == limit and r["speedup"] is not None]
+        if not done:
+            print(f"{format_bytes(limit)}: no layer measured in both modes")
+            continue
+        worst = min(done, key=lambda r: r["speedup"])
+        gap = geometric_mean(r["ucudnn_ms"] / r["reference_ms"] for r in done
+                             if r["reference_ms"])
+        s = dict(limit=limit, layers=len(done),
+                 geomean_speedup=geometric_mean(r["speedup"] for r in done),
+                 worst_speedup=worst["speedup"], worst_layer=worst["layer"],
+                 geomean_ucudnn_vs_8gib=gap)
+        summary[str(limit)] = s
+        print(f"{format_bytes(limit)}: geometric-mean speedup {s['geomean_speedup']:.2f}x over "
+              f"{len(done)} layer shape{'s' if len(done) > 1 else ''}; worst "
+              f"{s['worst_speedup']:.2f}x ({worst['name']})"
+              + (f"; tf_ucudnn time / stock-8 GiB time, geometric mean {gap:.2f}" if gap else ""))
+    return summary
+
+
+def _no_gpu():
+    message = ("tf_ucudnn.bench: no GPU found. The benchmark compares cuDNN algorithms under "
+               "workspace limits and needs a GPU; nothing was timed.")
+    print(message)
+    print("Running the CPU self-check instead (tf_ucudnn vs tf.nn.conv2d, one tiny layer):")
+    ok, lines = self_check()
+    print("\n".join(lines))
+    print(f"self-check {'PASSED' if ok else 'FAILED'}")
+    print(message)
+    return EXIT_NO_GPU if ok else 1
+
+
+def main(argv=None):
+    """Runs the benchmark (or, with the hidden --worker flag, one worker).
+
+    Args:
+      argv: arguments without the program name; None uses sys.argv.
+
+    Returns:
+      The exit status: 0 done, 1 a worker, a layer or a check failed (or a bad
+      layer table), 2 no GPU (the CPU self-check passed).
+    """
+    args = parse_args(argv)
+    if args.worker:
+        return run_worker(args.worker, args.worker_out)
+
+    import tensorflow as tf
+
+    on_gpu = bool(tf.config.list_physical_devices("GPU"))
+    if not on_gpu and not args.allow_cpu:
+        return _no_gpu()
+    try:
+        layers = list(QUICK_LAYERS) if args.quick else select_layers(read_layers(args.csv),
+                                                                     args.layers)
+    except (OSError, ValueError) as e:
+        print(f"tf_ucudnn.bench: error: {e}", file=sys.stderr)
+        return 1
+    data_format = args.data_format
+    notes = []
+    if not on_gpu and data_format == "NCHW":
+        data_format = "NHWC"
+        notes.append("no GPU (--allow-cpu): NHWC, since stock TF's CPU convolution has no NCHW")
+
+    environment = _environment(on_gpu)
+    device = ", ".join(environment["gpus"]) if on_gpu else f"CPU ({platform.machine()})"
+    print(f"tf_ucudnn.bench: {device}; TensorFlow {environment['tensorflow']}"
+          + (f", cuDNN {environment['cudnn']}" if on_gpu else ""))
+    print(f"{len(layers)} layer shapes, N={args.batch}, {data_format}, {args.dtype}, "
+          f"TF32 {args.tf32}, policy {args.policy or 'default'}; limits "
+          f"{', '.join(format_bytes(l) for l in args.limits)}; reference stock TF at "
+          f"{format_bytes(REFERENCE_LIMIT)}; per figure: {args.warmup} warm-up calls, median of "
+          f"{args.repeats} repeats x {args.iters} calls; ms per forward + backward-data + "
+          f"backward-filter, no XLA")
+    for note in notes:
+        print(f"note: {note}")
+
+    measured, workers = _run_all_workers(layers, args, data_format)
+    rows, errors, check_failures = _collect_rows(layers, args, measured, workers)
+    print()
+    _print_table(rows)
+    print()
+    summary = _summarize(rows, args.limits)
+    for line in errors:
+        print(f"error: {line}")
+    for line in check_failures:
+        print(f"check: {line}")
+    checked = [r["max_rel_err"] for r in rows if r["max_rel_err"] is not None]
+    if checked and not check_failures:
+        print(f"check: tf_ucudnn's outputs match stock TF's in all {len(checked)} (layer, limit) "
+              f"pairs measured (max relative error {max(checked):.1e} <= {_tolerance(args):g})")
+
+    if args.json:
+        report = dict(environment=environment, device=device,
+                      settings=dict(batch=args.batch, data_format=data_format, dtype=args.dtype,
+                                    tf32=args.tf32 == "on", policy=args.policy,
+                                    limits=args.limits, reference_limit=REFERENCE_LIMIT,
+                                    warmup=args.warmup, repeats=args.repeats, iters=args.iters,
+                                    quick=args.quick, csv=None if args.quick else args.csv,
+                                    xla=False, argv=sys.argv[1:] if argv is None else argv),
+                      notes=notes, layers=[l.to_json() for l in layers], results=rows,
+                      summary=summary, errors=errors, check_failures=check_failures,
+                      workers=workers)
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"wrote {args.json}")
+    return 1 if errors or check_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
