@@ -84,8 +84,9 @@ class CpuPlanRecordsTest(parameterized.TestCase, tf.test.TestCase):
         self.assertEqual(plan_registry.describe_micro_batches(steps),
                          "2x32 ALGO_1 + 1x32 ALGO_0 + 1x4 ALGO_0")
 
-    @parameterized.parameters((0, "0 B"), (512, "512 B"), (3 << 10, "3.0 KiB"),
-                              (64 << 20, "64.0 MiB"), (5 << 30, "5.0 GiB"), (3 << 40, "3072.0 GiB"))
+    @parameterized.parameters((0, "0 B"), (512, "512 B"), (3 << 10, "3 KiB"),
+                              (64 << 20, "64 MiB"), (3 << 19, "1.5 MiB"), (5 << 30, "5 GiB"),
+                              (3 << 40, "3072 GiB"))
     def test_format_bytes(self, n, text):
         self.assertEqual(plan_registry.format_bytes(n), text)
 

@@ -47,12 +47,12 @@ def describe_micro_batches(micro_batches):
 
 
 def format_bytes(n):
-    """Bytes as a short human string: 0 B, 512 B, 3.0 KiB, 64.0 MiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    """Bytes as ``64 MiB``, ``1.5 MiB``, ``3 KiB`` or ``100 B`` (binary units, up to GiB)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
 
 
 def plans():
