@@ -5,7 +5,7 @@ VPY := $(VENV)/bin/python
 LIB := tf_ucudnn/_ucudnn_ops.so
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
-.PHONY: setup build run test bench clean
+.PHONY: setup build run test bench wheel clean
 
 setup: $(VENV)/.done
 $(VENV)/.done: requirements.txt
@@ -35,6 +35,13 @@ test: build
 bench: build
 	$(VPY) -m tf_ucudnn.bench
 
+wheel: build
+	rm -rf build/pip && mkdir -p build/pip dist
+	cp pip_package/setup.py README.md build/pip/
+	cp -r tf_ucudnn build/pip/
+	rm -rf build/pip/tf_ucudnn/__pycache__
+	$(VPY) -m pip wheel -q --no-deps -w dist build/pip
+
 clean:
 	bazel clean 2>/dev/null || true
-	rm -f $(LIB) .tf_configure.bazelrc
+	rm -rf $(LIB) .tf_configure.bazelrc build dist

@@ -17,6 +17,7 @@ import ctypes
 import dataclasses
 import math
 import numbers
+import warnings
 from typing import Any, NamedTuple
 
 from tf_ucudnn._ops import clib
@@ -219,3 +220,88 @@ def pareto_front(table, batch_size, policy="powerOfTwo"):
       ValueError: bad arguments.
     """
     return _solve(table, batch_size, policy, _MODE_FRONT)
+
+
+def _point(p):
+    """(time_ms, workspace_bytes) of a front point: a Plan, a dict or a pair."""
+    if isinstance(p, dict):
+        return p["time_ms"], p["workspace_bytes"]
+    if hasattr(p, "time_ms") and hasattr(p, "workspace_bytes"):
+        return p.time_ms, p.workspace_bytes
+    time_ms, workspace_bytes = p
+    return time_ms, workspace_bytes
+
+
+def divide_workspace(fronts, total_workspace):
+    """Workspace Division (WD): one shared budget, one plan per kernel.
+
+    Chooses one point of each kernel's Pareto front so that the sum of their
+    times is smallest while the sum of their workspaces fits the budget: a
+    multiple-choice knapsack, solved exactly as an integer linear program with
+    PuLP's bundled CBC (Oyama et al. 2018, §III-C):
+
+        minimise  Σ_k Σ_i t_ki x_ki
+        s.t.      Σ_i x_ki = 1 for every kernel k,
+                  Σ_k Σ_i w_ki x_ki <= total_workspace,   x_ki ∈ {0, 1}.
+
+    Args:
+      fronts: one list per kernel (forward, backward-data and backward-filter
+        of every layer) of candidate points, e.g. the :class:`Plan` list of
+        :func:`pareto_front`; a point may also be a dict or a pair with
+        ``time_ms`` (ms) and ``workspace_bytes`` (bytes).
+      total_workspace: the budget in bytes for all kernels together.
+
+    Returns:
+      A list with the chosen point (the caller's object) for each kernel, in
+      the order of ``fronts``.
+
+    Raises:
+      ValueError: bad arguments, an empty front, or a budget smaller than the
+        sum of every kernel's least-workspace point (the message names that
+        smallest feasible budget).
+    """
+    import pulp
+
+    total_workspace = check_bytes(total_workspace, "total_workspace")
+    if not isinstance(fronts, (list, tuple)):
+        raise ValueError(f"fronts must be a list of Pareto fronts, got {type(fronts).__name__}")
+    points = []
+    for k, front in enumerate(fronts):
+        if not isinstance(front, (list, tuple)) or not front:
+            raise ValueError(f"fronts[{k}] must be a non-empty list of points, got {front!r}")
+        try:
+            pairs = [_point(p) for p in front]
+        except (TypeError, ValueError, KeyError):
+            raise ValueError(f"fronts[{k}] has a point without time_ms and workspace_bytes") from None
+        points.append([(_check_time(t, f"fronts[{k}]"), check_bytes(w, f"workspace_bytes of fronts[{k}]"))
+                       for t, w in pairs])
+    if not points:
+        return []
+    least = [min(range(len(p)), key=lambda i: (p[i][1], p[i][0])) for p in points]
+    smallest_budget = sum(points[k][i][1] for k, i in enumerate(least))
+    if smallest_budget > total_workspace:
+        raise ValueError(f"total_workspace {total_workspace} bytes is below the smallest feasible "
+                         f"budget, {smallest_budget} bytes (every kernel at its least-workspace plan)")
+    fastest = [min(range(len(p)), key=lambda i: (p[i][0], p[i][1])) for p in points]
+    if sum(points[k][i][1] for k, i in enumerate(fastest)) <= total_workspace:
+        chosen = fastest  # the budget holds every kernel's fastest plan: nothing to divide
+    else:
+        problem = pulp.LpProblem("workspace_division", pulp.LpMinimize)
+        x = [[problem.add_variable(f"x_{k}_{i}", cat=pulp.LpBinary) for i in range(len(p))]
+             for k, p in enumerate(points)]
+        problem += pulp.lpSum(t * x[k][i] for k, p in enumerate(points) for i, (t, _) in enumerate(p))
+        for k in range(len(points)):
+            problem += pulp.lpSum(x[k]) == 1
+        problem += pulp.lpSum(w * x[k][i] for k, p in enumerate(points)
+                              for i, (_, w) in enumerate(p)) <= total_workspace
+        with warnings.catch_warnings():
+            # PuLP 3.3 deprecates the CBC binary it bundles in favour of an extra
+            # package; the bundled one is what every install has.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            status = problem.solve(pulp.PULP_CBC_CMD(msg=False, gapRel=0))
+        if pulp.LpStatus[status] != "Optimal":
+            raise RuntimeError(f"the workspace division ILP ended {pulp.LpStatus[status]}")
+        chosen = [max(range(len(p)), key=lambda i: x[k][i].value() or 0) for k, p in enumerate(points)]
+        if sum(points[k][i][1] for k, i in enumerate(chosen)) > total_workspace:
+            raise RuntimeError("the ILP solution exceeds the budget (solver tolerance)")
+    return [fronts[k][i] for k, i in enumerate(chosen)]
