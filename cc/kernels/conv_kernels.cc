@@ -44,11 +44,12 @@ namespace {
 absl::Status ToTfStatus(const ucudnn::Status& s) {
   switch (s.code()) {
     case ucudnn::Status::Code::kOk: return absl::OkStatus();
-    case ucudnn::Status::Code::kInvalidArgument: return errors::InvalidArgument(s.message());
-    case ucudnn::Status::Code::kResourceExhausted: return errors::ResourceExhausted(s.message());
-    case ucudnn::Status::Code::kInternal: return errors::Internal(s.message());
+    case ucudnn::Status::Code::kInvalidArgument: return absl::InvalidArgumentError(s.message());
+    case ucudnn::Status::Code::kResourceExhausted:
+      return absl::ResourceExhaustedError(s.message());
+    case ucudnn::Status::Code::kInternal: return absl::InternalError(s.message());
   }
-  return errors::Unknown(s.message());
+  return absl::UnknownError(s.message());
 }
 
 bool DebugOutput() {

@@ -226,43 +226,35 @@ Status CudnnKernel::TransformFilter(cudnnHandle_t handle, const void* src, void*
   return Status();
 }
 
-namespace {
-// The interior view of a padded buffer: element offset and strides.
-void InteriorView(Layout layout, int64_t c, int64_t padded_h, int64_t padded_w, int64_t top,
-                  int64_t left, int64_t* offset, int64_t s[4]) {
-  LayoutStrides(layout, c, padded_h, padded_w, s);
-  *offset = top * s[2] + left * s[3];
-}
-}  // namespace
-
-Status CudnnKernel::PadInput(cudnnHandle_t handle, int64_t size, const void* src, void* padded) {
+Status CudnnKernel::CopyPadded(cudaStream_t stream, int64_t size, const void* src, void* dst,
+                               bool into_padded) {
+  // Contiguous runs: a row of W * C elements (NHWC) or of W elements (NCHW);
+  // H of them per image (NHWC) or per channel plane (NCHW).
   const ConvParams& p = params_;
-  int64_t packed[4], inner[4], offset;
-  LayoutStrides(p.layout, p.in_channels, p.in_height, p.in_width, packed);
-  InteriorView(p.layout, p.in_channels, padded_h_, padded_w_, extra_top_, extra_left_, &offset,
-               inner);
-  TensorDesc src_desc, dst_desc;
-  UCUDNN_RETURN_IF_ERROR(src_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, packed));
-  UCUDNN_RETURN_IF_ERROR(dst_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, inner));
-  const float one = 1.0f, zero = 0.0f;
-  char* dst = static_cast<char*>(padded) + offset * DTypeSize(p.dtype);
-  UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, src_desc.d, src, &zero, dst_desc.d, dst));
-  return Status();
-}
-
-Status CudnnKernel::CropGradient(cudnnHandle_t handle, int64_t size, const void* padded,
-                                 void* dst) {
-  const ConvParams& p = params_;
-  int64_t packed[4], inner[4], offset;
-  LayoutStrides(p.layout, p.in_channels, p.in_height, p.in_width, packed);
-  InteriorView(p.layout, p.in_channels, padded_h_, padded_w_, extra_top_, extra_left_, &offset,
-               inner);
-  TensorDesc src_desc, dst_desc;
-  UCUDNN_RETURN_IF_ERROR(src_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, inner));
-  UCUDNN_RETURN_IF_ERROR(dst_desc.Set(p.dtype, size, p.in_channels, p.in_height, p.in_width, packed));
-  const float one = 1.0f, zero = 0.0f;
-  const char* src = static_cast<const char*>(padded) + offset * DTypeSize(p.dtype);
-  UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, src_desc.d, src, &zero, dst_desc.d, dst));
+  const int64_t elem = DTypeSize(p.dtype);
+  const bool nhwc = p.layout == Layout::kNHWC;
+  const int64_t run = (nhwc ? p.in_width * p.in_channels : p.in_width) * elem;
+  const int64_t padded_pitch = (nhwc ? padded_w_ * p.in_channels : padded_w_) * elem;
+  const int64_t planes = nhwc ? size : size * p.in_channels;
+  cudaPitchedPtr packed = make_cudaPitchedPtr(const_cast<void*>(into_padded ? src : dst), run,
+                                              run, p.in_height);
+  cudaPitchedPtr padded = make_cudaPitchedPtr(const_cast<void*>(into_padded ? dst : src),
+                                              padded_pitch, padded_pitch, padded_h_);
+  const cudaPos interior =
+      make_cudaPos(extra_left_ * (nhwc ? p.in_channels : 1) * elem, extra_top_, 0);
+  cudaMemcpy3DParms copy = {};
+  if (into_padded) {
+    copy.srcPtr = packed;
+    copy.dstPtr = padded;
+    copy.dstPos = interior;
+  } else {
+    copy.srcPtr = padded;
+    copy.srcPos = interior;
+    copy.dstPtr = packed;
+  }
+  copy.extent = make_cudaExtent(run, p.in_height, planes);
+  copy.kind = cudaMemcpyDeviceToDevice;
+  UCUDNN_CUDA_OK(cudaMemcpy3DAsync(&copy, stream));
   return Status();
 }
 
@@ -423,7 +415,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     const void* bench_a = a;
     void* bench_out = out;
     if (asymmetric && pass_ != Pass::kBackwardData) {
-      UCUDNN_RETURN_IF_ERROR(PadInput(handle->handle, size, t.a, ps.padded));
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, size, t.a, ps.padded, /*into_padded=*/true));
       bench_a = ps.padded;
     } else if (asymmetric) {
       bench_out = ps.padded;
@@ -444,7 +436,8 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   return Status();
 }
 
-Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, int64_t offset,
+Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
+                                  const MicroBatch& mb, int64_t offset,
                                   bool accumulate, const void* a, const void* b, void* out,
                                   void* workspace, void* padded) {
   const ConvParams& p = params_;
@@ -460,7 +453,7 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, in
   if (pass_ == Pass::kForward) {
     const void* x = static_cast<const char*>(a) + in_off;
     if (asymmetric) {
-      UCUDNN_RETURN_IF_ERROR(PadInput(handle, mb.size, x, padded));
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, x, padded, /*into_padded=*/true));
       x = padded;
     }
     UCUDNN_CUDNN_OK(cudnnConvolutionForward(
@@ -473,13 +466,13 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, in
         handle, &one, d->w.d, b, d->y.d, static_cast<const char*>(a) + out_off, d->conv.d,
         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), workspace, ws, &zero, d->x.d, dx));
     if (asymmetric) {
-      UCUDNN_RETURN_IF_ERROR(
-          CropGradient(handle, mb.size, padded, static_cast<char*>(out) + in_off));
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, padded,
+                                        static_cast<char*>(out) + in_off, /*into_padded=*/false));
     }
   } else {
     const void* x = static_cast<const char*>(a) + in_off;
     if (asymmetric) {
-      UCUDNN_RETURN_IF_ERROR(PadInput(handle, mb.size, x, padded));
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, x, padded, /*into_padded=*/true));
       x = padded;
     }
     // Every micro-batch writes the whole filter gradient: accumulate after the first.
@@ -526,7 +519,7 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   }
   UCUDNN_RETURN_IF_ERROR(ExecutePlan(
       chosen, pass_, [&](int64_t offset, const MicroBatch& mb, bool accumulate) {
-        return RunMicroBatch(handle->handle, mb, offset, accumulate, t.a, b, out, workspace,
+        return RunMicroBatch(handle->handle, stream, mb, offset, accumulate, t.a, b, out, workspace,
                              ps.padded);
       }));
   if (pass_ == Pass::kBackwardFilter) {

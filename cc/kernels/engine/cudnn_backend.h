@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_runtime_api.h"
+#include "driver_functions.h"
 #include "cudnn.h"
 #include "cc/kernels/engine/conv_params.h"
 #include "cc/kernels/engine/planner.h"
@@ -94,14 +95,16 @@ class CudnnKernel {
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                        const void* a, const void* b, void* out, void* workspace,
                        int64_t workspace_bytes);
-  Status RunMicroBatch(cudnnHandle_t handle, const MicroBatch& mb, int64_t offset,
+  Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
+                       int64_t offset,
                        bool accumulate, const void* a, const void* b, void* out,
                        void* workspace, void* padded);
   // HWIO <-> cuDNN's filter layout (KCRS for NCHW, KRSC for NHWC).
   Status TransformFilter(cudnnHandle_t handle, const void* src, void* dst, bool to_cudnn);
-  // Input micro-batch into / gradient out of the padded buffer (asymmetric padding).
-  Status PadInput(cudnnHandle_t handle, int64_t size, const void* src, void* padded);
-  Status CropGradient(cudnnHandle_t handle, int64_t size, const void* padded, void* dst);
+  // Input micro-batch into / gradient out of the padded buffer (asymmetric
+  // padding): one pitched 3-D copy on the stream.
+  Status CopyPadded(cudaStream_t stream, int64_t size, const void* src, void* dst,
+                    bool into_padded);
 
   const Pass pass_;
   const ConvParams params_;
