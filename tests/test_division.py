@@ -4,7 +4,6 @@ import itertools
 import time
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from absl.testing import parameterized
 

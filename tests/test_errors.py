@@ -4,7 +4,6 @@ the kernel) with a message that names the problem."""
 import os
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from absl.testing import parameterized
 

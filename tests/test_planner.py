@@ -10,7 +10,6 @@ with random times and workspace sizes, 0 among them.
 import math
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from absl.testing import parameterized
 

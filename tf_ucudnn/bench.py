@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from tf_ucudnn.demo import parse_bytes
+from tf_ucudnn.cli_args import at_least, parse_bytes, positive_int
 from tf_ucudnn.plan_registry import format_bytes
 
 DEFAULT_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "model_convs.csv")
@@ -185,22 +185,6 @@ def select_layers(layers, spec):
     return list(merged.values())
 
 
-def _positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
-    return value
-
-
-def _at_least(minimum):
-    def parse(text):
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text!r}")
-        return value
-    return parse
-
-
 def _limit_list(text):
     try:
         limits = [parse_bytes(t) for t in text.split(",") if t.strip()]
@@ -239,7 +223,7 @@ def parse_args(argv=None):
     parser.add_argument("--layers", default="all",
                         help="comma list of model/layer, layer or model names, or 'all' "
                              "(default); layers of equal shape are measured once")
-    parser.add_argument("--batch", type=_positive_int, default=None,
+    parser.add_argument("--batch", type=positive_int, default=None,
                         help=f"mini-batch size N (default 256; {QUICK_BATCH} with --quick)")
     parser.add_argument("--limits", type=_limit_list, default=DEFAULT_LIMITS,
                         help="comma list of workspace limits, whole MiB (default 64MiB,256MiB)")
@@ -255,19 +239,19 @@ def parse_args(argv=None):
     parser.add_argument("--policy", choices=("undivided", "powerOfTwo", "all"), default=None,
                         help="tf_ucudnn batch-size policy (default: UCUDNN_BATCH_SIZE_POLICY, "
                              "else powerOfTwo)")
-    parser.add_argument("--warmup", type=_at_least(3), default=3,
+    parser.add_argument("--warmup", type=at_least(3), default=3,
                         help="warm-up iterations, >= 3 (they also trigger tf_ucudnn's planning "
                              "and TF's autotuning)")
-    parser.add_argument("--repeats", type=_at_least(5), default=5,
+    parser.add_argument("--repeats", type=at_least(5), default=5,
                         help="timed repeats, >= 5; the median is reported")
-    parser.add_argument("--iters", type=_positive_int, default=10,
+    parser.add_argument("--iters", type=positive_int, default=10,
                         help="iterations per repeat, timed together between device syncs "
                              "(default 10)")
     parser.add_argument("--json", metavar="PATH", help="also write all results to PATH")
     parser.add_argument("--quick", action="store_true",
                         help=f"tiny shapes ({len(QUICK_LAYERS)} layers, N={QUICK_BATCH}) and "
                              "2 iterations per repeat: a fast smoke test")
-    parser.add_argument("--worker-timeout", type=_positive_int, default=1800,
+    parser.add_argument("--worker-timeout", type=positive_int, default=1800,
                         help="seconds before a worker process is killed (default 1800)")
     # Hidden: run the table on the CPU (for testing the mechanics), and the worker side.
     parser.add_argument("--allow-cpu", action="store_true", help=argparse.SUPPRESS)

@@ -16,61 +16,14 @@ import argparse
 import json
 import os
 import platform
-import re
 import sys
 import time
 
 import numpy as np
 
+from tf_ucudnn.cli_args import byte_count, positive_int
+
 DEFAULT_WORKSPACE_LIMIT = "64MiB"
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gib": 1 << 30}
-
-
-def parse_bytes(text):
-    """Parses a byte count such as ``"67108864"``, ``"64MiB"``, ``"64 MiB"`` or ``"1GiB"``.
-
-    Units are binary: B, K/KiB, M/MiB, G/GiB (case-insensitive). Decimal
-    units (MB, GB) are rejected rather than guessed.
-
-    Args:
-      text: the string to parse (an int is returned as is).
-
-    Returns:
-      The number of bytes, an int >= 0.
-
-    Raises:
-      ValueError: not a non-negative number with a known unit, or not a
-        whole number of bytes.
-    """
-    if isinstance(text, int) and not isinstance(text, bool):
-        value, unit = text, ""
-    else:
-        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
-        if not match or match.group(2).lower() not in _UNITS:
-            raise ValueError(f"expected a byte count such as 67108864, 64MiB or 1GiB "
-                             f"(binary units B, KiB, MiB, GiB), got {text!r}")
-        value, unit = float(match.group(1)), match.group(2).lower()
-    scaled = value * _UNITS[unit]
-    if scaled < 0 or scaled != int(scaled):
-        raise ValueError(f"byte count must be a non-negative whole number of bytes, got {text!r}")
-    return int(scaled)
-
-
-def _byte_count(text):
-    try:
-        return parse_bytes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _positive_int(text):
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
-    return value
-
-
 def _filter_list(text):
     try:
         filters = tuple(int(v) for v in text.split(","))
@@ -97,18 +50,18 @@ def parse_args(argv=None):
                     "tf_ucudnn.layers.Conv2D and with keras.layers.Conv2D, from the same "
                     "initial weights and under the same cuDNN workspace limit; compare "
                     "losses, accuracy and time per step. Both models use jit_compile=False.")
-    parser.add_argument("--epochs", type=_positive_int, default=3, help="epochs (default 3)")
-    parser.add_argument("--batch-size", type=_positive_int, default=None,
+    parser.add_argument("--epochs", type=positive_int, default=3, help="epochs (default 3)")
+    parser.add_argument("--batch-size", type=positive_int, default=None,
                         help="mini-batch size (default 128 on a GPU, 64 on the CPU)")
     parser.add_argument("--filters", type=_filter_list, default=None,
                         help="channels of the three convolutions, e.g. 64,128,256 (default "
                              "64,128,256 on a GPU, where the workspace limit matters; 16,32,64 "
                              "on the CPU, to keep the run short)")
-    parser.add_argument("--workspace-limit", type=_byte_count, default=DEFAULT_WORKSPACE_LIMIT,
+    parser.add_argument("--workspace-limit", type=byte_count, default=DEFAULT_WORKSPACE_LIMIT,
                         help="cuDNN workspace limit per convolution kernel, for both models: "
                              "bytes or e.g. 64MiB, 1GiB (default 64MiB). Stock TF gets it as "
                              "TF_CUDNN_WORKSPACE_LIMIT_IN_MB (whole MiB).")
-    parser.add_argument("--image-size", type=_positive_int, default=64,
+    parser.add_argument("--image-size", type=positive_int, default=64,
                         help="side the 8x8 digits are upsampled to (default 64)")
     parser.add_argument("--policy", choices=("undivided", "powerOfTwo", "all"), default=None,
                         help="tf_ucudnn batch-size policy (default: UCUDNN_BATCH_SIZE_POLICY, "

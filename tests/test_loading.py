@@ -1,0 +1,51 @@
+"""Importing tf_ucudnn: a missing op library or one built for another TensorFlow
+gives an ImportError that says what to do."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import tensorflow as tf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(code, pythonpath):
+    """Runs `code` in a new interpreter that finds packages only on `pythonpath`
+    (and site-packages): the working directory is `pythonpath` too."""
+    env = dict(os.environ, PYTHONPATH=pythonpath, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=pythonpath,
+                          capture_output=True, text=True, timeout=300)
+
+
+class LoadingTest(tf.test.TestCase):
+
+    def test_missing_library_says_how_to_build_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(os.path.join(ROOT, "tf_ucudnn"), os.path.join(tmp, "tf_ucudnn"),
+                            ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+            done = run_python("import tf_ucudnn", tmp)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("ImportError", done.stderr)
+        self.assertIn("make build", done.stderr)
+
+    def test_other_tensorflow_version_names_the_one_it_was_built_for(self):
+        done = run_python("""
+            import tensorflow as tf
+            built = tf.__version__
+            tf.__version__ = "2.99.0"
+            try:
+                import tf_ucudnn
+            except ImportError as e:
+                print("ImportError:", e)
+                print("built", ".".join(built.split(".")[:2]))
+        """, ROOT)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        lines = done.stdout.strip().splitlines()
+        self.assertTrue(lines[0].startswith("ImportError:"), done.stdout)
+        built = lines[-1].split()[-1]
+        self.assertIn(f"built for TensorFlow {built}", lines[0])
+        self.assertIn("2.99.0", lines[0])
