@@ -56,6 +56,10 @@ def _declare_c_api(clib):
     clib.ucudnn_clear_plans.argtypes = []
     clib.ucudnn_cudnn_version.argtypes = [ctypes.c_char_p, i64]
     clib.ucudnn_cudnn_version.restype = i64
+    clib.ucudnn_kernels_json.argtypes = [ctypes.c_char_p, i64]
+    clib.ucudnn_kernels_json.restype = i64
+    clib.ucudnn_set_kernel_limit.argtypes = [i64, i64, ctypes.c_char_p, i64]
+    clib.ucudnn_set_kernel_limit.restype = i32
 
 
 def read_c_string(fn):

@@ -183,19 +183,6 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
   std::vector<Tensor> tensors_;
 };
 
-std::shared_ptr<ucudnn::CudnnKernel> GetKernel(const ucudnn::KernelKey& key,
-                                               const ConvParams& p) {
-  static std::mutex mu;
-  static auto* cache =
-      new std::map<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = (*cache)[key];
-  if (!slot) {
-    slot = std::make_shared<ucudnn::CudnnKernel>(key.pass, p, key.allow_tf32, key.deterministic);
-  }
-  return slot;
-}
-
 // Logs once per kernel that its plan's workspace could not be allocated.
 void LogFallbackOnce(const ucudnn::KernelKey& key, const std::string& what) {
   static std::mutex mu;
@@ -248,7 +235,7 @@ struct LaunchConv<GPUDevice, T> {
     key.workspace_limit = attrs.workspace_limit;
     key.policy = attrs.policy;
     key.forced_micro_batch = attrs.micro_batch_size;
-    std::shared_ptr<ucudnn::CudnnKernel> kernel = GetKernel(key, p);
+    std::shared_ptr<ucudnn::CudnnKernel> kernel = ucudnn::GetOrCreateKernel(key, p);
 
     ucudnn::PassTensors tensors;
     tensors.a = a.tensor_data().data();
@@ -270,11 +257,11 @@ struct LaunchConv<GPUDevice, T> {
       ucudnn::RecordPlan(std::move(r));
     }
     Plan ran;
+    const Plan plan = kernel->plan();
     TfScratchAllocator scratch(ctx);
-    TF_RETURN_IF_ERROR(ToTfStatus(kernel->Run(handle, stream, kernel->plan(), tensors,
-                                              &scratch, &ran)));
-    if (ran.workspace_bytes != kernel->plan().workspace_bytes) {
-      LogFallbackOnce(key, absl::StrCat("could not allocate ", kernel->plan().workspace_bytes,
+    TF_RETURN_IF_ERROR(ToTfStatus(kernel->Run(handle, stream, plan, tensors, &scratch, &ran)));
+    if (ran.workspace_bytes != plan.workspace_bytes) {
+      LogFallbackOnce(key, absl::StrCat("could not allocate ", plan.workspace_bytes,
                                         " bytes of workspace for ", ucudnn::PassName(pass), " ",
                                         p.ToString(), "; running a plan that needs ",
                                         ran.workspace_bytes, " bytes instead"));

@@ -3,6 +3,7 @@
 // Workspace Reuse recurrence and the Pareto front, shared with the kernels.
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,107 @@ int64_t ucudnn_cudnn_version(char* out, int64_t capacity) {
   return WriteString(ucudnn::CudnnVersionString(), out, capacity);
 #else
   return WriteString("", out, capacity);
+#endif
+}
+
+}  // extern "C"
+
+#if GOOGLE_CUDA
+namespace {
+
+void AppendPlanJson(std::ostringstream& s, const ucudnn::CudnnKernel& kernel,
+                    const ucudnn::Plan& plan) {
+  s << "{\"time_ms\":" << plan.time_ms << ",\"workspace_bytes\":" << plan.workspace_bytes
+    << ",\"micro_batches\":[";
+  for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
+    const ucudnn::MicroBatch& mb = plan.micro_batches[i];
+    s << (i ? "," : "") << "{\"size\":" << mb.size << ",\"algo\":\""
+      << ucudnn::CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo])
+      << "\",\"workspace_bytes\":" << mb.workspace_bytes << ",\"time_ms\":" << mb.time_ms
+      << "}";
+  }
+  s << "]}";
+}
+
+}  // namespace
+#endif
+
+extern "C" {
+
+// Every planned GPU kernel with its Pareto front, as JSON: a list of
+// {id, device, pass, shape, conv: [ConvParams::Fields()], workspace_limit
+// (the op's), planned_limit (the limit its plan now uses), plan, front}.
+// `id` is the argument of ucudnn_set_kernel_limit. Returns the bytes needed.
+int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
+  std::ostringstream s;
+  s.precision(9);
+  s << "[";
+#if GOOGLE_CUDA
+  const auto kernels = ucudnn::AllKernels();
+  bool first = true;
+  for (size_t id = 0; id < kernels.size(); ++id) {
+    const ucudnn::KernelKey& key = kernels[id].first;
+    const ucudnn::CudnnKernel& kernel = *kernels[id].second;
+    const std::vector<ucudnn::Plan> front = kernel.ParetoFront();
+    if (front.empty()) continue;  // created but not planned (an error, or in flight)
+    s << (first ? "" : ",") << "{\"id\":" << id << ",\"device\":" << key.device
+      << ",\"pass\":\"" << ucudnn::PassName(key.pass) << "\",\"shape\":\""
+      << kernel.params().ToString() << "\",\"conv\":[";
+    for (size_t i = 0; i < key.conv.size(); ++i) s << (i ? "," : "") << key.conv[i];
+    s << "],\"workspace_limit\":" << key.workspace_limit
+      << ",\"planned_limit\":" << kernel.planned_limit() << ",\"plan\":";
+    AppendPlanJson(s, kernel, kernel.plan());
+    s << ",\"front\":[";
+    for (size_t i = 0; i < front.size(); ++i) {
+      if (i) s << ",";
+      AppendPlanJson(s, kernel, front[i]);
+    }
+    s << "]}";
+    first = false;
+  }
+#endif
+  s << "]";
+  return WriteString(s.str(), out, capacity);
+}
+
+// Workspace Division: replans kernel `id` (from ucudnn_kernels_json) within
+// `workspace_limit` bytes from its benchmark table. Returns 0, or -1 with a
+// message in `error` (NUL-terminated, at most `capacity` bytes).
+int32_t ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit, char* error,
+                                int64_t capacity) {
+#if GOOGLE_CUDA
+  const auto kernels = ucudnn::AllKernels();
+  if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
+    WriteString("no kernel with id " + std::to_string(id), error, capacity);
+    return -1;
+  }
+  const ucudnn::KernelKey& key = kernels[id].first;
+  const ucudnn::CudnnKernel& kernel = *kernels[id].second;
+  const ucudnn::Status status = kernels[id].second->Replan(workspace_limit);
+  if (!status.ok()) {
+    WriteString(status.message(), error, capacity);
+    return -1;
+  }
+  // The new plan shows in tf_ucudnn.plans() like any other.
+  const ucudnn::Plan plan = kernel.plan();
+  ucudnn::PlanRecord r;
+  r.device = "/device:GPU:" + std::to_string(key.device);
+  r.pass = key.pass;
+  r.params = kernel.params();
+  r.workspace_limit = workspace_limit;
+  r.policy = ucudnn::BatchSizePolicyName(key.policy);
+  for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
+    r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(key.pass, kernel.algos()[mb.algo]),
+                               mb.workspace_bytes, mb.time_ms});
+  }
+  r.workspace_bytes = plan.workspace_bytes;
+  r.time_ms = plan.time_ms;
+  r.note = "Workspace Division";
+  ucudnn::RecordPlan(std::move(r));
+  return 0;
+#else
+  WriteString("this library has no cuDNN kernels", error, capacity);
+  return -1;
 #endif
 }
 

@@ -423,13 +423,18 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(
         BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b, bench_out, ws, ws_bytes));
   }
-  plan_ = forced_micro_batch > 0
-              ? ForcedPlan(table_, p.batch, forced_micro_batch, workspace_limit)
-              : BestPlan(table_, p.batch, workspace_limit);
-  if (plan_.empty()) {
+  Plan plan = forced_micro_batch > 0
+                  ? ForcedPlan(table_, p.batch, forced_micro_batch, workspace_limit)
+                  : BestPlan(table_, p.batch, workspace_limit);
+  if (plan.empty()) {
     return Status::Internal("no cuDNN algorithm ran for " + std::string(PassName(pass_)) + " " +
                             p.ToString() + " within a workspace limit of " +
                             std::to_string(workspace_limit) + " bytes");
+  }
+  {
+    std::lock_guard<std::mutex> lock(plan_mu_);
+    plan_ = std::move(plan);
+    limit_ = workspace_limit;
   }
   benchmarked_ = true;
   *planned_now = true;
@@ -482,6 +487,65 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
         accumulate ? &one : &zero, d->w.d, out));
   }
   return Status();
+}
+
+Plan CudnnKernel::plan() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return plan_;
+}
+
+int64_t CudnnKernel::planned_limit() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return limit_;
+}
+
+Status CudnnKernel::Replan(int64_t workspace_limit) {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (!benchmarked_) {
+    return Status::InvalidArgument("the kernel has not been benchmarked yet: run it once first");
+  }
+  Plan plan = BestPlan(table_, params_.batch, workspace_limit);
+  if (plan.empty()) {
+    return Status::InvalidArgument("no benchmarked plan of " + params_.ToString() +
+                                   " fits in " + std::to_string(workspace_limit) + " bytes");
+  }
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  plan_ = std::move(plan);
+  limit_ = workspace_limit;
+  return Status();
+}
+
+std::vector<Plan> CudnnKernel::ParetoFront() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (!benchmarked_) return {};
+  return ucudnn::ParetoFront(table_, params_.batch);
+}
+
+namespace {
+std::mutex& KernelsMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>>& KernelList() {
+  static auto* kernels = new std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>>();
+  return *kernels;
+}
+}  // namespace
+
+std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params) {
+  static auto* index = new std::map<KernelKey, std::shared_ptr<CudnnKernel>>();
+  std::lock_guard<std::mutex> lock(KernelsMutex());
+  auto& slot = (*index)[key];
+  if (!slot) {
+    slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic);
+    KernelList().emplace_back(key, slot);
+  }
+  return slot;
+}
+
+std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels() {
+  std::lock_guard<std::mutex> lock(KernelsMutex());
+  return KernelList();
 }
 
 Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,

@@ -19,6 +19,7 @@
 #include "driver_functions.h"
 #include "cudnn.h"
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/plan_cache.h"
 #include "cc/kernels/engine/planner.h"
 #include "cc/kernels/engine/status.h"
 
@@ -73,7 +74,15 @@ class CudnnKernel {
                        int64_t forced_micro_batch, int64_t workspace_limit,
                        const PassTensors& tensors, ScratchAllocator* scratch,
                        bool* planned_now);
-  const Plan& plan() const { return plan_; }
+  // The plan runs use now (a copy: Workspace Division may replace it).
+  Plan plan() const;
+  // Workspace Division: replans from the benchmark table with a new per-kernel
+  // limit (no new benchmark). Reproduces the Pareto point whose workspace is
+  // `workspace_limit`. Fails if the kernel has not been planned.
+  Status Replan(int64_t workspace_limit);
+  // The Pareto front of the benchmark table (empty before planning).
+  std::vector<Plan> ParetoFront() const;
+  int64_t planned_limit() const;
 
   // Runs `plan` over the whole mini-batch. If its workspace cannot be
   // allocated, runs the fastest plan of the benchmark table that can be
@@ -113,14 +122,21 @@ class CudnnKernel {
   // cuDNN sees symmetric padding; extra rows/columns are padded explicitly.
   int64_t sym_pad_h_, sym_pad_w_, extra_top_, extra_left_, padded_h_, padded_w_;
 
-  std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
+  mutable std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
   bool benchmarked_ = false;
+  mutable std::mutex plan_mu_;   // guards plan_ and limit_
   Plan plan_;
+  int64_t limit_ = 0;
   std::mutex mu_;        // guards descriptors_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<Descriptors>> descriptors_;
 };
+
+// The per-device cache of planned kernels, one per KernelKey; thread-safe.
+std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
+// Every kernel created so far, with its key, in creation order.
+std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
 
 // cudnnGetVersion() as "9.19.0".
 std::string CudnnVersionString();
