@@ -173,7 +173,8 @@ def divide_workspace_budget(model, total_workspace, batch_size):
     def forward_backward(inputs):
         with tf.GradientTape() as tape:
             outputs = tf.nest.flatten(model(inputs if len(inputs) > 1 else inputs[0], training=True))
-            loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float32)) for o in outputs])
+            # Squared, so the gradient needs every output: no forward kernel is pruned.
+            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
         return tape.gradient(loss, model.trainable_variables)
 
     forward_backward(inputs)
