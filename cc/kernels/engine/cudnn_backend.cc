@@ -371,16 +371,9 @@ static Status PreparePass(Pass pass, const ConvParams& p, bool asymmetric, int64
   return Status();
 }
 
-Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
-                                  BatchSizePolicy policy, int64_t forced_micro_batch,
-                                  int64_t workspace_limit, const PassTensors& t,
-                                  ScratchAllocator* scratch, bool* planned_now) {
-  std::unique_lock<std::mutex> bench_lock(bench_mu_);
-  *planned_now = false;
-  if (benchmarked_) return Status();
-  const std::vector<int64_t> sizes =
-      forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
-                             : MicroBatchSizes(policy, params_.batch);
+Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
+                              const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                              const PassTensors& t, ScratchAllocator* scratch) {
   table_.clear();  // a failed earlier attempt may have left rows behind
   algos_.clear();
   std::lock_guard<std::mutex> handle_lock(handle->mu);
@@ -423,6 +416,27 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(
         BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b, bench_out, ws, ws_bytes));
   }
+  return Status();
+}
+
+Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
+                                  BatchSizePolicy policy, int64_t forced_micro_batch,
+                                  int64_t workspace_limit, const PassTensors& t,
+                                  ScratchAllocator* scratch, bool* planned_now) {
+  std::unique_lock<std::mutex> bench_lock(bench_mu_);
+  *planned_now = false;
+  if (benchmarked_) return Status();
+  const std::vector<int64_t> sizes =
+      forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
+                             : MicroBatchSizes(policy, params_.batch);
+  if (seeded_) {
+    // Benchmark results of an earlier process (the benchmark database).
+    table_ = seed_table_;
+    algos_ = seed_algos_;
+  } else {
+    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch));
+  }
+  const ConvParams& p = params_;
   Plan plan = forced_micro_batch > 0
                   ? ForcedPlan(table_, p.batch, forced_micro_batch, workspace_limit)
                   : BestPlan(table_, p.batch, workspace_limit);
@@ -489,6 +503,19 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
   return Status();
 }
 
+void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos) {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (benchmarked_) return;
+  seed_table_ = std::move(table);
+  seed_algos_ = std::move(algos);
+  seeded_ = true;
+}
+
+bool CudnnKernel::seeded() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return seeded_;
+}
+
 Plan CudnnKernel::plan() const {
   std::lock_guard<std::mutex> lock(plan_mu_);
   return plan_;
@@ -532,16 +559,43 @@ std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>>& KernelList() {
 }
 }  // namespace
 
+namespace {
+
+struct SeedEntry {
+  PerfTable table;
+  std::vector<CudnnAlgo> algos;
+};
+
+std::map<KernelKey, SeedEntry>& Seeds() {
+  static auto* seeds = new std::map<KernelKey, SeedEntry>();
+  return *seeds;
+}
+
+KernelKey AnyDevice(KernelKey key) {
+  key.device = -1;
+  return key;
+}
+
+}  // namespace
+
+void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos) {
+  std::lock_guard<std::mutex> lock(KernelsMutex());
+  Seeds()[AnyDevice(key)] = {std::move(table), std::move(algos)};
+}
+
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params) {
   static auto* index = new std::map<KernelKey, std::shared_ptr<CudnnKernel>>();
   std::lock_guard<std::mutex> lock(KernelsMutex());
   auto& slot = (*index)[key];
   if (!slot) {
     slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic);
+    auto seed = Seeds().find(AnyDevice(key));
+    if (seed != Seeds().end()) slot->Seed(seed->second.table, seed->second.algos);
     KernelList().emplace_back(key, slot);
   }
   return slot;
 }
+
 
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels() {
   std::lock_guard<std::mutex> lock(KernelsMutex());

@@ -83,6 +83,10 @@ class CudnnKernel {
   // The Pareto front of the benchmark table (empty before planning).
   std::vector<Plan> ParetoFront() const;
   int64_t planned_limit() const;
+  // Benchmark results from the benchmark database: planning uses them instead
+  // of benchmarking. Ignored once the kernel is planned.
+  void Seed(PerfTable table, std::vector<CudnnAlgo> algos);
+  bool seeded() const;
 
   // Runs `plan` over the whole mini-batch. If its workspace cannot be
   // allocated, runs the fastest plan of the benchmark table that can be
@@ -99,6 +103,9 @@ class CudnnKernel {
   struct Descriptors;
   Status GetDescriptors(int64_t size, int math_type, Descriptors** out);
   int BenchmarkMathType() const;
+  // Fills table_ and algos_ by benchmarking every size (bench_mu_ held).
+  Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
+                   int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch);
   // The most workspace any algorithm asks for at this size (0 if none answers).
   Status MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* bytes);
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
@@ -124,6 +131,9 @@ class CudnnKernel {
 
   mutable std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
   bool benchmarked_ = false;
+  bool seeded_ = false;
+  PerfTable seed_table_;
+  std::vector<CudnnAlgo> seed_algos_;
   mutable std::mutex plan_mu_;   // guards plan_ and limit_
   Plan plan_;
   int64_t limit_ = 0;
@@ -135,6 +145,9 @@ class CudnnKernel {
 
 // The per-device cache of planned kernels, one per KernelKey; thread-safe.
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
+// Benchmark results for kernels of this key on any device (device ignored),
+// e.g. from the benchmark database; used by kernels created afterwards.
+void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos);
 // Every kernel created so far, with its key, in creation order.
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
 
