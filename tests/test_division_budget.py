@@ -3,7 +3,6 @@
 import json
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 

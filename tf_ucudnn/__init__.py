@@ -12,7 +12,7 @@ arXiv:1804.04806).
 
 __version__ = "0.1.0"
 
-from tf_ucudnn import layers, planner
+from tf_ucudnn import cache, layers, planner
 from tf_ucudnn.division import divide_workspace_budget
 from tf_ucudnn._ops import clib as _clib, read_c_string as _read_c_string
 from tf_ucudnn.nn import (DEFAULT_WORKSPACE_LIMIT, MiB, conv2d, conv2d_backprop_filter,
@@ -25,6 +25,6 @@ def cudnn_version():
     return _read_c_string(_clib.ucudnn_cudnn_version)
 
 
-__all__ = ["conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "layers", "planner",
-           "plans", "clear_plans", "divide_workspace_budget", "cudnn_version", "DEFAULT_WORKSPACE_LIMIT", "MiB",
-           "__version__"]
+__all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
+           "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version",
+           "divide_workspace_budget", "layers", "planner", "plans"]

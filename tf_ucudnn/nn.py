@@ -4,6 +4,7 @@ import numbers
 
 import tensorflow as tf
 
+from tf_ucudnn import cache
 from tf_ucudnn._ops import ops as _ops
 from tf_ucudnn.planner import POLICIES, check_bytes
 
@@ -85,6 +86,8 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
 
 
 def _conv_attrs(strides, padding, data_format, dilations, **knobs):
+    # Before the first kernel is created: seed it with stored benchmarks.
+    cache.load()
     if data_format not in ("NHWC", "NCHW"):
         raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     padding, explicit_paddings = _padding_attrs(padding, data_format)

@@ -218,7 +218,7 @@ struct LaunchConv<GPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
                           const ConvParams& p, const Tensor& a, const Tensor& b, Tensor* out) {
     se::Stream* se_stream = ctx->op_device_context()->stream();
-    if (se_stream == nullptr) return errors::Internal("no GPU stream for tf_ucudnn");
+    if (se_stream == nullptr) return absl::InternalError("no GPU stream for tf_ucudnn");
     const int device = se_stream->parent()->device_ordinal();
     cudaStream_t stream = ctx->eigen_gpu_device().stream();
     int current = -1;
@@ -253,6 +253,7 @@ struct LaunchConv<GPUDevice, T> {
     }
     if (planned_now) {
       ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
+      if (kernel->seeded()) r.note = "benchmarks from the database";
       LogPlan(r);
       ucudnn::RecordPlan(std::move(r));
     }

@@ -159,7 +159,24 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
       << kernel.params().ToString() << "\",\"conv\":[";
     for (size_t i = 0; i < key.conv.size(); ++i) s << (i ? "," : "") << key.conv[i];
     s << "],\"workspace_limit\":" << key.workspace_limit
-      << ",\"planned_limit\":" << kernel.planned_limit() << ",\"plan\":";
+      << ",\"allow_tf32\":" << key.allow_tf32 << ",\"deterministic\":" << key.deterministic
+      << ",\"policy\":" << static_cast<int>(key.policy)
+      << ",\"forced_micro_batch\":" << key.forced_micro_batch
+      << ",\"seeded\":" << kernel.seeded() << ",\"algos\":[";
+    for (size_t i = 0; i < kernel.algos().size(); ++i) {
+      const ucudnn::CudnnAlgo& a = kernel.algos()[i];
+      s << (i ? "," : "") << "[" << a.algo << "," << a.math_type << "," << a.deterministic << "]";
+    }
+    s << "],\"table\":[";
+    bool first_row = true;
+    for (const auto& [size, perfs] : kernel.table()) {
+      for (const ucudnn::AlgoPerf& perf : perfs) {
+        s << (first_row ? "" : ",") << "[" << size << "," << perf.algo << "," << perf.time_ms
+          << "," << perf.workspace_bytes << "]";
+        first_row = false;
+      }
+    }
+    s << "],\"planned_limit\":" << kernel.planned_limit() << ",\"plan\":";
     AppendPlanJson(s, kernel, kernel.plan());
     s << ",\"front\":[";
     for (size_t i = 0; i < front.size(); ++i) {
@@ -172,6 +189,43 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
 #endif
   s << "]";
   return WriteString(s.str(), out, capacity);
+}
+
+// Seeds the benchmark results of one kernel (from the benchmark database):
+// kernels created later with this key, on any GPU, plan from them instead of
+// benchmarking. key: pass, the 20 ConvParams fields, allow_tf32,
+// deterministic, workspace_limit, policy, forced_micro_batch (26 values).
+// algos: n_algos triples (cuDNN algo, math type, deterministic); rows:
+// (size, index into algos, time_ms, workspace_bytes). Returns 0, or -1 if
+// the arguments are malformed.
+int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
+                           const int32_t* algos, int64_t n_rows, const int64_t* sizes,
+                           const int32_t* algo_index, const double* times_ms,
+                           const int64_t* workspace_bytes) {
+#if GOOGLE_CUDA
+  if (key_len != 26 || n_algos < 0 || n_rows < 0 || key[0] < 0 || key[0] > 2) return -1;
+  ucudnn::KernelKey k;
+  k.pass = static_cast<ucudnn::Pass>(key[0]);
+  for (int i = 0; i < 20; ++i) k.conv[i] = key[1 + i];
+  k.allow_tf32 = key[21] != 0;
+  k.deterministic = key[22] != 0;
+  k.workspace_limit = key[23];
+  k.policy = static_cast<ucudnn::BatchSizePolicy>(key[24]);
+  k.forced_micro_batch = key[25];
+  std::vector<ucudnn::CudnnAlgo> algo_list;
+  for (int64_t i = 0; i < n_algos; ++i) {
+    algo_list.push_back({algos[3 * i], algos[3 * i + 1], algos[3 * i + 2] != 0});
+  }
+  ucudnn::PerfTable table;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    if (algo_index[i] < 0 || algo_index[i] >= n_algos || sizes[i] <= 0) return -1;
+    table[sizes[i]].push_back({algo_index[i], times_ms[i], workspace_bytes[i]});
+  }
+  ucudnn::SeedKernelTable(k, std::move(table), std::move(algo_list));
+  return 0;
+#else
+  return -1;
+#endif
 }
 
 // Workspace Division: replans kernel `id` (from ucudnn_kernels_json) within
