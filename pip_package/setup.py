@@ -33,6 +33,7 @@ setup(
     package_data={"tf_ucudnn": ["_ucudnn_ops.so", "data/*.csv"]},
     python_requires=">=3.10",
     install_requires=["tensorflow==2.21.*", "keras>=3.15,<4", "numpy", "pulp>=3.3,<4"],
+    entry_points={"console_scripts": ["tf-ucudnn = tf_ucudnn.cli:main"]},
     distclass=BinaryDistribution,
     zip_safe=False,
 )

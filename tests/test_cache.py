@@ -133,7 +133,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
     def test_command_line_show_and_clear(self):
         cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
         run = lambda *args: subprocess.run(  # noqa: E731
-            [sys.executable, "-m", "tf_ucudnn.cache", *args, "--database", self.path],
+            [sys.executable, "-m", "tf_ucudnn", "cache", *args, "--database", self.path],
             capture_output=True, text=True, timeout=300,
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

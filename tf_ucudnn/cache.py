@@ -12,7 +12,8 @@ kernel benchmarks nothing (μ-cuDNN's ``UCUDNN_DATABASE``).
 off. A database that is locked, unwritable, corrupt or of another schema gives
 one warning and planning goes on without it.
 
-Command line: ``python -m tf_ucudnn.cache show|clear [--database PATH]``.
+Command line: ``tf-ucudnn cache show|clear [--database PATH]`` (or
+``python -m tf_ucudnn cache ...``).
 """
 
 import argparse
@@ -224,8 +225,8 @@ def save():
 
 
 def main(argv=None):
-    """``python -m tf_ucudnn.cache show|clear [--database PATH]``."""
-    parser = argparse.ArgumentParser(prog="python -m tf_ucudnn.cache",
+    """``tf-ucudnn cache show|clear [--database PATH]``; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="tf-ucudnn cache",
                                      description="Show or clear tf_ucudnn's benchmark database.")
     parser.add_argument("command", choices=("show", "clear"))
     parser.add_argument("--database", default=None,
@@ -250,6 +251,3 @@ def main(argv=None):
               f"{entries} measurements")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
