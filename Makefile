@@ -5,7 +5,7 @@ VPY := $(VENV)/bin/python
 LIB := tf_ucudnn/_ucudnn_ops.so
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
-.PHONY: setup build run test bench wheel clean
+.PHONY: setup build run test bench wheel wheel-test clean
 
 setup: $(VENV)/.done
 $(VENV)/.done: requirements.txt
@@ -36,11 +36,22 @@ bench: build
 	$(VPY) -m tf_ucudnn.bench
 
 wheel: build
-	rm -rf build/pip && mkdir -p build/pip dist
-	cp pip_package/setup.py README.md build/pip/
+	rm -rf build/pip dist && mkdir -p build/pip dist
+	cp pip_package/setup.py README.md LICENSE build/pip/
 	cp -r tf_ucudnn build/pip/
 	rm -rf build/pip/tf_ucudnn/__pycache__
 	$(VPY) -m pip wheel -q --no-deps -w dist build/pip
+
+# The wheel in a fresh virtual environment, with the test suite run against the
+# installed package (not this checkout).
+wheel-test: wheel
+	rm -rf build/wheel-venv build/wheel-tests && mkdir -p build/wheel-tests
+	$(PY) -m venv build/wheel-venv
+	build/wheel-venv/bin/python -m pip install -q dist/*.whl pytest hypothesis scikit-learn
+	cp -r tests build/wheel-tests/
+	grep -v '^pythonpath' pytest.ini > build/wheel-tests/pytest.ini
+	cd build/wheel-tests && ../wheel-venv/bin/python -c "import tf_ucudnn, os; print('installed:', os.path.dirname(tf_ucudnn.__file__))"
+	cd build/wheel-tests && ../wheel-venv/bin/python -m pytest tests -q
 
 clean:
 	bazel clean 2>/dev/null || true

@@ -10,7 +10,10 @@ import textwrap
 
 import tensorflow as tf
 
+import tf_ucudnn
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.dirname(os.path.abspath(tf_ucudnn.__file__))  # checkout or site-packages
 
 
 def run_python(code, pythonpath):
@@ -25,7 +28,7 @@ class LoadingTest(tf.test.TestCase):
 
     def test_missing_library_says_how_to_build_it(self):
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(os.path.join(ROOT, "tf_ucudnn"), os.path.join(tmp, "tf_ucudnn"),
+            shutil.copytree(PACKAGE, os.path.join(tmp, "tf_ucudnn"),
                             ignore=shutil.ignore_patterns("*.so", "__pycache__"))
             done = run_python("import tf_ucudnn", tmp)
         self.assertNotEqual(done.returncode, 0)

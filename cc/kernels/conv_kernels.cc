@@ -135,7 +135,7 @@ struct LaunchConv<CPUDevice, T> {
     ucudnn::KernelKey key;
     key.pass = pass;
     key.conv = p.Fields();
-    key.device = -1;
+    key.device = -1 - ctx->device()->parsed_name().id;  // CPU devices: -1, -2, ...
     key.forced_micro_batch = attrs.micro_batch_size;
     {
       std::lock_guard<std::mutex> lock(mu);
