@@ -7,6 +7,9 @@ why it is set here, at the top of the first module pytest loads.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests plan afresh and leave the user's benchmark database alone; the tests of
+# the database set their own file.
+os.environ.setdefault("UCUDNN_DATABASE", "off")
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
