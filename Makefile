@@ -19,7 +19,11 @@ $(VENV)/.done: requirements.txt
 
 build: $(LIB)
 $(LIB): .tf_configure.bazelrc $(SRCS)
-	@command -v bazel >/dev/null || { echo "bazel not found: apt-get install bazel-bootstrap"; exit 1; }
+	@command -v bazel >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Bazel (Debian's bazel-bootstrap)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && apt-get install -y -q bazel-bootstrap; \
+	  else echo "bazel not found: sudo apt-get install bazel-bootstrap"; exit 1; fi; }
 	bazel build //:_ucudnn_ops.so
 	@# A new file, renamed into place: processes that loaded the old one keep it.
 	cp -f bazel-bin/_ucudnn_ops.so $(LIB).tmp && chmod u+w $(LIB).tmp && mv -f $(LIB).tmp $(LIB)
