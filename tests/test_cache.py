@@ -14,6 +14,7 @@ import warnings
 import pytest
 import tensorflow as tf
 
+from testing_utils import run_python
 from tf_ucudnn import cache
 
 GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
@@ -169,14 +170,10 @@ _CHILD = textwrap.dedent("""
 class BenchmarkDatabaseGpuTest(tf.test.TestCase):
 
     def test_second_process_plans_from_the_database(self):
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
-        env = dict(os.environ, UCUDNN_DATABASE=path, TF_CPP_MIN_LOG_LEVEL="2",
-                   PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         results = []
         for _ in range(2):
-            done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                                  text=True, timeout=300)
+            done = run_python(_CHILD, UCUDNN_DATABASE=path, TF_CPP_MIN_LOG_LEVEL="2")
             self.assertEqual(done.returncode, 0, done.stderr[-3000:])
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
         first, second = results
@@ -184,12 +181,4 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertEqual(first["notes"], ["", "", ""], first)
         self.assertEqual(second["notes"], ["benchmarks from the database"] * 3, second)
         self.assertLessEqual(second["err"], 1e-5)
-        self.assertLen(cache.BenchmarkDatabase(path).get(*_identity()), 3)
-
-
-def _identity():
-    import tf_ucudnn
-
-    gpu = tf.config.list_physical_devices("GPU")[0]
-    return (tf.config.experimental.get_device_details(gpu).get("device_name", "unknown GPU"),
-            tf_ucudnn.cudnn_version(), tf.__version__)
+        self.assertLen(cache.BenchmarkDatabase(path).get(*cache.gpu_identity()), 3)

@@ -2,13 +2,12 @@
 algorithms are planned and repeated runs are bitwise identical (GPU)."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import tensorflow as tf
+
+from testing_utils import run_python
 
 # cuDNN's legacy algorithms documented as non-deterministic.
 NON_DETERMINISTIC = {("backward-data", "ALGO_0"), ("backward-filter", "ALGO_0"),
@@ -41,11 +40,7 @@ _CHILD = textwrap.dedent("""
 class OpDeterminismTest(tf.test.TestCase):
 
     def test_deterministic_algorithms_only_and_bitwise_identical_repeats(self):
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = run_python(_CHILD)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         result = json.loads(done.stdout.strip().splitlines()[-1])
         self.assertEqual(result["identical"], [True, True, True],

@@ -3,14 +3,11 @@ layers trains with the same losses as on one device, and each replica runs its
 own kernels. (The two-GPU variant needs a two-GPU machine.)"""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import tensorflow as tf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from testing_utils import run_python
 
 # Logical devices must be configured before TensorFlow initialises: a child process.
 _CHILD = textwrap.dedent("""
@@ -53,10 +50,7 @@ _CHILD = textwrap.dedent("""
 class MirroredStrategyTest(tf.test.TestCase):
 
     def test_two_replicas_train_like_one_device(self):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
-            [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        done = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=300)
+        done = run_python(_CHILD, TF_CPP_MIN_LOG_LEVEL="3")
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         result = json.loads(done.stdout.strip().splitlines()[-1])
         self.assertEqual(result["replicas"], 2)

@@ -3,25 +3,14 @@ gives an ImportError that says what to do."""
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import textwrap
 
 import tensorflow as tf
 
 import tf_ucudnn
+from testing_utils import run_python
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.dirname(os.path.abspath(tf_ucudnn.__file__))  # checkout or site-packages
-
-
-def run_python(code, pythonpath):
-    """Runs `code` in a new interpreter that finds packages only on `pythonpath`
-    (and site-packages): the working directory is `pythonpath` too."""
-    env = dict(os.environ, PYTHONPATH=pythonpath, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=pythonpath,
-                          capture_output=True, text=True, timeout=300)
 
 
 class LoadingTest(tf.test.TestCase):
@@ -30,7 +19,7 @@ class LoadingTest(tf.test.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(PACKAGE, os.path.join(tmp, "tf_ucudnn"),
                             ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-            done = run_python("import tf_ucudnn", tmp)
+            done = run_python("import tf_ucudnn", pythonpath=tmp, TF_CPP_MIN_LOG_LEVEL="3")
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("ImportError", done.stderr)
         self.assertIn("make build", done.stderr)
@@ -45,7 +34,7 @@ class LoadingTest(tf.test.TestCase):
             except ImportError as e:
                 print("ImportError:", e)
                 print("built", ".".join(built.split(".")[:2]))
-        """, ROOT)
+        """, TF_CPP_MIN_LOG_LEVEL="3")
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         lines = done.stdout.strip().splitlines()
         self.assertTrue(lines[0].startswith("ImportError:"), done.stdout)

@@ -2,25 +2,18 @@
 .keras file reloads in a new process with the same outputs."""
 
 import os
-import subprocess
-import sys
 import tempfile
-import textwrap
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 import tf_ucudnn
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from testing_utils import run_python
 
 
 def run_child(code):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
-        [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return run_python(code, TF_CPP_MIN_LOG_LEVEL="3")
 
 
 class SavedModelTest(tf.test.TestCase):

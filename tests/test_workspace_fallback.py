@@ -2,13 +2,12 @@
 benchmarked plan that fits, logs that once, and the result is still right (GPU)."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import tensorflow as tf
+
+from testing_utils import run_python
 
 # The GPU is capped, planned with room to spare, then nearly filled by another
 # tensor so that the plan's workspace no longer fits. Runs in a child so the cap
@@ -60,11 +59,7 @@ _CHILD = textwrap.dedent("""
 class WorkspaceFallbackTest(tf.test.TestCase):
 
     def test_unallocatable_workspace_falls_back_to_a_plan_that_fits(self):
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]), TF_CPP_MIN_LOG_LEVEL="1")
-        done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = run_python(_CHILD, TF_CPP_MIN_LOG_LEVEL="1")  # WARNING, the fallback message
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         result = json.loads(done.stdout.strip().splitlines()[-1])
         self.assertGreater(result["planned"], 64 << 20,

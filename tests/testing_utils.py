@@ -14,8 +14,25 @@ reference gradients too:
   puts the odd extra pixel after, as μ-cuDNN must).
 """
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import tensorflow as tf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_python(code, *, pythonpath=ROOT, timeout=300, **env):
+    """Runs `code` (dedented) in a new Python process: `pythonpath` goes first on
+    PYTHONPATH and is the working directory; keyword arguments are extra
+    environment variables. Returns the ``subprocess.CompletedProcess`` (text)."""
+    path = os.pathsep.join([pythonpath] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          env=dict(os.environ, PYTHONPATH=path, **env), cwd=pythonpath,
+                          capture_output=True, text=True, timeout=timeout)
 
 # Relative L2 error bounds per dtype. float32: both sides accumulate in
 # float32, differing only in summation order. float16 / bfloat16: inputs and

@@ -31,6 +31,20 @@ _TIMEOUT_S = 5.0
 _KEY_FIELDS = 26  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
 
 
+def gpu_identity():
+    """What stored benchmarks are valid for: ``(GPU name, cuDNN version, TF
+    version)`` of the first visible GPU, or None without a GPU."""
+    import tensorflow as tf
+
+    from tf_ucudnn import cudnn_version
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    name = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
+    return name, cudnn_version(), tf.__version__
+
+
 def database_path():
     """The database file from ``UCUDNN_DATABASE`` (None when turned off)."""
     path = os.environ.get("UCUDNN_DATABASE")
@@ -144,17 +158,6 @@ class _EngineLink:
         self.loaded = False
         self.saved_keys = set()
 
-    def _identity(self):
-        import tensorflow as tf
-
-        from tf_ucudnn import cudnn_version
-
-        gpus = tf.config.list_physical_devices("GPU")
-        if not gpus:
-            return None
-        name = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
-        return name, cudnn_version(), tf.__version__
-
     def load(self):
         """Seeds the engine with the database's tables for this GPU (once)."""
         if self.loaded:
@@ -163,7 +166,7 @@ class _EngineLink:
         path = database_path()
         if path is None:
             return
-        self.identity = self._identity()
+        self.identity = gpu_identity()
         if self.identity is None:
             return
         self.db = BenchmarkDatabase(path)
