@@ -1,5 +1,6 @@
-// Where plans live: the per-device cache of planned cuDNN kernels, and the
-// registry of every plan chosen so far (tf_ucudnn.plans()).
+// What identifies a planned kernel (KernelKey; the cache of cuDNN kernels keyed
+// by it is in cudnn_backend), and the registry of every plan chosen so far
+// (tf_ucudnn.plans()).
 #ifndef TF_UCUDNN_ENGINE_PLAN_CACHE_H_
 #define TF_UCUDNN_ENGINE_PLAN_CACHE_H_
 
