@@ -18,6 +18,8 @@ from tf_ucudnn._ops import clib as _clib, read_c_string as _read_c_string
 from tf_ucudnn.nn import (DEFAULT_WORKSPACE_LIMIT, MiB, conv2d, conv2d_backprop_filter,
                           conv2d_backprop_input)
 from tf_ucudnn.plan_registry import clear_plans, plans
+from tf_ucudnn.rewrite import (disable_rewrite, enable_rewrite, rewrite_model, rewrite_settings,
+                               rewrite_stats)
 
 
 def cudnn_version():
@@ -27,4 +29,5 @@ def cudnn_version():
 
 __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
            "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version",
-           "divide_workspace_budget", "layers", "planner", "plans"]
+           "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
+           "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]

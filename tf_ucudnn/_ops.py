@@ -15,6 +15,11 @@ LIBRARY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_
 _BUILD_HINT = "build it with `make build` in the tf_ucudnn checkout (or install the wheel)"
 
 
+# C callbacks (see cc/kernels/engine/division_groups.h and plan_cache.h).
+DIVISION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
+PLAN_LISTENER = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+
+
 def _tf_major_minor(version):
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
@@ -64,6 +69,12 @@ def _declare_c_api(clib):
     clib.ucudnn_seed_kernel.argtypes = [p_i64, i64, i64, p_i32, i64, p_i64, p_i32,
                                         ctypes.POINTER(ctypes.c_double), p_i64]
     clib.ucudnn_seed_kernel.restype = i32
+    clib.ucudnn_rewrite_stats.argtypes = [p_i64, p_i64, p_i64]
+    clib.ucudnn_rewrite_stats.restype = None
+    clib.ucudnn_set_division_callback.argtypes = [DIVISION_CALLBACK]
+    clib.ucudnn_set_division_callback.restype = None
+    clib.ucudnn_set_plan_listener.argtypes = [PLAN_LISTENER]
+    clib.ucudnn_set_plan_listener.restype = None
 
 
 def read_c_string(fn):

@@ -7,14 +7,29 @@ budget as its limit; the Pareto front of its benchmark table is handed to the
 ILP of :func:`tf_ucudnn.planner.divide_workspace`, and each kernel is then
 replanned within its share. Later training and inference steps at that batch
 size run the divided plans.
+
+Two ways in:
+
+* :func:`divide_workspace_budget` divides now, for a Keras model, and returns
+  a :class:`DivisionReport`.
+* Ops with a ``total_workspace`` (``UCUDNN_TOTAL_WORKSPACE_SIZE`` in the
+  environment, or ``tf_ucudnn.enable_rewrite(total_workspace=...)``) divide
+  at run time: the engine groups the kernels that share a total on a device,
+  and once every kernel of the group has run (one training step) it calls
+  :func:`_divide_group` here, which divides and replans them; kernels that
+  appear later (another batch size, evaluation) trigger a new division of the
+  grown group. :func:`division_reports` shows the latest division per group.
 """
 
 import dataclasses
 import json
+import logging
+import os
+import threading
 
 import tensorflow as tf
 
-from tf_ucudnn._ops import clib, read_c_string
+from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
 from tf_ucudnn.planner import check_bytes, divide_workspace
 from tf_ucudnn.plan_registry import describe_micro_batches, format_bytes
 
@@ -104,6 +119,109 @@ class DivisionReport:
         return "\n".join(lines)
 
 
+_log = logging.getLogger("tf_ucudnn")
+_reports = {}  # (device, total_workspace) -> DivisionReport of the group's latest division
+_reports_lock = threading.Lock()
+
+
+def _share(kernel, point, layers=()):
+    fastest = min(kernel["front"], key=lambda p: p["time_ms"])
+    return KernelShare(
+        layers=list(layers), pass_name=kernel["pass"], shape=kernel["shape"],
+        micro_batches=point["micro_batches"], workspace_bytes=point["workspace_bytes"],
+        time_ms=point["time_ms"], fastest_ms=fastest["time_ms"],
+        fastest_workspace_bytes=fastest["workspace_bytes"])
+
+
+def _divide_group(device, total_workspace):
+    """The engine's division callback (cc/kernels/engine/division_groups.h):
+    divides ``total_workspace`` bytes among the group's kernels on GPU
+    ``device`` and replans them. Never raises: on failure it splits the budget
+    evenly instead and logs why."""
+    try:
+        group = [k for k in kernels()
+                 if k["device"] == device and k.get("total_workspace") == total_workspace]
+        if not group:
+            return
+        try:
+            chosen = divide_workspace([k["front"] for k in group], total_workspace)
+        except Exception as e:  # noqa: BLE001  (the engine's thread must not see a Python error)
+            even = total_workspace // len(group)
+            _log.warning("tf_ucudnn: Workspace Division of %d bytes among %d kernels on GPU:%d "
+                         "failed (%s); giving each kernel %d bytes instead",
+                         total_workspace, len(group), device, e, even)
+            for k in group:
+                set_kernel_limit(k["id"], even)
+            return
+        for kernel, point in zip(group, chosen):
+            set_kernel_limit(kernel["id"], point["workspace_bytes"])
+        report = DivisionReport(total_workspace=total_workspace,
+                                batch_size=max(k["conv"][0] for k in group),
+                                kernels=[_share(k, p) for k, p in zip(group, chosen)])
+        with _reports_lock:
+            _reports[(device, total_workspace)] = report
+        _log.info("tf_ucudnn: divided %s among %d kernels on GPU:%d: %s in use, %.3f ms predicted",
+                  format_bytes(total_workspace), len(group), device,
+                  format_bytes(report.workspace_bytes), report.time_ms)
+        if os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0"):
+            print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", flush=True)
+    except Exception as e:  # noqa: BLE001
+        _log.warning("tf_ucudnn: Workspace Division on GPU:%d failed: %s", device, e)
+
+
+def division_reports():
+    """The latest run-time Workspace Division of each group.
+
+    Returns:
+      A dict ``{(gpu_ordinal, total_workspace_bytes): DivisionReport}`` for
+      the groups formed by ops with a ``total_workspace``
+      (``UCUDNN_TOTAL_WORKSPACE_SIZE`` or ``enable_rewrite(total_workspace=)``)
+      that have been divided so far; empty before the first division.
+    """
+    with _reports_lock:
+        return dict(_reports)
+
+
+class _Progress:
+    """A Keras progress bar advanced by the engine's plan listener (one step
+    per planned kernel) while :func:`divide_workspace_budget` benchmarks."""
+
+    active = None
+
+    def __init__(self, target, verbose):
+        import keras
+
+        self.bar = keras.utils.Progbar(target, unit_name="kernel", verbose=verbose)
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        _Progress.active = self
+        return self
+
+    def __exit__(self, *exc):
+        _Progress.active = None
+        return False
+
+    def planned(self):
+        with self.lock:
+            self.count += 1
+            self.bar.update(self.count)
+
+
+def _on_plan(record_json):
+    progress = _Progress.active
+    if progress is not None:
+        progress.planned()
+
+
+# Kept alive for as long as the library may call them.
+_DIVISION_CALLBACK = DIVISION_CALLBACK(_divide_group)
+_PLAN_LISTENER = PLAN_LISTENER(_on_plan)
+clib.ucudnn_set_division_callback(_DIVISION_CALLBACK)
+clib.ucudnn_set_plan_listener(_PLAN_LISTENER)
+
+
 def _ucudnn_layers(model):
     from tf_ucudnn.layers import Conv2D
 
@@ -128,7 +246,7 @@ def _kernel_signature(conv):
     return (conv[1], conv[4], conv[5], conv[6], conv[8], conv[9], conv[10], conv[11], conv[7])
 
 
-def divide_workspace_budget(model, total_workspace, batch_size):
+def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     """Workspace Division for a Keras model built from ``tf_ucudnn.layers.Conv2D``.
 
     Sets every such layer's ``workspace_limit`` to ``total_workspace``, runs one
@@ -144,6 +262,8 @@ def divide_workspace_budget(model, total_workspace, batch_size):
         inputs of shape ``[batch, ...]`` as ``model.inputs`` declares.
       total_workspace: bytes for all kernels together.
       batch_size: the mini-batch size training will use.
+      verbose: 1 shows a progress bar while the kernels are benchmarked
+        (one step per kernel), 0 shows none.
 
     Returns:
       A :class:`DivisionReport`.
@@ -177,21 +297,19 @@ def divide_workspace_budget(model, total_workspace, batch_size):
             loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
         return tape.gradient(loss, model.trainable_variables)
 
-    forward_backward(inputs)
+    # About three kernels per layer (the first layer needs no backward-data).
+    with _Progress(target=3 * len(layers), verbose=verbose):
+        forward_backward(inputs)
     by_signature = {}
     for layer in layers:
         by_signature.setdefault(_layer_signature(layer), []).append(layer.name)
     mine = [k for k in kernels()
-            if k["workspace_limit"] == total_workspace and k["conv"][0] == batch_size
+            if k["workspace_limit"] == total_workspace and not k.get("total_workspace")
+            and k["conv"][0] == batch_size
             and _kernel_signature(k["conv"]) in by_signature]
     chosen = divide_workspace([k["front"] for k in mine], total_workspace)
     shares = []
     for kernel, point in zip(mine, chosen):
         set_kernel_limit(kernel["id"], point["workspace_bytes"])
-        fastest = min(kernel["front"], key=lambda p: p["time_ms"])
-        shares.append(KernelShare(
-            layers=by_signature[_kernel_signature(kernel["conv"])], pass_name=kernel["pass"],
-            shape=kernel["shape"], micro_batches=point["micro_batches"],
-            workspace_bytes=point["workspace_bytes"], time_ms=point["time_ms"],
-            fastest_ms=fastest["time_ms"], fastest_workspace_bytes=fastest["workspace_bytes"]))
+        shares.append(_share(kernel, point, by_signature[_kernel_signature(kernel["conv"])]))
     return DivisionReport(total_workspace=total_workspace, batch_size=batch_size, kernels=shares)

@@ -33,6 +33,18 @@ absl::Status EnvWorkspaceLimit(int64_t* limit) {
   return absl::OkStatus();
 }
 
+// UCUDNN_TOTAL_WORKSPACE_SIZE: bytes, or 0 when unset.
+absl::Status EnvTotalWorkspace(int64_t* total) {
+  const char* env = std::getenv("UCUDNN_TOTAL_WORKSPACE_SIZE");
+  *total = 0;
+  if (env == nullptr || *env == '\0') return absl::OkStatus();
+  if (!absl::SimpleAtoi(env, total) || *total < 0) {
+    return errors::InvalidArgument(
+        "UCUDNN_TOTAL_WORKSPACE_SIZE must be a non-negative number of bytes, got '", env, "'");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EnvBatchSizePolicy(ucudnn::BatchSizePolicy* policy) {
   const char* env = std::getenv("UCUDNN_BATCH_SIZE_POLICY");
   *policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
@@ -119,10 +131,28 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         "UCUDNN_DEFAULT_WORKSPACE_LIMIT), got ",
         limit);
   }
+  int64_t total = 0;
+  TF_RETURN_IF_ERROR(ctx->GetAttr("total_workspace", &total));
+  if (total < -1) {
+    return errors::InvalidArgument(
+        "total_workspace must be a non-negative number of bytes (0 = no Workspace Division, "
+        "-1 = UCUDNN_TOTAL_WORKSPACE_SIZE), got ", total);
+  }
+  if (total > 0 && limit >= 0) {
+    return errors::InvalidArgument(
+        "set either workspace_limit (", limit, " bytes per kernel) or total_workspace (", total,
+        " bytes shared by all kernels), not both");
+  }
+  // The environment's total applies to ops that leave both knobs to it.
+  if (total == -1) {
+    total = 0;
+    if (limit == -1) TF_RETURN_IF_ERROR(EnvTotalWorkspace(&total));
+  }
   if (limit == -1) {
     TF_RETURN_IF_ERROR(EnvWorkspaceLimit(&limit));
   }
-  attrs->workspace_limit = limit;
+  attrs->total_workspace = total;
+  attrs->workspace_limit = total > 0 ? total : limit;
 
   std::string policy;
   TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &policy));

@@ -24,10 +24,15 @@ struct ConvAttrs {
   int64_t workspace_limit = kDefaultWorkspaceLimit;  // bytes, after the env default
   ucudnn::BatchSizePolicy policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
   int64_t micro_batch_size = 0;
+  // Workspace Division at run time: > 0 puts the kernel in the group of
+  // kernels sharing this many bytes on its device (workspace_limit is then
+  // the same total: each kernel is benchmarked within the whole budget).
+  int64_t total_workspace = 0;
 };
 
-// Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT and
-// UCUDNN_BATCH_SIZE_POLICY where the attribute asks for the default.
+// Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
+// UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
+// attribute asks for the default.
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 
 // Validates the input and filter shapes against the attributes and fills

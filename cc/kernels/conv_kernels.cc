@@ -22,6 +22,7 @@
 
 #if GOOGLE_CUDA
 #include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/division_groups.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tsl/platform/tensor_float_32_utils.h"
 #include "xla/stream_executor/stream.h"
@@ -201,6 +202,10 @@ ucudnn::PlanRecord MakeRecord(OpKernelContext* ctx, const ucudnn::CudnnKernel& k
   r.params = kernel.params();
   r.workspace_limit = attrs.workspace_limit;
   r.policy = PolicyLabel(attrs);
+  if (attrs.total_workspace > 0 && attrs.micro_batch_size == 0) {
+    r.note = absl::StrCat("Workspace Division group of ", attrs.total_workspace,
+                          " bytes: benchmarked within the whole budget, divided after a step");
+  }
   for (const auto& mb : plan.micro_batches) {
     r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]),
                                mb.workspace_bytes, mb.time_ms});
@@ -234,6 +239,9 @@ struct LaunchConv<GPUDevice, T> {
     key.workspace_limit = attrs.workspace_limit;
     key.policy = attrs.policy;
     key.forced_micro_batch = attrs.micro_batch_size;
+    // A forced micro-batch size has one plan: nothing to divide.
+    const bool grouped = attrs.total_workspace > 0 && attrs.micro_batch_size == 0;
+    if (grouped) key.total_workspace = attrs.total_workspace;
     std::shared_ptr<ucudnn::CudnnKernel> kernel = ucudnn::GetOrCreateKernel(key, p);
 
     ucudnn::PassTensors tensors;
@@ -252,7 +260,10 @@ struct LaunchConv<GPUDevice, T> {
     }
     if (planned_now) {
       ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
-      if (kernel->seeded()) r.note = "benchmarks from the database";
+      if (kernel->seeded()) {
+        r.note = r.note.empty() ? "benchmarks from the database"
+                                : r.note + "; benchmarks from the database";
+      }
       LogPlan(r);
       ucudnn::RecordPlan(std::move(r));
     }
@@ -266,6 +277,7 @@ struct LaunchConv<GPUDevice, T> {
                                         p.ToString(), "; running a plan that needs ",
                                         ran.workspace_bytes, " bytes instead"));
     }
+    if (grouped) ucudnn::NoteGroupRun(device, attrs.total_workspace, kernel.get());
     return absl::OkStatus();
   }
 };

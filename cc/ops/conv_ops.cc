@@ -13,7 +13,10 @@ using shape_inference::ShapeHandle;
 // TF's Conv2D attrs, then μ-cuDNN's: workspace_limit in bytes (-1 = the
 // UCUDNN_DEFAULT_WORKSPACE_LIMIT environment variable, default 64 MiB),
 // batch_size_policy ("" = UCUDNN_BATCH_SIZE_POLICY, default powerOfTwo),
-// micro_batch_size (0 = the planner decides; k > 0 = micro-batches of k).
+// micro_batch_size (0 = the planner decides; k > 0 = micro-batches of k),
+// total_workspace in bytes (Workspace Division: kernels with the same total
+// on one device share it; -1 = UCUDNN_TOTAL_WORKSPACE_SIZE for ops without an
+// explicit workspace_limit, else off; 0 = off).
 #define UCUDNN_CONV_ATTRS                                        \
   Attr("T: {half, bfloat16, float}")                             \
       .Attr("strides: list(int)")                                \
@@ -23,7 +26,8 @@ using shape_inference::ShapeHandle;
       .Attr("dilations: list(int) = [1, 1, 1, 1]")               \
       .Attr("workspace_limit: int = -1")                         \
       .Attr("batch_size_policy: string = ''")                    \
-      .Attr("micro_batch_size: int = 0")
+      .Attr("micro_batch_size: int = 0")                         \
+      .Attr("total_workspace: int = -1")
 
 REGISTER_OP("Ucudnn>Conv2D")
     .Input("input: T")

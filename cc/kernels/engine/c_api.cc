@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/kernels/engine/division_groups.h"
 #include "cc/kernels/engine/plan_cache.h"
 #include "cc/kernels/engine/planner.h"
 
@@ -46,6 +47,17 @@ extern "C" {
 void ucudnn_built_for_tf(int32_t* major, int32_t* minor) {
   *major = TF_UCUDNN_TF_MAJOR;
   *minor = TF_UCUDNN_TF_MINOR;
+}
+
+// Workspace Division at run time: the function that divides a group's
+// budget (see division_groups.h); nullptr turns it off.
+void ucudnn_set_division_callback(ucudnn::DivisionCallback callback) {
+  ucudnn::SetDivisionCallback(callback);
+}
+
+// Called with each new plan record as JSON (progress while benchmarking).
+void ucudnn_set_plan_listener(ucudnn::PlanListener listener) {
+  ucudnn::SetPlanListener(listener);
 }
 
 // 1 when the library has its cuDNN kernels, else 0.
@@ -159,6 +171,7 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
       << kernel.params().ToString() << "\",\"conv\":[";
     for (size_t i = 0; i < key.conv.size(); ++i) s << (i ? "," : "") << key.conv[i];
     s << "],\"workspace_limit\":" << key.workspace_limit
+      << ",\"total_workspace\":" << key.total_workspace
       << ",\"allow_tf32\":" << key.allow_tf32 << ",\"deterministic\":" << key.deterministic
       << ",\"policy\":" << static_cast<int>(key.policy)
       << ",\"forced_micro_batch\":" << key.forced_micro_batch

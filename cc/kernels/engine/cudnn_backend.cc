@@ -571,8 +571,11 @@ std::map<KernelKey, SeedEntry>& Seeds() {
   return *seeds;
 }
 
+// Seeds are benchmark tables: the same for any device and for a kernel
+// benchmarked within a per-kernel limit or the same total budget.
 KernelKey AnyDevice(KernelKey key) {
   key.device = -1;
+  key.total_workspace = 0;
   return key;
 }
 

@@ -1,5 +1,6 @@
 #include "cc/kernels/engine/plan_cache.h"
 
+#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <sstream>
@@ -9,9 +10,9 @@ namespace ucudnn {
 
 bool KernelKey::operator<(const KernelKey& o) const {
   return std::tie(pass, conv, device, allow_tf32, deterministic, workspace_limit, policy,
-                  forced_micro_batch) < std::tie(o.pass, o.conv, o.device, o.allow_tf32,
-                                                 o.deterministic, o.workspace_limit, o.policy,
-                                                 o.forced_micro_batch);
+                  forced_micro_batch, total_workspace) <
+         std::tie(o.pass, o.conv, o.device, o.allow_tf32, o.deterministic, o.workspace_limit,
+                  o.policy, o.forced_micro_batch, o.total_workspace);
 }
 
 namespace {
@@ -43,11 +44,47 @@ std::string JsonNumber(double v) {
   return s.str();
 }
 
+void AppendRecordJson(std::ostringstream& s, const PlanRecord& r) {
+  const ConvParams& p = r.params;
+  s << "{\"device\":" << JsonString(r.device) << ",\"pass\":" << JsonString(PassName(r.pass))
+    << ",\"shape\":" << JsonString(p.ToString()) << ",\"batch\":" << p.batch
+    << ",\"layout\":" << JsonString(LayoutName(p.layout))
+    << ",\"dtype\":" << JsonString(DTypeName(p.dtype))
+    << ",\"workspace_limit\":" << r.workspace_limit << ",\"policy\":" << JsonString(r.policy)
+    << ",\"workspace_bytes\":" << r.workspace_bytes << ",\"time_ms\":" << JsonNumber(r.time_ms)
+    << ",\"note\":" << JsonString(r.note) << ",\"micro_batches\":[";
+  for (size_t i = 0; i < r.micro_batches.size(); ++i) {
+    const PlanRecord::Step& m = r.micro_batches[i];
+    s << (i ? "," : "") << "{\"size\":" << m.size << ",\"algo\":" << JsonString(m.algo)
+      << ",\"workspace_bytes\":" << m.workspace_bytes
+      << ",\"time_ms\":" << JsonNumber(m.time_ms) << "}";
+  }
+  s << "]}";
+}
+
+std::atomic<PlanListener>& Listener() {
+  static std::atomic<PlanListener> listener{nullptr};
+  return listener;
+}
+
 }  // namespace
 
+void SetPlanListener(PlanListener listener) { Listener().store(listener); }
+
 void RecordPlan(PlanRecord record) {
-  std::lock_guard<std::mutex> lock(RecordsMutex());
-  Records().push_back(std::move(record));
+  const PlanListener listener = Listener().load();
+  std::string json;
+  if (listener != nullptr) {
+    std::ostringstream s;
+    s.precision(9);
+    AppendRecordJson(s, record);
+    json = s.str();
+  }
+  {
+    std::lock_guard<std::mutex> lock(RecordsMutex());
+    Records().push_back(std::move(record));
+  }
+  if (listener != nullptr) listener(json.c_str());
 }
 
 void ClearPlanRecords() {
@@ -63,21 +100,7 @@ std::string PlanRecordsJson() {
   for (const PlanRecord& r : Records()) {
     if (!first) s << ",";
     first = false;
-    const ConvParams& p = r.params;
-    s << "{\"device\":" << JsonString(r.device) << ",\"pass\":" << JsonString(PassName(r.pass))
-      << ",\"shape\":" << JsonString(p.ToString()) << ",\"batch\":" << p.batch
-      << ",\"layout\":" << JsonString(LayoutName(p.layout))
-      << ",\"dtype\":" << JsonString(DTypeName(p.dtype))
-      << ",\"workspace_limit\":" << r.workspace_limit << ",\"policy\":" << JsonString(r.policy)
-      << ",\"workspace_bytes\":" << r.workspace_bytes << ",\"time_ms\":" << JsonNumber(r.time_ms)
-      << ",\"note\":" << JsonString(r.note) << ",\"micro_batches\":[";
-    for (size_t i = 0; i < r.micro_batches.size(); ++i) {
-      const PlanRecord::Step& m = r.micro_batches[i];
-      s << (i ? "," : "") << "{\"size\":" << m.size << ",\"algo\":" << JsonString(m.algo)
-        << ",\"workspace_bytes\":" << m.workspace_bytes
-        << ",\"time_ms\":" << JsonNumber(m.time_ms) << "}";
-    }
-    s << "]}";
+    AppendRecordJson(s, r);
   }
   s << "]";
   return s.str();

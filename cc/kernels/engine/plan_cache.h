@@ -26,6 +26,9 @@ struct KernelKey {
   int64_t workspace_limit = 0;
   BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
   int64_t forced_micro_batch = 0;
+  // Workspace Division group (bytes shared with the other kernels of this
+  // total on the device); 0: none. workspace_limit is the total then.
+  int64_t total_workspace = 0;
 
   bool operator<(const KernelKey& o) const;
 };
@@ -49,8 +52,11 @@ struct PlanRecord {
   std::string note;          // e.g. a fallback because workspace could not be allocated
 };
 
-// Adds a record; thread-safe.
+// Adds a record; thread-safe. Then calls the plan listener, if any, with the
+// record as JSON (no lock held; e.g. a progress bar while kernels benchmark).
 void RecordPlan(PlanRecord record);
+using PlanListener = void (*)(const char* record_json);
+void SetPlanListener(PlanListener listener);  // nullptr: none
 // Every record so far as a JSON array.
 std::string PlanRecordsJson();
 // Forgets every record (the planned kernels stay cached).

@@ -1,0 +1,373 @@
+"""tf_ucudnn.enable_rewrite (the Grappler rewriter) and tf_ucudnn.rewrite_model."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.eager import context
+
+import tf_ucudnn
+from testing_utils import rel_l2, run_python
+
+MiB = 1 << 20
+STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D"}
+UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
+
+
+def executed_ops(fn, *args):
+    """Runs fn(*args) and returns (result, the op types of the graphs that ran)."""
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    try:
+        result = fn(*args)
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    ops = set()
+    for function_graph in metadata.function_graphs:
+        for graph in function_graph.partition_graphs:
+            ops.update(node.op for node in graph.node)
+    return result, ops
+
+
+def conv_bias_relu_with_grads(x, w, b):
+    with tf.GradientTape() as tape:
+        tape.watch([x, w, b])
+        y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b))
+        loss = tf.reduce_sum(y * y)
+    return [y, *tape.gradient(loss, [x, w, b])]
+
+
+def small_keras_cnn(seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([
+        keras.Input((16, 16, 3)),
+        keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(8, 3, strides=2, padding="valid"),
+        keras.layers.Flatten(),
+        keras.layers.Dense(4),
+    ])
+
+
+class RewriteTestCase(tf.test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        tf_ucudnn.disable_rewrite()
+        self.addCleanup(tf_ucudnn.disable_rewrite)
+        rng = np.random.default_rng(0)
+        self.x = tf.constant(rng.standard_normal((4, 12, 12, 3)), tf.float32)
+        self.w = tf.constant(rng.standard_normal((3, 3, 3, 5)), tf.float32)
+        self.b = tf.constant(rng.standard_normal((5,)), tf.float32)
+
+
+class EnableRewriteTest(RewriteTestCase):
+
+    def test_enabled_graphs_run_tf_ucudnn_ops_and_disabled_graphs_stock_ops(self):
+        fn = tf.function(conv_bias_relu_with_grads)
+        want, before = executed_ops(fn, self.x, self.w, self.b)
+        self.assertTrue(before & STOCK_CONV_OPS, before)
+        self.assertFalse(before & UCUDNN_OPS, before)
+
+        tf_ucudnn.enable_rewrite(workspace_limit=8 * MiB)
+        got, during = executed_ops(fn, self.x, self.w, self.b)
+        self.assertEqual(during & UCUDNN_OPS, UCUDNN_OPS, during)
+        self.assertFalse(during & STOCK_CONV_OPS, during)
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+        tf_ucudnn.disable_rewrite()
+        # A function instantiated before is reused as it was; a new one shows its graph.
+        self.assertAllEqual(fn(self.x, self.w, self.b)[0], want[0])
+        _, after = executed_ops(tf.function(conv_bias_relu_with_grads), self.x, self.w, self.b)
+        self.assertTrue(after & STOCK_CONV_OPS, after)
+        self.assertFalse(after & UCUDNN_OPS, after)
+
+    def test_fused_conv_bias_relu_is_split_into_the_ucudnn_conv_bias_add_and_relu(self):
+        # Inference only: Grappler's remapper fuses conv + BiasAdd + Relu.
+        fn = tf.function(lambda x, w, b: tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)))
+        want, stock = executed_ops(fn, self.x, self.w, self.b)
+        before = tf_ucudnn.rewrite_stats()
+        with tf_ucudnn.enable_rewrite():
+            got, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertIn("Ucudnn>Conv2D", ops)
+        self.assertFalse(ops & STOCK_CONV_OPS, ops)
+        if "_FusedConv2D" in stock:  # the remapper fused it: the split path ran
+            self.assertGreater(tf_ucudnn.rewrite_stats()["fused_rewritten"], before["fused_rewritten"])
+            self.assertTrue({"BiasAdd", "Relu"} <= ops, ops)
+        self.assertLessEqual(rel_l2(got, want), 1e-5)
+
+    def test_context_manager_restores_the_previous_state(self):
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+        with tf_ucudnn.enable_rewrite(workspace_limit=4 * MiB):
+            self.assertEqual(tf_ucudnn.rewrite_settings().workspace_limit, 4 * MiB)
+            with tf_ucudnn.enable_rewrite(batch_size_policy="all"):
+                self.assertEqual(tf_ucudnn.rewrite_settings().batch_size_policy, "all")
+            self.assertEqual(tf_ucudnn.rewrite_settings().workspace_limit, 4 * MiB)
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_enabling_twice_is_harmless(self):
+        fn = tf.function(conv_bias_relu_with_grads)
+        want = fn(self.x, self.w, self.b)
+        tf_ucudnn.enable_rewrite()
+        tf_ucudnn.enable_rewrite()
+        got, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS)
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+        tf_ucudnn.disable_rewrite()
+        tf_ucudnn.disable_rewrite()
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_a_graph_without_convolutions_is_untouched(self):
+        fn = tf.function(lambda a, b: tf.nn.relu(tf.matmul(a, b)) + 1.0)
+        a = tf.random.normal([8, 8])
+        want, stock_ops = executed_ops(fn, a, a)
+        before = tf_ucudnn.rewrite_stats()
+        with tf_ucudnn.enable_rewrite():
+            got, ops = executed_ops(fn, a, a)
+        self.assertEqual(ops, stock_ops)
+        self.assertEqual(tf_ucudnn.rewrite_stats(), before)
+        self.assertAllEqual(got, want)
+
+    def test_devices_restrict_the_rewrite(self):
+        if tf.config.list_physical_devices("GPU"):
+            self.skipTest("checks that a CPU graph is left alone when only GPUs are chosen")
+        fn = tf.function(conv_bias_relu_with_grads)
+        with tf_ucudnn.enable_rewrite(devices="GPU"):
+            _, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertFalse(ops & UCUDNN_OPS, ops)
+        with tf_ucudnn.enable_rewrite(devices=["/device:CPU:0"]):
+            _, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS, ops)
+
+    def test_bad_arguments_raise_value_error(self):
+        cases = [
+            (dict(workspace_limit=-1), "workspace_limit"),
+            (dict(workspace_limit="64MiB"), "workspace_limit"),
+            (dict(total_workspace=-5), "total_workspace"),
+            (dict(total_workspace=0), "total_workspace must be positive"),
+            (dict(workspace_limit=MiB, total_workspace=MiB), "not both"),
+            (dict(batch_size_policy="half"), "batch_size_policy"),
+            (dict(devices="TPU"), "devices"),
+            (dict(devices=["GPU:x"]), "devices"),
+            (dict(devices=[]), "devices"),
+        ]
+        for kwargs, message in cases:
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
+                with self.assertRaisesRegex(ValueError, message):
+                    tf_ucudnn.enable_rewrite(**kwargs)
+                self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_keras_training_matches_with_and_without_the_rewrite(self):
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((32, 16, 16, 3)).astype("float32")
+        y = rng.standard_normal((32, 4)).astype("float32")
+
+        def train():
+            model = small_keras_cnn()
+            model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=False)
+            history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+            return history.history["loss"], model.get_weights(), model.predict(x, verbose=0)
+
+        want_loss, want_weights, want_pred = train()
+        before = tf_ucudnn.rewrite_stats()["rewritten"]
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+            got_loss, got_weights, got_pred = train()
+        self.assertGreater(tf_ucudnn.rewrite_stats()["rewritten"], before)
+        np.testing.assert_allclose(got_loss, want_loss, rtol=1e-4)
+        for a, b in zip(got_weights, want_weights):
+            self.assertLessEqual(rel_l2(a, b), 1e-4)
+        self.assertLessEqual(rel_l2(got_pred, want_pred), 1e-4)
+
+    def test_functions_of_a_loaded_saved_model_are_rewritten(self):
+        module = tf.Module()
+        module.w = tf.Variable(self.w)
+        module.f = tf.function(lambda x: tf.nn.conv2d(x, module.w, 1, "SAME"),
+                               input_signature=[tf.TensorSpec([None, 12, 12, 3], tf.float32)])
+        path = os.path.join(tempfile.mkdtemp(), "saved")
+        tf.saved_model.save(module, path)
+        loaded = tf.saved_model.load(path)
+        want, stock = executed_ops(loaded.f, self.x)
+        self.assertIn("Conv2D", stock)
+        with tf_ucudnn.enable_rewrite():
+            got, ops = executed_ops(loaded.f, self.x)
+        self.assertIn("Ucudnn>Conv2D", ops)
+        self.assertNotIn("Conv2D", ops)
+        self.assertLessEqual(rel_l2(got, want), 1e-5)
+
+    def test_a_model_compiled_with_xla_gets_one_warning(self):
+        model = small_keras_cnn()
+        model.compile(loss="mse", jit_compile=True)
+        with tf_ucudnn.enable_rewrite():
+            with self.assertLogs("tf_ucudnn", level="WARNING") as logs:
+                model.make_predict_function(force=True)
+                model.make_test_function(force=True)
+        self.assertLen(logs.records, 1)
+        self.assertIn("jit_compile=False", logs.output[0])
+
+
+class RewriteModelTest(RewriteTestCase):
+
+    def test_conv_layers_become_tf_ucudnn_layers_with_the_same_weights_and_outputs(self):
+        model = small_keras_cnn()
+        new = tf_ucudnn.rewrite_model(model, workspace_limit=2 * MiB)
+        convs = [l for l in new.layers if isinstance(l, keras.layers.Conv2D)]
+        self.assertLen(convs, 2)
+        for layer, original in zip(convs, [l for l in model.layers if isinstance(l, keras.layers.Conv2D)]):
+            self.assertIsInstance(layer, tf_ucudnn.layers.Conv2D)
+            self.assertEqual(layer.workspace_limit, 2 * MiB)
+            for key in ("filters", "kernel_size", "strides", "padding", "activation"):
+                self.assertEqual(layer.get_config()[key], original.get_config()[key])
+        x = np.random.default_rng(2).standard_normal((4, 16, 16, 3)).astype("float32")
+        self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
+        self.assertNotIsInstance(model.layers[0], tf_ucudnn.layers.Conv2D)
+
+    def test_unbuilt_model_and_bad_knobs_raise_value_error(self):
+        with self.assertRaisesRegex(ValueError, "built"):
+            tf_ucudnn.rewrite_model(keras.Sequential([keras.layers.Conv2D(2, 3)]))
+        with self.assertRaisesRegex(ValueError, "workspace_limit"):
+            tf_ucudnn.rewrite_model(small_keras_cnn(), workspace_limit=-3)
+
+
+class TotalWorkspaceAttributeTest(RewriteTestCase):
+
+    def test_total_workspace_and_workspace_limit_together_are_invalid(self):
+        from tf_ucudnn._ops import ops
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "not both"):
+            ops.ucudnn_conv2d(input=self.x, filter=self.w, strides=[1, 1, 1, 1], padding="SAME",
+                              workspace_limit=MiB, total_workspace=4 * MiB)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "total_workspace"):
+            ops.ucudnn_conv2d(input=self.x, filter=self.w, strides=[1, 1, 1, 1], padding="SAME",
+                              total_workspace=-7)
+
+    def test_bad_total_workspace_environment_variable_is_invalid_argument(self):
+        result = run_python("""
+            import tensorflow as tf, tf_ucudnn
+            try:
+                tf_ucudnn.conv2d(tf.ones([1, 4, 4, 1]), tf.ones([1, 1, 1, 1]), 1, "SAME")
+            except tf.errors.InvalidArgumentError as e:
+                print("INVALID", e.message)
+            """, UCUDNN_TOTAL_WORKSPACE_SIZE="lots")
+        self.assertIn("INVALID", result.stdout, result.stderr)
+        self.assertIn("UCUDNN_TOTAL_WORKSPACE_SIZE", result.stdout)
+
+    def test_cpu_kernels_accept_a_total_and_give_the_same_result(self):
+        fn = tf.function(conv_bias_relu_with_grads)
+        want = fn(self.x, self.w, self.b)
+        with tf_ucudnn.enable_rewrite(total_workspace=16 * MiB):
+            got, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS)
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+
+@pytest.mark.gpu
+class RewriteGpuTest(RewriteTestCase):
+
+    def test_gpu_graph_is_rewritten_and_matches(self):
+        with tf.device("/GPU:0"):
+            fn = tf.function(conv_bias_relu_with_grads)
+            want = fn(self.x, self.w, self.b)
+            with tf_ucudnn.enable_rewrite(workspace_limit=MiB, devices="GPU"):
+                got, ops = executed_ops(fn, self.x, self.w, self.b)
+        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS, ops)
+        self.assertFalse(ops & STOCK_CONV_OPS, ops)
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+        gpu_plans = [r for r in tf_ucudnn.plans() if "GPU" in r["device"]]
+        self.assertTrue(gpu_plans)
+
+    def test_keras_training_on_gpu_matches_with_and_without_the_rewrite(self):
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((64, 16, 16, 3)).astype("float32")
+        y = rng.standard_normal((64, 4)).astype("float32")
+
+        def train():
+            model = small_keras_cnn()
+            model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=False)
+            return model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
+
+        want = train()
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+            got = train()
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+
+    def test_total_workspace_divides_the_budget_after_one_step(self):
+        budget = 3 * MiB + 12345  # a total no other test uses: its own group
+        x = tf.random.normal([32, 16, 16, 8], seed=1)
+        w1 = tf.random.normal([3, 3, 8, 16], seed=2)
+        w2 = tf.random.normal([5, 5, 16, 16], seed=3)
+
+        def step(x, w1, w2):
+            with tf.GradientTape() as tape:
+                tape.watch([x, w1, w2])
+                y = tf.nn.conv2d(tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME")), w2, 1, "SAME")
+                loss = tf.reduce_sum(y * y)
+            return [y, *tape.gradient(loss, [x, w1, w2])]
+
+        with tf.device("/GPU:0"):
+            fn = tf.function(step)
+            want = fn(x, w1, w2)
+            with tf_ucudnn.enable_rewrite(total_workspace=budget):
+                for _ in range(3):
+                    got = fn(x, w1, w2)
+        reports = tf_ucudnn.division.division_reports()
+        self.assertIn((0, budget), reports)
+        report = reports[(0, budget)]
+        self.assertEqual(len(report.kernels), 6, str(report))
+        self.assertLessEqual(report.workspace_bytes, budget, str(report))
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+
+TRAIN_WITH_ENV = """
+    import json, keras, numpy as np, tensorflow as tf, tf_ucudnn
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((32, 32, 16)),
+        tf_ucudnn.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        tf_ucudnn.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+    x = np.random.default_rng(0).standard_normal((256, 32, 32, 16)).astype("float32")
+    y = np.zeros((256, 10), "float32")
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)  # the first step benchmarks, then divides
+    tf.config.experimental.reset_memory_stats("GPU:0")
+    loss = model.fit(x, y, batch_size=64, epochs=1, verbose=0).history["loss"][0]
+    peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    reports = list(tf_ucudnn.division.division_reports().values())
+    print("RESULT", json.dumps(dict(peak=peak, loss=loss, reports=[
+        dict(n=len(r.kernels), used=r.workspace_bytes, total=r.total_workspace) for r in reports])))
+"""
+
+
+def train_with_env(test, **env):
+    import json
+    result = run_python(TRAIN_WITH_ENV, timeout=600, **env)
+    line = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")]
+    test.assertTrue(line, result.stdout + result.stderr)
+    return json.loads(line[0][len("RESULT "):])
+
+
+@pytest.mark.gpu
+class TotalWorkspaceEnvironmentGpuTest(tf.test.TestCase):
+
+    def test_keras_model_trains_under_workspace_division_within_the_budget(self):
+        budget = 20 * MiB
+        divided = train_with_env(self, UCUDNN_TOTAL_WORKSPACE_SIZE=str(budget))
+        self.assertLen(divided["reports"], 1, divided)
+        report = divided["reports"][0]
+        self.assertEqual(report["total"], budget)
+        self.assertEqual(report["n"], 5)  # the first layer needs no backward-data
+        self.assertLessEqual(report["used"], budget)
+        # TF's memory statistics: the steady-state peak exceeds that of the
+        # same training without any workspace by at most the budget.
+        no_workspace = train_with_env(self, UCUDNN_DEFAULT_WORKSPACE_LIMIT="0")
+        self.assertEqual(no_workspace["reports"], [])
+        self.assertLessEqual(divided["peak"] - no_workspace["peak"], budget,
+                             (divided, no_workspace))
+        self.assertAllClose(divided["loss"], no_workspace["loss"], rtol=1e-3)

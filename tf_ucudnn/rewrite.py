@@ -1,0 +1,286 @@
+"""μ-cuDNN for existing graphs: ``enable_rewrite()`` and ``rewrite_model()``.
+
+``enable_rewrite`` switches on the op library's Grappler custom graph
+optimizer ("UcudnnRewriter") through the rewriter config of the eager
+context's function calls, as TF's own former
+``enable_mixed_precision_graph_rewrite`` did. Every ``tf.function`` that runs
+afterwards (Keras ``fit``/``evaluate``/``predict`` without XLA, the functions of
+a loaded SavedModel) has its ``Conv2D``, ``Conv2DBackpropInput`` and
+``Conv2DBackpropFilter`` nodes replaced by the tf_ucudnn ops with the same
+attributes. ``_FusedConv2D`` nodes that Grappler's remapper made of a
+convolution, a ``BiasAdd`` and optionally ``Relu``/``Relu6``/``Elu``/
+``LeakyRelu``/``Tanh``/``Sigmoid`` are split back into the tf_ucudnn
+convolution followed by the same ``BiasAdd`` and activation; other fused
+convolutions (batch-norm fusions) are left alone and counted in
+:func:`rewrite_stats`. The layout optimizer runs before the rewrite, so its
+transposes and NCHW convolutions are kept as they are.
+
+XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
+on a GPU for models of stock layers) are compiled by XLA and are not
+rewritten; a one-time warning says so when a Keras model compiles with XLA
+while the rewrite is on.
+
+``rewrite_model`` is the Keras-level alternative: a copy of a model whose
+``keras.layers.Conv2D`` layers are ``tf_ucudnn.layers.Conv2D``.
+"""
+
+import dataclasses
+import logging
+import threading
+
+import keras
+import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: F401  (the config's proto)
+from tensorflow.python.eager import context as _context
+
+from tf_ucudnn import nn
+from tf_ucudnn._ops import clib
+from tf_ucudnn.planner import check_bytes
+
+OPTIMIZER_NAME = "UcudnnRewriter"
+_DEVICE_TYPES = ("CPU", "GPU")
+
+_log = logging.getLogger("tf_ucudnn")
+_lock = threading.Lock()
+_state = {"settings": None, "warned_xla": set()}
+
+
+@dataclasses.dataclass(frozen=True)
+class RewriteSettings:
+    """What the rewrite gives every substituted kernel (None: the op's default)."""
+
+    workspace_limit: int = None    # bytes per kernel
+    total_workspace: int = None    # bytes shared by the kernels of a device (Workspace Division)
+    batch_size_policy: str = None  # undivided | powerOfTwo | all
+    devices: tuple = None          # e.g. ("GPU",) or ("GPU:1",); None: every device
+
+
+class _Enabled:
+    """Returned by :func:`enable_rewrite`; as a context manager it restores
+    the settings that were in force before (or turns the rewrite off)."""
+
+    def __init__(self, previous):
+        self._previous = previous
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is None:
+            disable_rewrite()
+        else:
+            _apply(self._previous)
+        return False
+
+
+def _normalize_devices(devices):
+    if devices is None:
+        return None
+    if isinstance(devices, str):
+        devices = [devices]
+    out = []
+    for d in devices:
+        if not isinstance(d, str) or not d:
+            raise ValueError(f"devices must be device types or names such as 'GPU', 'GPU:1' or "
+                             f"'/device:GPU:0', got {devices!r}")
+        last = d.rsplit("/", 1)[-1]
+        if last.lower().startswith("device:"):
+            last = last[len("device:"):]
+        kind, _, index = last.partition(":")
+        kind = kind.upper()
+        if kind not in _DEVICE_TYPES or (index and not index.isdigit()):
+            raise ValueError(f"devices: {d!r} is not one of {', '.join(_DEVICE_TYPES)} "
+                             f"(optionally with ':index'); tf_ucudnn has kernels for those only")
+        out.append(f"{kind}:{index}" if index else kind)
+    if not out:
+        raise ValueError("devices must name at least one device (or be None for every device)")
+    return tuple(out)
+
+
+def _function_config(settings):
+    """The eager context's ConfigProto with our custom optimizer added (or removed)."""
+    config = _context.context().config
+    rewrite_options = config.graph_options.rewrite_options
+    kept = [c for c in rewrite_options.custom_optimizers if c.name != OPTIMIZER_NAME]
+    del rewrite_options.custom_optimizers[:]
+    for c in kept:
+        rewrite_options.custom_optimizers.add().CopyFrom(c)
+    if settings is not None:
+        custom = rewrite_options.custom_optimizers.add()
+        custom.name = OPTIMIZER_NAME
+        params = custom.parameter_map
+        params["workspace_limit"].i = -1 if settings.workspace_limit is None else settings.workspace_limit
+        params["total_workspace"].i = -1 if settings.total_workspace is None else settings.total_workspace
+        params["batch_size_policy"].s = (settings.batch_size_policy or "").encode()
+        params["devices"].s = ",".join(settings.devices or ()).encode()
+    return config
+
+
+def _apply(settings):
+    ctx = _context.context()
+    ctx.ensure_initialized()
+    # None gives TF's own default options back (recomputed from the context).
+    ctx.function_call_options = None if settings is None else _context.FunctionCallOptions(
+        config_proto=_function_config(settings))
+    _state["settings"] = settings
+
+
+def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
+                   devices=None):
+    """Runs the convolutions of every ``tf.function`` executed from now on through tf_ucudnn.
+
+    While enabled, graphs have their ``Conv2D``, ``Conv2DBackpropInput`` and
+    ``Conv2DBackpropFilter`` nodes (float32, float16, bfloat16; NHWC or NCHW)
+    replaced by the tf_ucudnn ops, by a Grappler custom graph optimizer that
+    runs after TF's own passes. Functions traced before enabling are
+    re-instantiated with the rewrite the next time they are called. Enabling
+    again replaces the settings. The settings hold for the calling thread's
+    function calls (TF keeps function-call options per thread).
+
+    Usable as a context manager, which restores the previous state on exit::
+
+        with tf_ucudnn.enable_rewrite(workspace_limit=64 * tf_ucudnn.MiB):
+            model.fit(...)
+
+    Args:
+      workspace_limit: bytes of workspace per kernel (forward, backward-data,
+        backward-filter each); None: ``UCUDNN_DEFAULT_WORKSPACE_LIMIT``
+        (default 64 MiB).
+      total_workspace: bytes shared by all substituted kernels of a device,
+        divided among them by Workspace Division (Oyama et al. 2018, §III-C):
+        each kernel is benchmarked within the whole budget on its first run,
+        and after one step the ILP of
+        :func:`tf_ucudnn.planner.divide_workspace` gives each its share.
+        Exclusive with ``workspace_limit``; None:
+        ``UCUDNN_TOTAL_WORKSPACE_SIZE`` if set.
+      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``;
+        None: ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
+      devices: None for every device with a tf_ucudnn kernel (CPU and GPU),
+        or a device type/name or list of them (``"GPU"``, ``"GPU:1"``,
+        ``"/device:CPU:0"``) to restrict the rewrite to.
+
+    Returns:
+      A context manager that restores the previous state on exit.
+
+    Raises:
+      ValueError: a knob out of range, both limits given, or an unknown
+        device.
+    """
+    if workspace_limit is not None and total_workspace is not None:
+        raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
+                         "(bytes shared by all kernels), not both")
+    knobs = nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+    if total_workspace is not None:
+        total_workspace = check_bytes(total_workspace, "total_workspace")
+        if total_workspace == 0:
+            raise ValueError("total_workspace must be positive (bytes); use workspace_limit=0 "
+                             "for kernels without workspace")
+    settings = RewriteSettings(
+        workspace_limit=None if knobs["workspace_limit"] < 0 else knobs["workspace_limit"],
+        total_workspace=total_workspace,
+        batch_size_policy=knobs["batch_size_policy"] or None,
+        devices=_normalize_devices(devices))
+    with _lock:
+        previous = _state["settings"]
+        _apply(settings)
+        _install_xla_warning()
+    return _Enabled(previous)
+
+
+def disable_rewrite():
+    """Turns the rewrite off for functions called from now on (harmless when off)."""
+    with _lock:
+        if _state["settings"] is not None:
+            _apply(None)
+
+
+def rewrite_settings():
+    """The :class:`RewriteSettings` in force, or None when the rewrite is off."""
+    return _state["settings"]
+
+
+def rewrite_stats():
+    """Counts of the rewriter's work since the library loaded.
+
+    Returns:
+      A dict: ``rewritten`` (Conv2D and gradient nodes replaced),
+      ``fused_rewritten`` (``_FusedConv2D`` nodes split into the tf_ucudnn
+      conv, BiasAdd and activation), ``fused_left`` (fused convolutions left
+      alone: batch-norm fusions and other filter formats).
+    """
+    import ctypes
+
+    values = [ctypes.c_int64() for _ in range(3)]
+    clib.ucudnn_rewrite_stats(*[ctypes.byref(v) for v in values])
+    return dict(zip(("rewritten", "fused_rewritten", "fused_left"), (v.value for v in values)))
+
+
+def _install_xla_warning():
+    """Wraps Keras' TF trainer so that a model compiled with XLA while the rewrite
+    is on gets one warning (XLA graphs are not rewritten)."""
+    try:
+        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+    except ImportError:  # another Keras layout: no warning, nothing else changes
+        return
+    if getattr(TensorFlowTrainer, "_tf_ucudnn_wrapped", False):
+        return
+    for name in ("make_train_function", "make_test_function", "make_predict_function"):
+        original = getattr(TensorFlowTrainer, name)
+
+        def wrapped(self, *args, _original=original, **kwargs):
+            _warn_if_xla(self)
+            return _original(self, *args, **kwargs)
+
+        setattr(TensorFlowTrainer, name, wrapped)
+    TensorFlowTrainer._tf_ucudnn_wrapped = True
+
+
+def _warn_if_xla(model):
+    if _state["settings"] is None or not getattr(model, "jit_compile", False):
+        return
+    key = id(model)
+    if key in _state["warned_xla"]:
+        return
+    _state["warned_xla"].add(key)
+    _log.warning(
+        "tf_ucudnn.enable_rewrite: model %r is compiled with XLA (jit_compile=%r), and XLA "
+        "graphs are not rewritten, so its convolutions run without tf_ucudnn. Compile it with "
+        "model.compile(..., jit_compile=False) to use tf_ucudnn.", model.name,
+        getattr(model, "_jit_compile", model.jit_compile))
+
+
+def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
+    """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
+    ``tf_ucudnn.layers.Conv2D`` of the same configuration and weights.
+
+    Works for Sequential and functional models (``keras.models.clone_model``);
+    other layers are cloned unchanged and keep their weights.
+
+    Args:
+      model: a built ``keras.Model`` (Sequential or functional).
+      workspace_limit: bytes per kernel for the new layers; None: the op's
+        default (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
+      batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
+
+    Returns:
+      A new ``keras.Model``; the input model is unchanged.
+
+    Raises:
+      ValueError: the model is not built, or a knob is out of range.
+    """
+    from tf_ucudnn import layers
+
+    nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+    if not model.built:
+        raise ValueError("rewrite_model needs a built model (call it once or build it first)")
+
+    def clone(layer):
+        config = layer.get_config()
+        if type(layer) is keras.layers.Conv2D:
+            return layers.Conv2D.from_config(dict(config, workspace_limit=workspace_limit,
+                                                  batch_size_policy=batch_size_policy))
+        return layer.__class__.from_config(config)
+
+    new = keras.models.clone_model(model, clone_function=clone)
+    new.set_weights(model.get_weights())
+    return new
