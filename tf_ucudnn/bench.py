@@ -1,9 +1,9 @@
 """Layer benchmark: stock TensorFlow vs tf_ucudnn under cuDNN workspace limits.
 
-Run as ``python -m tf_ucudnn.bench`` (``make bench``). For every convolution
-layer in a CSV (default: the AlexNet and ResNet-18 layers shipped in
-``tf_ucudnn/data/model_convs.csv``) and every workspace limit, times one
-forward + backward-data + backward-filter at N=256:
+Run as ``tf-ucudnn bench`` or ``python -m tf_ucudnn.bench`` (``make bench``).
+For every convolution layer of a layer set and every workspace limit, times
+forward + backward-data + backward-filter (``--passes`` picks a subset) at
+N=256:
 
 * stock TF with ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` set to the limit,
 * tf_ucudnn with ``workspace_limit`` set to the limit,
@@ -13,6 +13,17 @@ TF reads ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process, so every (mode,
 limit) runs in its own worker process (this module re-invoked with a hidden
 ``--worker`` flag) that writes its timings as JSON. Layers of the same shape
 are measured once.
+
+Layer sets (``--set``): ``deepbench`` (default: the 3x3 and 5x5 training
+convolutions of Baidu's DeepBench, ``data/deepbench_conv_train.csv``, as in
+the paper's DeepBench figure), ``alexnet``, ``resnet18``, ``models`` (both),
+or ``--csv`` with a table of your own. ``--json PATH`` writes every figure
+and the GPU, driver, cuDNN and TF versions; ``--png PREFIX`` (default: the
+JSON path without ``.json``) draws ``PREFIX_speedup.png`` (speedup per layer
+and limit) and ``PREFIX_plans.png`` (the chosen micro-batches and algorithms
+per layer) with matplotlib; ``--plot JSON`` redraws them from a saved JSON on
+any machine. ``--models alexnet,resnet18,vgg16`` runs the model mode instead
+(:mod:`tf_ucudnn.bench_models`).
 
 Without a GPU the benchmark does not run: a CPU self-check of tf_ucudnn
 against ``tf.nn.conv2d`` runs instead and the exit status is non-zero.
@@ -35,7 +46,10 @@ import time
 from tf_ucudnn.cli_args import at_least, parse_bytes, positive_int
 from tf_ucudnn.plan_registry import format_bytes
 
-DEFAULT_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "model_convs.csv")
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+DEFAULT_CSV = os.path.join(DATA_DIR, "model_convs.csv")
+DEEPBENCH_CSV = os.path.join(DATA_DIR, "deepbench_conv_train.csv")
+LAYER_SETS = ("deepbench", "alexnet", "resnet18", "models")
 DEFAULT_LIMITS = "64MiB,256MiB"
 REFERENCE_LIMIT = 8 << 30  # TF's default TF_CUDNN_WORKSPACE_LIMIT_IN_MB (8192)
 PASSES = ("forward", "backward-data", "backward-filter")
@@ -114,7 +128,9 @@ def read_layers(path):
     """Reads the layer CSV.
 
     Columns: model, layer, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w
-    (the filter is R x S, input C x H x W, K output channels).
+    (the filter is R x S, input C x H x W, K output channels). DeepBench's
+    table (name, N, C, ...) is read too: its rows are named
+    ``deepbench/<name>`` and its N is ignored (``--batch`` sets N).
 
     Args:
       path: the CSV file.
@@ -131,15 +147,19 @@ def read_layers(path):
     layers = []
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        missing = {"model", "layer", *fields} - set(reader.fieldnames or ())
+        columns = set(reader.fieldnames or ())
+        naming = {"name"} if "name" in columns and "model" not in columns else {"model", "layer"}
+        missing = (naming | set(fields)) - columns
         if missing:
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
         for line, row in enumerate(reader, start=2):
             try:
                 values = [int(row[k]) for k in fields]
-            except ValueError:
+            except (TypeError, ValueError):
                 raise ValueError(f"{path}:{line}: non-integer field in {row}") from None
-            layer = ConvLayer((f"{row['model']}/{row['layer']}",), *values)
+            name = (f"deepbench/{row['name']}" if naming == {"name"}
+                    else f"{row['model']}/{row['layer']}")
+            layer = ConvLayer((name,), *values)
             if min(values) < 0 or min(layer.C, layer.K, layer.stride_h, layer.stride_w) < 1 \
                     or min(layer.out_hw) < 1:
                 raise ValueError(f"{path}:{line}: {layer.names[0]} is not a valid convolution "
@@ -147,6 +167,23 @@ def read_layers(path):
                                  f"{layer.out_hw})")
             layers.append(layer)
     return layers
+
+
+def layer_set(name):
+    """The layers of a named set (see ``--set``), shapes merged.
+
+    Raises:
+      ValueError: an unknown set name.
+    """
+    if name == "deepbench":
+        return select_layers([l for l in read_layers(DEEPBENCH_CSV)
+                              if (l.R, l.S) in ((3, 3), (5, 5))], "all")
+    if name == "models":
+        return select_layers(read_layers(DEFAULT_CSV), "all")
+    if name in ("alexnet", "resnet18"):
+        rows = read_layers(DEFAULT_CSV)
+        return select_layers([l for l in rows if l.names[0].split("/")[0].startswith(name)], "all")
+    raise ValueError(f"--set must be one of {', '.join(LAYER_SETS)}, got {name!r}")
 
 
 def select_layers(layers, spec):
@@ -185,6 +222,26 @@ def select_layers(layers, spec):
     return list(merged.values())
 
 
+def _pass_list(text):
+    passes = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [p for p in passes if p not in PASSES]
+    if bad or not passes:
+        raise argparse.ArgumentTypeError(
+            f"passes must be a comma list of {', '.join(PASSES)}, got {text!r}")
+    return [p for p in PASSES if p in passes]
+
+
+def _model_list(text):
+    from tf_ucudnn.bench_models import MODELS
+
+    models = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [m for m in models if m not in MODELS]
+    if bad or not models:
+        raise argparse.ArgumentTypeError(
+            f"models must be a comma list of {', '.join(MODELS)}, got {text!r}")
+    return models
+
+
 def _limit_list(text):
     try:
         limits = [parse_bytes(t) for t in text.split(",") if t.strip()]
@@ -197,6 +254,10 @@ def _limit_list(text):
             raise argparse.ArgumentTypeError(
                 f"limits must be whole, positive MiB (TF_CUDNN_WORKSPACE_LIMIT_IN_MB), got {limit}")
     return limits
+
+
+def _optional_limit_list(text):
+    return _limit_list(text) if text.strip() else []
 
 
 def parse_args(argv=None):
@@ -217,9 +278,26 @@ def parse_args(argv=None):
                     "the variable once per process.",
         epilog="Exit status: 0 done; 1 a worker, layer or check failed; 2 no GPU (the CPU "
                "self-check ran instead).")
-    parser.add_argument("--csv", default=DEFAULT_CSV,
-                        help="layer table (columns model,layer,C,H,W,K,R,S,pad_h,pad_w,"
-                             "stride_h,stride_w); default: the package's data/model_convs.csv")
+    parser.add_argument("--set", default="deepbench", choices=LAYER_SETS,
+                        help="layer set (default deepbench: its 3x3 and 5x5 training layers)")
+    parser.add_argument("--csv", default=None,
+                        help="a layer table of your own instead of --set (columns model,layer,"
+                             "C,H,W,K,R,S,pad_h,pad_w,stride_h,stride_w, or DeepBench's)")
+    parser.add_argument("--passes", type=_pass_list, default=",".join(PASSES),
+                        help="comma list of forward, backward-data, backward-filter (default all)")
+    parser.add_argument("--png", metavar="PREFIX",
+                        help="write PREFIX_speedup.png and PREFIX_plans.png (default with "
+                             "--json: the JSON path without .json)")
+    parser.add_argument("--plot", metavar="JSON",
+                        help="only draw the figures of a saved --json result (no GPU needed)")
+    parser.add_argument("--models", type=_model_list, default=None,
+                        help="model mode: comma list of alexnet, resnet18, vgg16; one training "
+                             "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
+                             "Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--totals", type=_optional_limit_list, default="",
+                        help="model mode: total workspace budgets for Workspace Division")
+    parser.add_argument("--planning", action="store_true",
+                        help="model mode: also time planning cold and with a warm database")
     parser.add_argument("--layers", default="all",
                         help="comma list of model/layer, layer or model names, or 'all' "
                              "(default); layers of equal shape are measured once")
@@ -258,8 +336,10 @@ def parse_args(argv=None):
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if isinstance(args.limits, str):
-        args.limits = _limit_list(args.limits)
+    for name, parse in (("limits", _limit_list), ("totals", _optional_limit_list), ("passes", _pass_list)):
+        if isinstance(getattr(args, name), str):
+            setattr(args, name, parse(getattr(args, name)))
+    args.batch_given = args.batch
     if args.batch is None:
         args.batch = QUICK_BATCH if args.quick else 256
     if args.quick and args.iters == 10:
@@ -286,7 +366,7 @@ def _conv_geometry(layer, batch, data_format):
 
 
 def make_passes(mode, layer, batch, data_format, *, workspace_limit=None, policy=None,
-                micro_batch_size=None):
+                micro_batch_size=None, passes=PASSES):
     """A function computing a layer's three passes, stock or tf_ucudnn.
 
     Args:
@@ -296,27 +376,33 @@ def make_passes(mode, layer, batch, data_format, *, workspace_limit=None, policy
       batch: N.
       data_format: ``"NCHW"`` or ``"NHWC"``.
       workspace_limit, policy, micro_batch_size: tf_ucudnn's knobs (ucudnn mode).
+      passes: which of :data:`PASSES` to compute, in that order.
 
     Returns:
-      ``fn(x, w, dy) -> (y, dx, dw)``, where ``x`` is the input (``[N, C, H,
-      W]`` or ``[N, H, W, C]``), ``w`` the filter ``[R, S, C, K]`` and ``dy``
-      the output gradient, shaped like ``y``.
+      ``fn(x, w, dy) -> (y, dx, dw)`` (the chosen passes' results only), where
+      ``x`` is the input (``[N, C, H, W]`` or ``[N, H, W, C]``), ``w`` the
+      filter ``[R, S, C, K]`` and ``dy`` the output gradient, shaped like ``y``.
     """
     import tensorflow as tf
 
     _, _, _, strides, pads = _conv_geometry(layer, batch, data_format)
     flat_pads = [v for pair in pads for v in pair]
+    chosen = [p for p in PASSES if p in passes]
     if mode == "stock":
-        def passes(x, w, dy):
-            y = tf.nn.conv2d(x, w, strides, pads, data_format=data_format)
-            dx = tf.raw_ops.Conv2DBackpropInput(
-                input_sizes=tf.shape(x), filter=w, out_backprop=dy, strides=strides,
-                padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format)
-            dw = tf.raw_ops.Conv2DBackpropFilter(
-                input=x, filter_sizes=tf.shape(w), out_backprop=dy, strides=strides,
-                padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format)
-            return y, dx, dw
-        return passes
+        def stock(x, w, dy):
+            out = []
+            if "forward" in chosen:
+                out.append(tf.nn.conv2d(x, w, strides, pads, data_format=data_format))
+            if "backward-data" in chosen:
+                out.append(tf.raw_ops.Conv2DBackpropInput(
+                    input_sizes=tf.shape(x), filter=w, out_backprop=dy, strides=strides,
+                    padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format))
+            if "backward-filter" in chosen:
+                out.append(tf.raw_ops.Conv2DBackpropFilter(
+                    input=x, filter_sizes=tf.shape(w), out_backprop=dy, strides=strides,
+                    padding="EXPLICIT", explicit_paddings=flat_pads, data_format=data_format))
+            return tuple(out)
+        return stock
     if mode != "ucudnn":
         raise ValueError(f"mode must be 'stock' or 'ucudnn', got {mode!r}")
     import tf_ucudnn
@@ -324,14 +410,18 @@ def make_passes(mode, layer, batch, data_format, *, workspace_limit=None, policy
     knobs = dict(workspace_limit=workspace_limit, batch_size_policy=policy,
                  micro_batch_size=micro_batch_size)
 
-    def passes(x, w, dy):  # noqa: F811
-        y = tf_ucudnn.conv2d(x, w, strides, pads, data_format, **knobs)
-        dx = tf_ucudnn.conv2d_backprop_input(tf.shape(x), w, dy, strides, pads, data_format,
-                                             **knobs)
-        dw = tf_ucudnn.conv2d_backprop_filter(x, tf.shape(w), dy, strides, pads, data_format,
-                                              **knobs)
-        return y, dx, dw
-    return passes
+    def ours(x, w, dy):
+        out = []
+        if "forward" in chosen:
+            out.append(tf_ucudnn.conv2d(x, w, strides, pads, data_format, **knobs))
+        if "backward-data" in chosen:
+            out.append(tf_ucudnn.conv2d_backprop_input(tf.shape(x), w, dy, strides, pads,
+                                                       data_format, **knobs))
+        if "backward-filter" in chosen:
+            out.append(tf_ucudnn.conv2d_backprop_filter(x, tf.shape(w), dy, strides, pads,
+                                                        data_format, **knobs))
+        return tuple(out)
+    return ours
 
 
 def _random_tensors(layer, batch, data_format, dtype):
@@ -432,7 +522,8 @@ def _bench_layer(spec, layer):
 
     mode, batch, data_format = spec["mode"], spec["batch"], spec["data_format"]
     x, w, dy = _random_tensors(layer, batch, data_format, spec["dtype"])
-    knobs = dict(workspace_limit=spec["limit"], policy=spec["policy"])
+    passes = spec.get("passes", PASSES)
+    knobs = dict(workspace_limit=spec["limit"], policy=spec["policy"], passes=passes)
     fn = tf.function(make_passes(mode, layer, batch, data_format, **knobs))
     result = {}
     if mode == "ucudnn":
@@ -443,7 +534,7 @@ def _bench_layer(spec, layer):
         result["plans"] = records
         result["plan"] = {p: plan_summary(records[p]) for p in PASSES if p in records}
         # Once, untimed: the same results as stock TF in this process?
-        want = tf.function(make_passes("stock", layer, batch, data_format))(x, w, dy)
+        want = tf.function(make_passes("stock", layer, batch, data_format, passes=passes))(x, w, dy)
         result["max_rel_err"] = max(_relative_error(a, b) for a, b in zip(out, want))
     median, per_repeat = time_ms(fn, (x, w, dy), warmup=spec["warmup"], repeats=spec["repeats"],
                                  iters=spec["iters"])
@@ -499,7 +590,8 @@ def _launch_worker(mode, limit, layers, args, data_format, tmpdir):
     out_path = os.path.join(tmpdir, f"{tag}.out.json")
     spec = dict(mode=mode, limit=limit, layers=[l.to_json() for l in layers], batch=args.batch,
                 data_format=data_format, dtype=args.dtype, tf32=args.tf32 == "on",
-                policy=args.policy, warmup=args.warmup, repeats=args.repeats, iters=args.iters)
+                policy=args.policy, warmup=args.warmup, repeats=args.repeats, iters=args.iters,
+                passes=args.passes)
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(limit >> 20))
@@ -742,15 +834,29 @@ def main(argv=None):
     args = parse_args(argv)
     if args.worker:
         return run_worker(args.worker, args.worker_out)
+    if args.plot:
+        from tf_ucudnn import bench_figures
+
+        with open(args.plot) as f:
+            report = json.load(f)
+        for path in bench_figures.draw(report, args.png or os.path.splitext(args.plot)[0]):
+            print(f"wrote {path}")
+        return 0
 
     import tensorflow as tf
 
     on_gpu = bool(tf.config.list_physical_devices("GPU"))
     if not on_gpu and not args.allow_cpu:
         return _no_gpu()
+    if args.models:
+        return _run_models(args, on_gpu)
     try:
-        layers = list(QUICK_LAYERS) if args.quick else select_layers(read_layers(args.csv),
-                                                                     args.layers)
+        if args.quick:
+            layers = list(QUICK_LAYERS)
+        elif args.csv:
+            layers = select_layers(read_layers(args.csv), args.layers)
+        else:
+            layers = select_layers(layer_set(args.set), args.layers)
     except (OSError, ValueError) as e:
         print(f"tf_ucudnn.bench: error: {e}", file=sys.stderr)
         return 1
@@ -764,12 +870,12 @@ def main(argv=None):
     device = ", ".join(environment["gpus"]) if on_gpu else f"CPU ({platform.machine()})"
     print(f"tf_ucudnn.bench: {device}; TensorFlow {environment['tensorflow']}"
           + (f", cuDNN {environment['cudnn']}" if on_gpu else ""))
-    print(f"{len(layers)} layer shapes, N={args.batch}, {data_format}, {args.dtype}, "
+    print(f"{'quick' if args.quick else args.csv or 'set ' + args.set}: "
+          f"{len(layers)} layer shapes, N={args.batch}, {data_format}, {args.dtype}, "
           f"TF32 {args.tf32}, policy {args.policy or 'default'}; limits "
           f"{', '.join(format_bytes(l) for l in args.limits)}; reference stock TF at "
           f"{format_bytes(REFERENCE_LIMIT)}; per figure: {args.warmup} warm-up calls, median of "
-          f"{args.repeats} repeats x {args.iters} calls; ms per forward + backward-data + "
-          f"backward-filter, no XLA")
+          f"{args.repeats} repeats x {args.iters} calls; ms per {' + '.join(args.passes)}, no XLA")
     for note in notes:
         print(f"note: {note}")
 
@@ -794,7 +900,8 @@ def main(argv=None):
                                     tf32=args.tf32 == "on", policy=args.policy,
                                     limits=args.limits, reference_limit=REFERENCE_LIMIT,
                                     warmup=args.warmup, repeats=args.repeats, iters=args.iters,
-                                    quick=args.quick, csv=None if args.quick else args.csv,
+                                    quick=args.quick, csv=args.csv, set=args.set,
+                                    passes=args.passes,
                                     xla=False, argv=sys.argv[1:] if argv is None else argv),
                       notes=notes, layers=[l.to_json() for l in layers], results=rows,
                       summary=summary, errors=errors, check_failures=check_failures,
@@ -802,7 +909,41 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
         print(f"wrote {args.json}")
+        if not args.png:
+            args.png = os.path.splitext(args.json)[0]
+    if args.png:
+        from tf_ucudnn import bench_figures
+
+        report = dict(device=device, environment=environment, results=rows,
+                      settings=dict(batch=args.batch, data_format=data_format, dtype=args.dtype,
+                                    limits=args.limits, passes=args.passes,
+                                    set=args.set if not args.csv else args.csv))
+        try:
+            for path in bench_figures.draw(report, args.png):
+                print(f"wrote {path}")
+        except ImportError as e:
+            print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
     return 1 if errors or check_failures else 0
+
+
+def _run_models(args, on_gpu):
+    """Model mode (tf_ucudnn.bench_models): needs a GPU; writes --json if given."""
+    from tf_ucudnn import bench_models
+
+    if not on_gpu:
+        return _no_gpu()
+    environment = _environment(on_gpu)
+    print(f"tf_ucudnn.bench --models: {', '.join(environment['gpus'])}; TensorFlow "
+          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step, no XLA")
+    limits = args.limits if args.limits != _limit_list(DEFAULT_LIMITS) or not args.totals else []
+    results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
+                                      planning=args.planning, timeout=args.worker_timeout)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(environment=environment, models=args.models, limits=limits,
+                           totals=args.totals, results=results), f, indent=2)
+        print(f"wrote {args.json}")
+    return 1 if any("error" in r for r in results) else 0
 
 
 if __name__ == "__main__":

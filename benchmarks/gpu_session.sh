@@ -1,0 +1,23 @@
+#!/bin/bash
+# One GPU session's measurements, in the order they were run for the notes.
+# On the device machine after ../shared/gpu/stage.sh's parts (see README):
+#   bash benchmarks/gpu_session.sh setup|tests|models|deepbench
+# Results go to $OUT (or ./gpu_out).
+set -u
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+source /root/tfgpu/env.sh
+if [ -d .whl ]; then  # extra wheels sent along (PuLP 3.x, matplotlib)
+  [ -d /tmp/site ] || pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-}
+else
+  export PYTHONPATH=$PWD:${PYTHONPATH:-}
+fi
+export TF_CPP_MIN_LOG_LEVEL=2
+case "$1" in
+  setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
+  tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -p no:cacheprovider 2>&1 | tail -60 | tee "$OUT/gpu_tests.log" ;;
+  models) timeout "${2:-580}" python3 -m tf_ucudnn.bench --models vgg16,alexnet,resnet18 \
+            --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
+  deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
+            --iters 5 --json "$OUT/deepbench.json" 2>&1 | tee "$OUT/deepbench.log" ;;
+esac

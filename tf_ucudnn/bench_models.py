@@ -1,0 +1,244 @@
+"""Model mode of the benchmark: one Keras training step per model and setting.
+
+``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
+times one training step (SGD, softmax cross-entropy, 224x224x3 inputs, no
+XLA) of models built from ``keras.layers.Conv2D`` (VGG-16 is
+``keras.applications.VGG16(weights=None)``), each setting in its own process:
+
+* ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
+* ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
+  (Workspace Reuse, one limit per kernel);
+* ``rewrite-wd`` at each total: ``enable_rewrite(total_workspace=total)``
+  (Workspace Division: the kernels share the total);
+* ``stock`` at 8 GiB, TF's default, the reference.
+
+Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
+first step's time (planning included, s), and the peak GPU memory of the
+timed steps and of the whole run (``tf.config.experimental.get_memory_info``,
+bytes). With ``--planning`` the first model is also run twice under
+``rewrite`` with one fresh benchmark database (``UCUDNN_DATABASE``): the
+first step's time cold, then warm.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from tf_ucudnn.plan_registry import format_bytes
+
+MODELS = ("alexnet", "resnet18", "vgg16")
+DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64}
+REFERENCE_LIMIT = 8 << 30
+
+
+def build_model(name):
+    """A Keras model of ``keras.layers.Conv2D`` layers, 224x224x3 in, 1000 logits out.
+
+    Args:
+      name: ``"alexnet"`` (the torchvision variant's convolutions),
+        ``"resnet18"`` (basic blocks with batch normalization) or ``"vgg16"``
+        (``keras.applications.VGG16(weights=None)``).
+
+    Raises:
+      ValueError: an unknown name.
+    """
+    import keras
+
+    L = keras.layers
+    if name == "vgg16":
+        return keras.applications.VGG16(weights=None)
+    inputs = keras.Input((224, 224, 3))
+    if name == "alexnet":
+        x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)
+        x = L.MaxPooling2D(3, 2)(x)
+        x = L.Conv2D(192, 5, padding="same", activation="relu")(x)
+        x = L.MaxPooling2D(3, 2)(x)
+        for filters in (384, 256, 256):
+            x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = L.MaxPooling2D(3, 2)(x)
+        x = L.Flatten()(x)
+        x = L.Dense(4096, activation="relu")(x)
+        x = L.Dense(4096, activation="relu")(x)
+    elif name == "resnet18":
+        x = L.Conv2D(64, 7, strides=2, padding="same", use_bias=False)(inputs)
+        x = L.ReLU()(L.BatchNormalization()(x))
+        x = L.MaxPooling2D(3, 2, padding="same")(x)
+        for filters, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1),
+                                (512, 2), (512, 1)]:
+            y = L.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False)(x)
+            y = L.ReLU()(L.BatchNormalization()(y))
+            y = L.BatchNormalization()(L.Conv2D(filters, 3, padding="same", use_bias=False)(y))
+            if stride != 1 or x.shape[-1] != filters:
+                x = L.BatchNormalization()(L.Conv2D(filters, 1, strides=stride, use_bias=False)(x))
+            x = L.ReLU()(x + y)
+        x = L.GlobalAveragePooling2D()(x)
+    else:
+        raise ValueError(f"unknown model {name!r}; models are {', '.join(MODELS)}")
+    return keras.Model(inputs, L.Dense(1000)(x))
+
+
+def run_worker(model_name, mode, bytes_, batch):
+    """One (model, mode, limit) in this process; returns the result dict."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import tf_ucudnn
+
+    if mode == "rewrite":
+        tf_ucudnn.enable_rewrite(workspace_limit=bytes_)
+    elif mode == "rewrite-wd":
+        tf_ucudnn.enable_rewrite(total_workspace=bytes_)
+    model = build_model(model_name)
+    x = tf.random.normal([batch, 224, 224, 3], seed=1)
+    y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
+    optimizer = keras.optimizers.SGD(0.01)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function(jit_compile=False)
+    def step():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    sync = tf.test.experimental.sync_devices
+    sync()
+    start = time.perf_counter()
+    step()
+    sync()
+    first_step_s = time.perf_counter() - start
+    for _ in range(3):  # Workspace Division happens after the first step
+        step()
+    sync()
+    run_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    tf.config.experimental.reset_memory_stats("GPU:0")
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(5):
+            loss = step()
+        sync()
+        times.append((time.perf_counter() - start) / 5 * 1e3)
+    steady_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch,
+                  step_ms=float(np.median(times)), step_ms_repeats=times,
+                  first_step_s=first_step_s, peak_bytes=steady_peak,
+                  run_peak_bytes=max(run_peak, steady_peak), loss=float(loss))
+    if mode.startswith("rewrite"):
+        result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
+        result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
+                                      for r in tf_ucudnn.plans())
+        result["kernels_planned"] = len([r for r in tf_ucudnn.plans() if "GPU" in r["device"]])
+    if mode == "rewrite-wd":
+        reports = tf_ucudnn.division.division_reports()
+        result["division"] = [dict(kernels=len(r.kernels), workspace_bytes=r.workspace_bytes,
+                                   predicted_ms=r.time_ms) for r in reports.values()]
+    return result
+
+
+def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None):
+    env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
+               TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
+    env.setdefault("UCUDNN_DATABASE", "off")
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
+    cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
+           str(bytes_), str(batch)]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(model=model_name, mode=mode, bytes=bytes_, error=f"timed out after {timeout} s")
+    lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return dict(model=model_name, mode=mode, bytes=bytes_,
+                    error=f"exit status {done.returncode}: {done.stderr.strip()[-600:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _label(r):
+    where = "8 GiB" if r["bytes"] == REFERENCE_LIMIT else format_bytes(r["bytes"])
+    kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
+            "rewrite-wd": "tf_ucudnn WD (total)"}.get(r["mode"], r["mode"])
+    return f"{kind} at {where}"
+
+
+def print_table(results):
+    """Prints one row per run: model, setting, step ms, first step s, peak GiB."""
+    header = ("model", "setting", "step ms", "vs stock 8 GiB", "first step s", "peak GiB",
+              "run peak GiB")
+    rows = [header]
+    reference = {r["model"]: r.get("step_ms") for r in results
+                 if r["mode"] == "stock" and r["bytes"] == REFERENCE_LIMIT}
+    for r in results:
+        if "error" in r:
+            rows.append((r["model"], _label(r), "error", "", "", "", ""))
+            continue
+        ref = reference.get(r["model"])
+        rows.append((r["model"], _label(r), f"{r['step_ms']:.1f}",
+                     f"{r['step_ms'] / ref:.2f}x" if ref else "", f"{r['first_step_s']:.2f}",
+                     f"{r['peak_bytes'] / 2**30:.2f}", f"{r['run_peak_bytes'] / 2**30:.2f}"))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    for i, row in enumerate(rows):
+        print("  ".join(str(c).ljust(w) if j < 2 else str(c).rjust(w)
+                        for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
+    """Runs every (model, setting) in its own process; prints the table.
+
+    Args:
+      models: names from :data:`MODELS`.
+      limits: per-kernel workspace limits, bytes (stock TF and ``rewrite``).
+      totals: total budgets, bytes (stock TF and ``rewrite-wd``).
+      batch: mini-batch size; None: 256 (AlexNet, ResNet-18) or 64 (VGG-16).
+      planning: also time the first step of ``rewrite`` at the first limit
+        (or 64 MiB) cold and with a warm benchmark database, for the first model.
+      timeout: seconds per process.
+
+    Returns:
+      The list of result dicts (``error`` set where a run failed).
+    """
+    results = []
+    for model in models:
+        n = batch or DEFAULT_BATCH[model]
+        runs = [("stock", REFERENCE_LIMIT)]
+        runs += [("stock", b) for b in sorted(set(limits) | set(totals))]
+        runs += [("rewrite", b) for b in limits] + [("rewrite-wd", b) for b in totals]
+        for mode, bytes_ in runs:
+            r = _launch(model, mode, bytes_, n, timeout)
+            print(f"  {model} {_label(r)}: "
+                  + (r["error"] if "error" in r else f"{r['step_ms']:.1f} ms"), flush=True)
+            results.append(r)
+    if planning and models:
+        limit = limits[0] if limits else 64 << 20
+        with tempfile.TemporaryDirectory(prefix="tf_ucudnn_db_") as tmp:
+            db = os.path.join(tmp, "benchmarks.sqlite3")
+            for label in ("cold", "warm"):
+                r = _launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
+                            timeout, {"UCUDNN_DATABASE": db})
+                r["planning"] = label
+                print(f"  planning {label}: {models[0]} first step "
+                      + (r["error"] if "error" in r else
+                         f"{r['first_step_s']:.2f} s, steady {r['step_ms']:.1f} ms, "
+                         f"{r['from_database']} of {r['kernels_planned']} kernels from the "
+                         f"database"), flush=True)
+                results.append(r)
+    print()
+    print_table([r for r in results if "planning" not in r])
+    return results
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
+        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        print("RESULT " + json.dumps(out), flush=True)
+        sys.exit(0)
+    print("run through `tf-ucudnn bench --models ...`", file=sys.stderr)
+    sys.exit(2)
