@@ -18,6 +18,11 @@ import tensorflow as tf  # noqa: E402
 # GPUs (TF32 keeps 10 mantissa bits); harmless on the CPU.
 tf.config.experimental.enable_tensor_float_32_execution(False)
 
+# GPU tests start child processes on the same GPUs: this process must not take
+# all of their memory up front (its children keep TF's default).
+for _gpu in tf.config.list_physical_devices("GPU"):
+    tf.config.experimental.set_memory_growth(_gpu, True)
+
 
 def pytest_collection_modifyitems(config, items):
     # tf.test.TestCase.test_session is a context manager, not a test.

@@ -180,6 +180,9 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         total_workspace=total_workspace,
         batch_size_policy=knobs["batch_size_policy"] or None,
         devices=_normalize_devices(devices))
+    # The substituted kernels plan from (and save to) the benchmark database too.
+    from tf_ucudnn import cache
+    cache.load()
     with _lock:
         previous = _state["settings"]
         _apply(settings)

@@ -1,0 +1,108 @@
+"""The benchmark's CPU-side parts: layer sets, arguments, passes, figures, the no-GPU exit."""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from tf_ucudnn import bench, bench_figures, bench_models
+from testing_utils import rel_l2
+
+
+class LayerSetTest(tf.test.TestCase):
+
+    def test_deepbench_set_is_its_3x3_and_5x5_training_layers(self):
+        layers = bench.layer_set("deepbench")
+        self.assertLen(layers, 29)  # distinct shapes of the 3x3 / 5x5 rows
+        self.assertTrue(all((l.R, l.S) in ((3, 3), (5, 5)) for l in layers))
+        self.assertTrue(all(n.startswith("deepbench/") for l in layers for n in l.names))
+        rows = bench.read_layers(bench.DEEPBENCH_CSV)
+        self.assertGreater(len(rows), len(layers))  # 1x1 and other filters are left out
+
+    def test_model_sets_and_unknown_names(self):
+        self.assertLen(bench.layer_set("alexnet"), 6)
+        self.assertLen(bench.layer_set("resnet18"), 11)
+        self.assertLen(bench.layer_set("models"), 17)
+        with self.assertRaisesRegex(ValueError, "--set"):
+            bench.layer_set("lenet")
+
+    def test_a_table_without_the_naming_columns_is_refused(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write("C,H,W,K,R,S,pad_h,pad_w,stride_h,stride_w\n3,8,8,4,3,3,1,1,1,1\n")
+        with self.assertRaisesRegex(ValueError, "missing columns"):
+            bench.read_layers(f.name)
+
+
+class ArgumentsTest(tf.test.TestCase):
+
+    def test_passes_models_and_totals(self):
+        args = bench.parse_args(["--passes", "backward-filter,forward", "--totals", "256MiB"])
+        self.assertEqual(args.passes, ["forward", "backward-filter"])
+        self.assertEqual(args.totals, [256 << 20])
+        self.assertEqual(bench.parse_args([]).totals, [])
+        self.assertEqual(bench.parse_args(["--models", "vgg16"]).models, ["vgg16"])
+        for bad in (["--passes", "sideways"], ["--models", "lenet"], ["--limits", "1.5MiB"]):
+            with self.subTest(bad=bad):
+                with self.assertRaises(SystemExit):
+                    bench.parse_args(bad)
+
+    def test_unknown_model_name_raises_value_error(self):
+        with self.assertRaisesRegex(ValueError, "unknown model"):
+            bench_models.build_model("lenet")
+
+
+class PassesTest(tf.test.TestCase):
+
+    def test_a_subset_of_passes_matches_stock_tf(self):
+        layer = bench.QUICK_LAYERS[1]
+        rng = np.random.default_rng(0)
+        x = tf.constant(rng.standard_normal((4, layer.H, layer.W, layer.C)), tf.float32)
+        w = tf.constant(rng.standard_normal((layer.R, layer.S, layer.C, layer.K)), tf.float32)
+        p, q = layer.out_hw
+        dy = tf.constant(rng.standard_normal((4, p, q, layer.K)), tf.float32)
+        passes = ["forward", "backward-filter"]
+        want = bench.make_passes("stock", layer, 4, "NHWC", passes=passes)(x, w, dy)
+        got = bench.make_passes("ucudnn", layer, 4, "NHWC", passes=passes, micro_batch_size=3)(x, w, dy)
+        self.assertLen(got, 2)
+        for a, b in zip(got, want):
+            self.assertEqual(a.shape, b.shape)
+            self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+
+class FiguresTest(tf.test.TestCase):
+
+    def test_two_png_figures_from_a_report(self):
+        plan = {"micro_batches": [{"size": 128, "algo": "ALGO_1/tensor-op"},
+                                  {"size": 128, "algo": "ALGO_0/default"}]}
+        rows = [dict(name=f"set/layer{i}", limit=limit, speedup=1.0 + i, plans={
+                    "forward": plan, "backward-data": plan, "backward-filter": plan})
+                for i in range(3) for limit in (64 << 20, 256 << 20)]
+        report = dict(device="test", results=rows,
+                      settings=dict(batch=256, data_format="NHWC", dtype="float32"))
+        prefix = os.path.join(tempfile.mkdtemp(), "fig")
+        paths = bench_figures.draw(report, prefix)
+        self.assertEqual(paths, [prefix + "_speedup.png", prefix + "_plans.png"])
+        for path in paths:
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_plot_redraws_a_saved_json_without_a_gpu(self):
+        tmp = tempfile.mkdtemp()
+        report = dict(device="test", settings=dict(batch=8), results=[
+            dict(name="a/b", limit=64 << 20, speedup=2.0, plans=None)])
+        path = os.path.join(tmp, "r.json")
+        with open(path, "w") as f:
+            json.dump(report, f)
+        self.assertEqual(bench.main(["--plot", path]), 0)
+        self.assertTrue(os.path.exists(os.path.join(tmp, "r_speedup.png")))
+
+
+class NoGpuTest(tf.test.TestCase):
+
+    def test_without_a_gpu_the_self_check_runs_and_the_exit_status_says_so(self):
+        if tf.config.list_physical_devices("GPU"):
+            self.skipTest("a GPU is visible")
+        self.assertEqual(bench.main(["--models", "vgg16"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main([]), bench.EXIT_NO_GPU)
