@@ -52,6 +52,17 @@ def small_keras_cnn(seed=0):
     ])
 
 
+def train_small_keras_cnn(samples, batch_size, seed):
+    """Two epochs of SGD on random data; returns (losses, weights, predictions)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((samples, 16, 16, 3)).astype("float32")
+    y = rng.standard_normal((samples, 4)).astype("float32")
+    model = small_keras_cnn()
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=False)
+    history = model.fit(x, y, batch_size=batch_size, epochs=2, shuffle=False, verbose=0)
+    return history.history["loss"], model.get_weights(), model.predict(x, verbose=0)
+
+
 class RewriteTestCase(tf.test.TestCase):
 
     def setUp(self):
@@ -163,20 +174,10 @@ class EnableRewriteTest(RewriteTestCase):
                 self.assertIsNone(tf_ucudnn.rewrite_settings())
 
     def test_keras_training_matches_with_and_without_the_rewrite(self):
-        rng = np.random.default_rng(1)
-        x = rng.standard_normal((32, 16, 16, 3)).astype("float32")
-        y = rng.standard_normal((32, 4)).astype("float32")
-
-        def train():
-            model = small_keras_cnn()
-            model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=False)
-            history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-            return history.history["loss"], model.get_weights(), model.predict(x, verbose=0)
-
-        want_loss, want_weights, want_pred = train()
+        want_loss, want_weights, want_pred = train_small_keras_cnn(32, 8, seed=1)
         before = tf_ucudnn.rewrite_stats()["rewritten"]
         with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
-            got_loss, got_weights, got_pred = train()
+            got_loss, got_weights, got_pred = train_small_keras_cnn(32, 8, seed=1)
         self.assertGreater(tf_ucudnn.rewrite_stats()["rewritten"], before)
         np.testing.assert_allclose(got_loss, want_loss, rtol=1e-4)
         for a, b in zip(got_weights, want_weights):
@@ -282,18 +283,9 @@ class RewriteGpuTest(RewriteTestCase):
         self.assertTrue(gpu_plans)
 
     def test_keras_training_on_gpu_matches_with_and_without_the_rewrite(self):
-        rng = np.random.default_rng(3)
-        x = rng.standard_normal((64, 16, 16, 3)).astype("float32")
-        y = rng.standard_normal((64, 4)).astype("float32")
-
-        def train():
-            model = small_keras_cnn()
-            model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=False)
-            return model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
-
-        want = train()
+        want = train_small_keras_cnn(64, 16, seed=3)[0]
         with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
-            got = train()
+            got = train_small_keras_cnn(64, 16, seed=3)[0]
         np.testing.assert_allclose(got, want, rtol=1e-4)
 
     def test_total_workspace_divides_the_budget_after_one_step(self):
