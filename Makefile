@@ -51,7 +51,7 @@ wheel: build
 wheel-test: wheel
 	rm -rf build/wheel-venv build/wheel-tests && mkdir -p build/wheel-tests
 	$(PY) -m venv build/wheel-venv
-	build/wheel-venv/bin/python -m pip install -q dist/*.whl pytest hypothesis scikit-learn
+	build/wheel-venv/bin/python -m pip install -q "$$(ls dist/*.whl)[bench]" pytest hypothesis scikit-learn
 	cp -r tests build/wheel-tests/
 	grep -v '^pythonpath' pytest.ini > build/wheel-tests/pytest.ini
 	cd build/wheel-tests && ../wheel-venv/bin/python -c "import tf_ucudnn, os; print('installed:', os.path.dirname(tf_ucudnn.__file__))"
