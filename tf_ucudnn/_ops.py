@@ -17,7 +17,7 @@ _BUILD_HINT = "build it with `make build` in the tf_ucudnn checkout (or install 
 
 # C callbacks (see cc/kernels/engine/division_groups.h and plan_cache.h).
 DIVISION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
-PLAN_LISTENER = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+PLAN_LISTENER = ctypes.CFUNCTYPE(None)
 
 
 def _tf_major_minor(version):

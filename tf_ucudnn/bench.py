@@ -303,7 +303,7 @@ def parse_args(argv=None):
                              "(default); layers of equal shape are measured once")
     parser.add_argument("--batch", type=positive_int, default=None,
                         help=f"mini-batch size N (default 256; {QUICK_BATCH} with --quick)")
-    parser.add_argument("--limits", type=_limit_list, default=DEFAULT_LIMITS,
+    parser.add_argument("--limits", type=_limit_list, default=None,
                         help="comma list of workspace limits, whole MiB (default 64MiB,256MiB)")
     parser.add_argument("--data-format", choices=("NCHW", "NHWC"), default="NHWC",
                         help="layout of the tensors given to both (default NHWC, what Keras "
@@ -336,6 +336,9 @@ def parse_args(argv=None):
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.limits_given = args.limits is not None
+    if args.limits is None:
+        args.limits = DEFAULT_LIMITS
     for name, parse in (("limits", _limit_list), ("totals", _optional_limit_list), ("passes", _pass_list)):
         if isinstance(getattr(args, name), str):
             setattr(args, name, parse(getattr(args, name)))
@@ -894,18 +897,18 @@ def main(argv=None):
         print(f"check: tf_ucudnn's outputs match stock TF's in all {len(checked)} (layer, limit) "
               f"pairs measured (relative L2 error {max(checked):.1e} <= {_tolerance(args):g})")
 
+    report = dict(environment=environment, device=device,
+                  settings=dict(batch=args.batch, data_format=data_format, dtype=args.dtype,
+                                tf32=args.tf32 == "on", policy=args.policy,
+                                limits=args.limits, reference_limit=REFERENCE_LIMIT,
+                                warmup=args.warmup, repeats=args.repeats, iters=args.iters,
+                                quick=args.quick, csv=args.csv, set=args.set,
+                                passes=args.passes,
+                                xla=False, argv=sys.argv[1:] if argv is None else argv),
+                  notes=notes, layers=[l.to_json() for l in layers], results=rows,
+                  summary=summary, errors=errors, check_failures=check_failures,
+                  workers=workers)
     if args.json:
-        report = dict(environment=environment, device=device,
-                      settings=dict(batch=args.batch, data_format=data_format, dtype=args.dtype,
-                                    tf32=args.tf32 == "on", policy=args.policy,
-                                    limits=args.limits, reference_limit=REFERENCE_LIMIT,
-                                    warmup=args.warmup, repeats=args.repeats, iters=args.iters,
-                                    quick=args.quick, csv=args.csv, set=args.set,
-                                    passes=args.passes,
-                                    xla=False, argv=sys.argv[1:] if argv is None else argv),
-                      notes=notes, layers=[l.to_json() for l in layers], results=rows,
-                      summary=summary, errors=errors, check_failures=check_failures,
-                      workers=workers)
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
         print(f"wrote {args.json}")
@@ -914,10 +917,6 @@ def main(argv=None):
     if args.png:
         from tf_ucudnn import bench_figures
 
-        report = dict(device=device, environment=environment, results=rows,
-                      settings=dict(batch=args.batch, data_format=data_format, dtype=args.dtype,
-                                    limits=args.limits, passes=args.passes,
-                                    set=args.set if not args.csv else args.csv))
         try:
             for path in bench_figures.draw(report, args.png):
                 print(f"wrote {path}")
@@ -935,7 +934,8 @@ def _run_models(args, on_gpu):
     environment = _environment(on_gpu)
     print(f"tf_ucudnn.bench --models: {', '.join(environment['gpus'])}; TensorFlow "
           f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step, no XLA")
-    limits = args.limits if args.limits != _limit_list(DEFAULT_LIMITS) or not args.totals else []
+    # Only --totals given: no per-kernel limits.
+    limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
                                       planning=args.planning, timeout=args.worker_timeout)
     if args.json:

@@ -133,6 +133,20 @@ def _share(kernel, point, layers=()):
         fastest_workspace_bytes=fastest["workspace_bytes"])
 
 
+def _divide(group, total_workspace, layers_of=lambda kernel: ()):
+    """Solves the ILP over the kernels' Pareto fronts, replans each kernel
+    within its share and returns the :class:`KernelShare` list.
+
+    Raises:
+      ValueError: the budget is below the smallest feasible one, or a kernel
+        cannot be replanned.
+    """
+    chosen = divide_workspace([k["front"] for k in group], total_workspace)
+    for kernel, point in zip(group, chosen):
+        set_kernel_limit(kernel["id"], point["workspace_bytes"])
+    return [_share(k, p, layers_of(k)) for k, p in zip(group, chosen)]
+
+
 def _divide_group(device, total_workspace):
     """The engine's division callback (cc/kernels/engine/division_groups.h):
     divides ``total_workspace`` bytes among the group's kernels on GPU
@@ -144,7 +158,7 @@ def _divide_group(device, total_workspace):
         if not group:
             return
         try:
-            chosen = divide_workspace([k["front"] for k in group], total_workspace)
+            shares = _divide(group, total_workspace)
         except Exception as e:  # noqa: BLE001  (the engine's thread must not see a Python error)
             even = total_workspace // len(group)
             _log.warning("tf_ucudnn: Workspace Division of %d bytes among %d kernels on GPU:%d "
@@ -153,11 +167,8 @@ def _divide_group(device, total_workspace):
             for k in group:
                 set_kernel_limit(k["id"], even)
             return
-        for kernel, point in zip(group, chosen):
-            set_kernel_limit(kernel["id"], point["workspace_bytes"])
         report = DivisionReport(total_workspace=total_workspace,
-                                batch_size=max(k["conv"][0] for k in group),
-                                kernels=[_share(k, p) for k, p in zip(group, chosen)])
+                                batch_size=max(k["conv"][0] for k in group), kernels=shares)
         with _reports_lock:
             _reports[(device, total_workspace)] = report
         _log.info("tf_ucudnn: divided %s among %d kernels on GPU:%d: %s in use, %.3f ms predicted",
@@ -209,7 +220,7 @@ class _Progress:
             self.bar.update(self.count)
 
 
-def _on_plan(record_json):
+def _on_plan():
     progress = _Progress.active
     if progress is not None:
         progress.planned()
@@ -307,9 +318,6 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
             if k["workspace_limit"] == total_workspace and not k.get("total_workspace")
             and k["conv"][0] == batch_size
             and _kernel_signature(k["conv"]) in by_signature]
-    chosen = divide_workspace([k["front"] for k in mine], total_workspace)
-    shares = []
-    for kernel, point in zip(mine, chosen):
-        set_kernel_limit(kernel["id"], point["workspace_bytes"])
-        shares.append(_share(kernel, point, by_signature[_kernel_signature(kernel["conv"])]))
+    shares = _divide(mine, total_workspace,
+                     lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
     return DivisionReport(total_workspace=total_workspace, batch_size=batch_size, kernels=shares)

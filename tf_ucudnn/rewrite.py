@@ -29,8 +29,6 @@ import logging
 import threading
 
 import keras
-import tensorflow as tf
-from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: F401  (the config's proto)
 from tensorflow.python.eager import context as _context
 
 from tf_ucudnn import nn

@@ -27,6 +27,7 @@ struct ConvAttrs {
   // Workspace Division at run time: > 0 puts the kernel in the group of
   // kernels sharing this many bytes on its device (workspace_limit is then
   // the same total: each kernel is benchmarked within the whole budget).
+  // 0 with a forced micro_batch_size.
   int64_t total_workspace = 0;
 };
 

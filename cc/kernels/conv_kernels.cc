@@ -202,7 +202,7 @@ ucudnn::PlanRecord MakeRecord(OpKernelContext* ctx, const ucudnn::CudnnKernel& k
   r.params = kernel.params();
   r.workspace_limit = attrs.workspace_limit;
   r.policy = PolicyLabel(attrs);
-  if (attrs.total_workspace > 0 && attrs.micro_batch_size == 0) {
+  if (attrs.total_workspace > 0) {
     r.note = absl::StrCat("Workspace Division group of ", attrs.total_workspace,
                           " bytes: benchmarked within the whole budget, divided after a step");
   }
@@ -239,9 +239,7 @@ struct LaunchConv<GPUDevice, T> {
     key.workspace_limit = attrs.workspace_limit;
     key.policy = attrs.policy;
     key.forced_micro_batch = attrs.micro_batch_size;
-    // A forced micro-batch size has one plan: nothing to divide.
-    const bool grouped = attrs.total_workspace > 0 && attrs.micro_batch_size == 0;
-    if (grouped) key.total_workspace = attrs.total_workspace;
+    key.total_workspace = attrs.total_workspace;
     std::shared_ptr<ucudnn::CudnnKernel> kernel = ucudnn::GetOrCreateKernel(key, p);
 
     ucudnn::PassTensors tensors;
@@ -277,7 +275,9 @@ struct LaunchConv<GPUDevice, T> {
                                         p.ToString(), "; running a plan that needs ",
                                         ran.workspace_bytes, " bytes instead"));
     }
-    if (grouped) ucudnn::NoteGroupRun(device, attrs.total_workspace, kernel.get());
+    if (attrs.total_workspace > 0) {
+      ucudnn::NoteGroupRun(device, attrs.total_workspace, kernel.get());
+    }
     return absl::OkStatus();
   }
 };

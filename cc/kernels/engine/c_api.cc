@@ -55,7 +55,7 @@ void ucudnn_set_division_callback(ucudnn::DivisionCallback callback) {
   ucudnn::SetDivisionCallback(callback);
 }
 
-// Called with each new plan record as JSON (progress while benchmarking).
+// Called after each new plan record (progress while benchmarking).
 void ucudnn_set_plan_listener(ucudnn::PlanListener listener) {
   ucudnn::SetPlanListener(listener);
 }

@@ -72,19 +72,11 @@ std::atomic<PlanListener>& Listener() {
 void SetPlanListener(PlanListener listener) { Listener().store(listener); }
 
 void RecordPlan(PlanRecord record) {
-  const PlanListener listener = Listener().load();
-  std::string json;
-  if (listener != nullptr) {
-    std::ostringstream s;
-    s.precision(9);
-    AppendRecordJson(s, record);
-    json = s.str();
-  }
   {
     std::lock_guard<std::mutex> lock(RecordsMutex());
     Records().push_back(std::move(record));
   }
-  if (listener != nullptr) listener(json.c_str());
+  if (const PlanListener listener = Listener().load()) listener();
 }
 
 void ClearPlanRecords() {

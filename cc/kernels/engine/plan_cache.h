@@ -52,10 +52,10 @@ struct PlanRecord {
   std::string note;          // e.g. a fallback because workspace could not be allocated
 };
 
-// Adds a record; thread-safe. Then calls the plan listener, if any, with the
-// record as JSON (no lock held; e.g. a progress bar while kernels benchmark).
+// Adds a record; thread-safe. Then calls the plan listener, if any (no lock
+// held; e.g. a progress bar while kernels benchmark).
 void RecordPlan(PlanRecord record);
-using PlanListener = void (*)(const char* record_json);
+using PlanListener = void (*)();
 void SetPlanListener(PlanListener listener);  // nullptr: none
 // Every record so far as a JSON array.
 std::string PlanRecordsJson();
