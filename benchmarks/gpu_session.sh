@@ -1,7 +1,7 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
-#   bash benchmarks/gpu_session.sh setup|tests|models|deepbench
+#   bash benchmarks/gpu_session.sh setup|tests|models|deepbench|overhead|planning
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -20,4 +20,14 @@ case "$1" in
             --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
   deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
             --iters 5 --json "$OUT/deepbench.json" 2>&1 | tee "$OUT/deepbench.log" ;;
+  overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
+            --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
+  planning)  # ResNet-18's convolutions at N=256: cold, warm database, and cold on every GPU
+    db=$(mktemp -d)/db.sqlite3
+    for run in cold warm; do
+      echo -n "$run: "; UCUDNN_DATABASE=$db python3 benchmarks/planning_cold_warm.py 2>&1 | tail -1
+    done | tee "$OUT/planning.log"
+    echo -n "cold, UCUDNN_BENCHMARK_DEVICES=all: " | tee -a "$OUT/planning.log"
+    UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=all python3 benchmarks/planning_cold_warm.py \
+      2>&1 | tail -1 | tee -a "$OUT/planning.log" ;;
 esac

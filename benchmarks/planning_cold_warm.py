@@ -2,6 +2,7 @@
 UCUDNN_DATABASE; the first step of the second run plans from the database.
 
     UCUDNN_DATABASE=/tmp/db.sqlite3 python benchmarks/planning_cold_warm.py   # twice
+    UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=all python benchmarks/planning_cold_warm.py
 """
 import json, time
 import keras, tensorflow as tf, tf_ucudnn
@@ -20,6 +21,11 @@ def step():
     return tape.gradient(loss, model.trainable_variables)
 t0 = time.perf_counter(); step(); tf.test.experimental.sync_devices(); first = time.perf_counter() - t0
 t0 = time.perf_counter(); step(); tf.test.experimental.sync_devices(); second = time.perf_counter() - t0
-notes = [r["note"] for r in tf_ucudnn.plans()]
+records = tf_ucudnn.plans()
+notes = [r["note"] for r in records]
+# planning_s: time inside the kernels' planning (benchmark or database, then Workspace Reuse),
+# the rest of the first step is TensorFlow's tracing, graph optimisation and the step itself.
 print(json.dumps(dict(first_step_s=round(first, 3), second_step_s=round(second, 3), kernels=len(notes),
-                      from_db=sum(n == "benchmarks from the database" for n in notes))), flush=True)
+                      planning_s=round(sum(r["planning_ms"] or 0 for r in records) / 1e3, 3),
+                      from_db=sum(n == "benchmarks from the database" for n in notes),
+                      multi_gpu=sum(n.startswith("benchmarked on GPUs") for n in notes))), flush=True)

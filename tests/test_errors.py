@@ -4,6 +4,7 @@ the kernel) with a message that names the problem."""
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from absl.testing import parameterized
 
@@ -165,3 +166,22 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
         y = conv(padding=[[0, 0], [5, 4], [4, 5], [0, 0]], workspace_limit=0,
                  batch_size_policy="all")
         self.assertEqual(y.shape, (2, 13, 13, 4))
+
+
+@pytest.mark.gpu
+class CudnnErrorTest(tf.test.TestCase):
+    """A convolution that cuDNN itself refuses becomes a TF error carrying cuDNN's
+    status string; the process goes on and later convolutions work (GPU)."""
+
+    def test_cudnn_refusal_is_a_tf_error_with_the_status_string(self):
+        # One undivided micro-batch of 2050 x 64 x 64 x 256 half values: over
+        # the 2^31 elements cuDNN's tensor descriptors allow, while every
+        # dimension is within the kernel's own int32 checks.
+        with tf.device("/GPU:0"):
+            x = tf.zeros([2050, 64, 64, 256], tf.float16)
+            w = tf.zeros([1, 1, 256, 8], tf.float16)
+            with self.assertRaisesRegex(tf.errors.InternalError, r"cuDNN error .*CUDNN_STATUS_"):
+                tf_ucudnn.conv2d(x, w, 1, "VALID", batch_size_policy="undivided")
+            del x
+            small = tf_ucudnn.conv2d(tf.ones([2, 6, 6, 4]), tf.ones([3, 3, 4, 4]), 1, "SAME")
+        self.assertAllClose(small[0, 2, 2], [36.0] * 4)

@@ -296,6 +296,11 @@ def parse_args(argv=None):
                              "Workspace Division at --totals, stock TF at 8 GiB)")
     parser.add_argument("--totals", type=_optional_limit_list, default="",
                         help="model mode: total workspace budgets for Workspace Division")
+    parser.add_argument("--overhead", action="store_true",
+                        help="execution-overhead mode: per layer and pass, a one-micro-batch "
+                             "plan through the engine against one direct cuDNN call with the "
+                             "same algorithm (tf_ucudnn.bench_overhead); limit: the first of "
+                             "--limits if given, else 8 GiB")
     parser.add_argument("--planning", action="store_true",
                         help="model mode: also time planning cold and with a warm database")
     parser.add_argument("--layers", default="all",
@@ -864,6 +869,8 @@ def main(argv=None):
         print(f"tf_ucudnn.bench: error: {e}", file=sys.stderr)
         return 1
     data_format = args.data_format
+    if args.overhead:
+        return _run_overhead(args, layers, data_format)
     notes = []
     if not on_gpu and data_format == "NCHW":
         data_format = "NHWC"
@@ -923,6 +930,34 @@ def main(argv=None):
         except ImportError as e:
             print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
     return 1 if errors or check_failures else 0
+
+
+def _run_overhead(args, layers, data_format):
+    """Overhead mode (tf_ucudnn.bench_overhead); writes --json if given."""
+    import tensorflow as tf
+
+    from tf_ucudnn import bench_overhead
+
+    for gpu in tf.config.list_physical_devices("GPU"):  # the engine cudaMallocs its buffers
+        tf.config.experimental.set_memory_growth(gpu, True)
+    tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
+    limit = args.limits[0] if args.limits_given else REFERENCE_LIMIT
+    environment = _environment(True)
+    print(f"tf_ucudnn.bench --overhead: {', '.join(environment['gpus'])}; TensorFlow "
+          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; N={args.batch}, "
+          f"{data_format}, {args.dtype}, TF32 {args.tf32}; ms per call, {args.iters} calls "
+          f"per repeat, median of 5")
+    rows = bench_overhead.run_overhead(layers, batch=args.batch, data_format=data_format,
+                                       dtype=args.dtype, workspace_limit=limit,
+                                       iters=args.iters, passes=args.passes)
+    bench_overhead.print_overhead(rows, limit)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(environment=environment, batch=args.batch, data_format=data_format,
+                           dtype=args.dtype, tf32=args.tf32 == "on", workspace_limit=limit,
+                           iters=args.iters, results=rows), f, indent=2)
+        print(f"wrote {args.json}")
+    return 1 if any("error" in r for r in rows) else 0
 
 
 def _run_models(args, on_gpu):

@@ -13,8 +13,11 @@ class PlanTable(list):
     ``dtype``, ``workspace_limit`` (bytes), ``policy`` (batch-size policy or
     ``forced k``), ``micro_batches`` (list of dicts ``size``, ``algo``,
     ``workspace_bytes``, ``time_ms``), ``workspace_bytes`` (max over
-    micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU)
-    and ``note``.
+    micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU),
+    ``planning_ms`` (wall-clock ms the kernel spent planning: benchmarking or
+    reading the benchmark database, then Workspace Reuse; None on CPU and for
+    Workspace Division's replans) and ``note`` (e.g. ``benchmarks from the
+    database``, ``benchmarked on GPUs 0, 1``).
     """
 
     def __str__(self):

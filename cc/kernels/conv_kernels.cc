@@ -5,13 +5,16 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 
+#include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
 #include "cc/kernels/engine/cpu_backend.h"
 #include "cc/kernels/engine/executor.h"
@@ -21,6 +24,7 @@
 #include "tensorflow/core/util/work_sharder.h"
 
 #if GOOGLE_CUDA
+#include "cc/kernels/benchmark_peers.h"
 #include "cc/kernels/engine/cudnn_backend.h"
 #include "cc/kernels/engine/division_groups.h"
 #include "tensorflow/core/util/determinism.h"
@@ -247,21 +251,31 @@ struct LaunchConv<GPUDevice, T> {
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
     bool planned_now = false;
-    {
+    const auto planning_start = std::chrono::steady_clock::now();
+    if (!kernel->planned()) {
       // Benchmark buffers go back to TF's allocator before the plan's own
       // workspace is taken (stream-ordered, so no synchronisation is needed).
       TfScratchAllocator bench_scratch(ctx);
-      TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(handle, stream, attrs.policy,
-                                                          attrs.micro_batch_size,
-                                                          attrs.workspace_limit, tensors,
-                                                          &bench_scratch, &planned_now)));
+      std::unique_ptr<BenchmarkPeers> peers;
+      if (!kernel->seeded()) TF_RETURN_IF_ERROR(BenchmarkPeers::Make(ctx, device, &peers));
+      static const std::vector<ucudnn::BenchmarkPeer> kNoPeers;
+      TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(
+          handle, stream, attrs.policy, attrs.micro_batch_size, attrs.workspace_limit, tensors,
+          &bench_scratch, peers ? peers->peers() : kNoPeers, &planned_now)));
     }
     if (planned_now) {
       ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
+      r.planning_ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - planning_start)
+                          .count();
+      std::string note;
+      const std::vector<int> bench_devices = kernel->benchmark_devices();
       if (kernel->seeded()) {
-        r.note = r.note.empty() ? "benchmarks from the database"
-                                : r.note + "; benchmarks from the database";
+        note = "benchmarks from the database";
+      } else if (bench_devices.size() > 1) {
+        note = "benchmarked on GPUs " + absl::StrJoin(bench_devices, ", ");
       }
+      if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
       LogPlan(r);
       ucudnn::RecordPlan(std::move(r));
     }

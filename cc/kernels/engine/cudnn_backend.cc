@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <thread>
 
 #include "cc/kernels/engine/executor.h"
 
@@ -127,11 +128,13 @@ std::string CudnnVersionString() {
   return s.str();
 }
 
-Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out) {
+namespace {
+// One handle per (device, stream, purpose): 0 the ops', 1 benchmarking for peers.
+Status GetHandle(int device, cudaStream_t stream, int purpose, CudnnHandle** out) {
   static std::mutex mu;
-  static auto* handles = new std::map<std::pair<int, cudaStream_t>, CudnnHandle*>();
+  static auto* handles = new std::map<std::tuple<int, cudaStream_t, int>, CudnnHandle*>();
   std::lock_guard<std::mutex> lock(mu);
-  auto it = handles->find({device, stream});
+  auto it = handles->find({device, stream, purpose});
   if (it != handles->end()) {
     *out = it->second;
     return Status();
@@ -146,9 +149,18 @@ Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out) {
     delete h;
     return Status::Internal(std::string("cudnnCreate failed: ") + cudnnGetErrorString(status));
   }
-  (*handles)[{device, stream}] = h;
+  (*handles)[{device, stream, purpose}] = h;
   *out = h;
   return Status();
+}
+}  // namespace
+
+Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out) {
+  return GetHandle(device, stream, 0, out);
+}
+
+Status GetBenchmarkHandle(int device, cudaStream_t stream, CudnnHandle** out) {
+  return GetHandle(device, stream, 1, out);
 }
 
 // The descriptors of one micro-batch size and math type.
@@ -205,23 +217,36 @@ Status CudnnKernel::GetDescriptors(int64_t size, int math_type, Descriptors** ou
   return Status();
 }
 
+// The filter as TF stores it (HWIO) and as cuDNN reads it, both viewed as
+// [K, C, R, S]; made once per kernel, since every run transforms the filter.
+struct CudnnKernel::FilterDescriptors {
+  TensorDesc tf, cudnn;
+};
+
 Status CudnnKernel::TransformFilter(cudnnHandle_t handle, const void* src, void* dst,
                                     bool to_cudnn) {
-  const ConvParams& p = params_;
-  const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
-                s = p.filter_width;
-  // HWIO viewed as [K, C, R, S].
-  const int64_t hwio[4] = {1, k, s * c * k, c * k};
-  int64_t packed[4];
-  LayoutStrides(p.layout, c, r, s, packed);
-  TensorDesc tf_desc, cudnn_desc;
-  UCUDNN_RETURN_IF_ERROR(tf_desc.Set(p.dtype, k, c, r, s, hwio));
-  UCUDNN_RETURN_IF_ERROR(cudnn_desc.Set(p.dtype, k, c, r, s, packed));
+  FilterDescriptors* d = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (filter_descriptors_ == nullptr) {
+      const ConvParams& p = params_;
+      const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
+                    s = p.filter_width;
+      const int64_t hwio[4] = {1, k, s * c * k, c * k};
+      int64_t packed[4];
+      LayoutStrides(p.layout, c, r, s, packed);
+      auto made = std::make_unique<FilterDescriptors>();
+      UCUDNN_RETURN_IF_ERROR(made->tf.Set(p.dtype, k, c, r, s, hwio));
+      UCUDNN_RETURN_IF_ERROR(made->cudnn.Set(p.dtype, k, c, r, s, packed));
+      filter_descriptors_ = std::move(made);
+    }
+    d = filter_descriptors_.get();
+  }
   const float one = 1.0f, zero = 0.0f;
   if (to_cudnn) {
-    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, tf_desc.d, src, &zero, cudnn_desc.d, dst));
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, d->tf.d, src, &zero, d->cudnn.d, dst));
   } else {
-    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, cudnn_desc.d, src, &zero, tf_desc.d, dst));
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, d->cudnn.d, src, &zero, d->tf.d, dst));
   }
   return Status();
 }
@@ -289,27 +314,19 @@ Status CudnnKernel::MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64
 
 Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                                   const void* a, const void* b, void* out, void* ws,
-                                  int64_t ws_bytes) {
+                                  int64_t ws_bytes, std::vector<Measured>* got) {
   Descriptors* d = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
   const int max_count = MaxAlgoCount(pass_);
   int returned = 0;
-  std::vector<AlgoPerf>& row = table_[size];
   auto record = [&](int algo, cudnnStatus_t status, float time, size_t memory,
                     cudnnDeterminism_t determinism, cudnnMathType_t math) {
     if (status != CUDNN_STATUS_SUCCESS || time < 0) return;
     if (static_cast<int64_t>(memory) > workspace_limit) return;
     const bool deterministic = determinism == CUDNN_DETERMINISTIC;
     if (deterministic_ && !deterministic) return;
-    int index = -1;
-    for (size_t i = 0; i < algos_.size(); ++i) {
-      if (algos_[i].algo == algo && algos_[i].math_type == math) index = static_cast<int>(i);
-    }
-    if (index < 0) {
-      index = static_cast<int>(algos_.size());
-      algos_.push_back({algo, static_cast<int>(math), deterministic});
-    }
-    row.push_back({index, static_cast<double>(time), static_cast<int64_t>(memory)});
+    got->push_back({{algo, static_cast<int>(math), deterministic}, static_cast<double>(time),
+                    static_cast<int64_t>(memory)});
   };
   if (pass_ == Pass::kForward) {
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
@@ -348,17 +365,22 @@ struct PassScratch {
 };
 }  // namespace
 
-// The pointers handed to cuDNN for the whole batch: `a`, `b`, `out` with the
-// filter replaced by its cuDNN-layout copy.
-static Status PreparePass(Pass pass, const ConvParams& p, bool asymmetric, int64_t max_size,
-                          int64_t padded_sample_elems, cudaStream_t stream,
-                          ScratchAllocator* scratch, PassScratch* ps) {
+// The filter's copy in cuDNN's layout.
+static Status AllocateFilter(const ConvParams& p, ScratchAllocator* scratch, PassScratch* ps) {
   const int64_t filter_bytes = p.filter_size() * DTypeSize(p.dtype);
   ps->filter = scratch->Allocate(filter_bytes);
   if (ps->filter == nullptr) {
     return Status::ResourceExhausted("could not allocate " + std::to_string(filter_bytes) +
                                      " bytes for the filter in cuDNN layout");
   }
+  return Status();
+}
+
+// The zeroed buffer of one explicitly padded micro-batch of up to `max_size`
+// samples, when padding is asymmetric.
+static Status AllocatePadded(const ConvParams& p, bool asymmetric, int64_t max_size,
+                             int64_t padded_sample_elems, cudaStream_t stream,
+                             ScratchAllocator* scratch, PassScratch* ps) {
   if (asymmetric) {
     const int64_t bytes = max_size * padded_sample_elems * DTypeSize(p.dtype);
     ps->padded = scratch->Allocate(bytes);
@@ -371,19 +393,20 @@ static Status PreparePass(Pass pass, const ConvParams& p, bool asymmetric, int64
   return Status();
 }
 
-Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
-                              const std::vector<int64_t>& sizes, int64_t workspace_limit,
-                              const PassTensors& t, ScratchAllocator* scratch) {
-  table_.clear();  // a failed earlier attempt may have left rows behind
-  algos_.clear();
+Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
+                                const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                                const PassTensors& t, ScratchAllocator* scratch,
+                                MeasuredSizes* got) {
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   const ConvParams& p = params_;
   const bool asymmetric = !p.symmetric_padding();
   const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
   PassScratch ps;
-  UCUDNN_RETURN_IF_ERROR(PreparePass(pass_, p, asymmetric, max_size,
-                                     p.in_channels * padded_h_ * padded_w_, stream, scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocateFilter(p, scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocatePadded(p, asymmetric, max_size,
+                                        p.in_channels * padded_h_ * padded_w_, stream, scratch,
+                                        &ps));
   const void* a = t.a;
   const void* b = t.b;
   void* out = t.out;
@@ -413,8 +436,116 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
     } else if (asymmetric) {
       bench_out = ps.padded;
     }
-    UCUDNN_RETURN_IF_ERROR(
-        BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b, bench_out, ws, ws_bytes));
+    UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
+                                         bench_out, ws, ws_bytes, &(*got)[size]));
+  }
+  return Status();
+}
+
+Status CudnnKernel::BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
+                                    const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                                    const PassTensors& t, MeasuredSizes* got) {
+  UCUDNN_CUDA_OK(cudaSetDevice(peer.device));
+  const Status status = BenchmarkOnPeerDevice(own_device, peer, sizes, workspace_limit, t, got);
+  // Whatever was queued is done before the peer's memory goes back to its allocator.
+  const cudaError_t synced = cudaStreamSynchronize(peer.stream);
+  UCUDNN_RETURN_IF_ERROR(status);
+  if (synced != cudaSuccess) {
+    return Status::Internal(std::string("CUDA error after benchmarking on GPU ") +
+                            std::to_string(peer.device) + ": " + cudaGetErrorString(synced));
+  }
+  return Status();
+}
+
+Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& peer,
+                                          const std::vector<int64_t>& sizes,
+                                          int64_t workspace_limit, const PassTensors& t,
+                                          MeasuredSizes* got) {
+  CudnnHandle* handle = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetBenchmarkHandle(peer.device, peer.stream, &handle));
+  const ConvParams& p = params_;
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  const int64_t in_bytes = max_size * p.input_sample_size() * elem;
+  const int64_t out_bytes = max_size * p.output_sample_size() * elem;
+  const int64_t filter_bytes = p.filter_size() * elem;
+  // The first max_size samples of the batched tensors, and the whole filter.
+  int64_t a_bytes = 0, b_bytes = 0, result_bytes = 0;
+  switch (pass_) {
+    case Pass::kForward: a_bytes = in_bytes; b_bytes = filter_bytes; result_bytes = out_bytes; break;
+    case Pass::kBackwardData: a_bytes = out_bytes; b_bytes = filter_bytes; result_bytes = in_bytes; break;
+    case Pass::kBackwardFilter: a_bytes = in_bytes; b_bytes = out_bytes; result_bytes = 0; break;
+  }
+  PassTensors copy;
+  void* a = peer.scratch->Allocate(a_bytes);
+  void* b = peer.scratch->Allocate(b_bytes);
+  copy.out = result_bytes > 0 ? peer.scratch->Allocate(result_bytes) : nullptr;
+  if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr)) {
+    return Status::ResourceExhausted("could not allocate " +
+                                     std::to_string(a_bytes + b_bytes + result_bytes) +
+                                     " bytes on GPU " + std::to_string(peer.device) +
+                                     " to benchmark there");
+  }
+  UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(a, peer.device, t.a, own_device, a_bytes, peer.stream));
+  UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(b, peer.device, t.b, own_device, b_bytes, peer.stream));
+  copy.a = a;
+  copy.b = b;
+  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch, got);
+}
+
+Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
+                              const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                              const PassTensors& t, ScratchAllocator* scratch,
+                              const std::vector<BenchmarkPeer>& peers) {
+  table_.clear();  // a failed earlier attempt may have left rows behind
+  algos_.clear();
+  const std::vector<std::vector<int64_t>> shares =
+      SpreadSizes(sizes, static_cast<int>(peers.size()) + 1);
+  std::vector<MeasuredSizes> got(shares.size());
+  std::vector<Status> status(shares.size());
+  std::vector<std::thread> threads;
+  int own_device = 0;
+  UCUDNN_CUDA_OK(cudaGetDevice(&own_device));
+  if (!peers.empty()) {
+    // The peers copy the op's inputs, which this stream produces.
+    UCUDNN_CUDA_OK(cudaStreamSynchronize(stream));
+    for (size_t i = 1; i < shares.size(); ++i) {
+      if (shares[i].empty()) continue;
+      threads.emplace_back([&, i] {
+        status[i] = BenchmarkOnPeer(own_device, peers[i - 1], shares[i], workspace_limit, t,
+                                    &got[i]);
+      });
+    }
+  }
+  if (!shares[0].empty()) {
+    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch, &got[0]);
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const Status& s : status) UCUDNN_RETURN_IF_ERROR(s);
+  benchmark_devices_.clear();
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (!shares[i].empty()) benchmark_devices_.push_back(i == 0 ? own_device : peers[i - 1].device);
+  }
+  // One table, algorithms numbered in order of first appearance by size.
+  MeasuredSizes all;
+  for (MeasuredSizes& g : got) {
+    for (auto& [size, measured] : g) all[size] = std::move(measured);
+  }
+  for (const auto& [size, measured] : all) {
+    std::vector<AlgoPerf>& row = table_[size];
+    for (const Measured& m : measured) {
+      int index = -1;
+      for (size_t i = 0; i < algos_.size(); ++i) {
+        if (algos_[i].algo == m.algo.algo && algos_[i].math_type == m.algo.math_type) {
+          index = static_cast<int>(i);
+        }
+      }
+      if (index < 0) {
+        index = static_cast<int>(algos_.size());
+        algos_.push_back(m.algo);
+      }
+      row.push_back({index, m.time_ms, m.workspace_bytes});
+    }
   }
   return Status();
 }
@@ -422,7 +553,8 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
 Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                                   BatchSizePolicy policy, int64_t forced_micro_batch,
                                   int64_t workspace_limit, const PassTensors& t,
-                                  ScratchAllocator* scratch, bool* planned_now) {
+                                  ScratchAllocator* scratch,
+                                  const std::vector<BenchmarkPeer>& peers, bool* planned_now) {
   std::unique_lock<std::mutex> bench_lock(bench_mu_);
   *planned_now = false;
   if (benchmarked_) return Status();
@@ -434,7 +566,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     table_ = seed_table_;
     algos_ = seed_algos_;
   } else {
-    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch));
+    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers));
   }
   const ConvParams& p = params_;
   Plan plan = forced_micro_batch > 0
@@ -509,6 +641,16 @@ void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos) {
   seed_table_ = std::move(table);
   seed_algos_ = std::move(algos);
   seeded_ = true;
+}
+
+bool CudnnKernel::planned() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return benchmarked_;
+}
+
+std::vector<int> CudnnKernel::benchmark_devices() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return benchmark_devices_;
 }
 
 bool CudnnKernel::seeded() const {
@@ -607,7 +749,10 @@ std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels() {
 
 Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
                         const PassTensors& t, ScratchAllocator* scratch, Plan* ran) {
-  // Workspace first: if the plan's does not fit, take the fastest plan that does.
+  // The filter copy every plan needs comes first; then the workspace: if the
+  // plan's does not fit, take the fastest plan that does.
+  PassScratch ps;
+  UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, scratch, &ps));
   Plan chosen = plan;
   void* workspace = nullptr;
   while (true) {
@@ -624,10 +769,9 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   int64_t max_size = 0;
   for (const MicroBatch& mb : chosen.micro_batches) max_size = std::max(max_size, mb.size);
   const bool asymmetric = !params_.symmetric_padding();
-  PassScratch ps;
-  UCUDNN_RETURN_IF_ERROR(PreparePass(pass_, params_, asymmetric, max_size,
-                                     params_.in_channels * padded_h_ * padded_w_, stream, scratch,
-                                     &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocatePadded(params_, asymmetric, max_size,
+                                        params_.in_channels * padded_h_ * padded_w_, stream,
+                                        scratch, &ps));
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   const void* b = t.b;

@@ -18,6 +18,7 @@
 #include "cuda_runtime_api.h"
 #include "driver_functions.h"
 #include "cudnn.h"
+#include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/conv_params.h"
 #include "cc/kernels/engine/plan_cache.h"
 #include "cc/kernels/engine/planner.h"
@@ -40,7 +41,20 @@ struct CudnnHandle {
   cudnnHandle_t handle = nullptr;
   std::mutex mu;
 };
+// The ops' handle of (device, stream).
 Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out);
+// A second handle of (device, stream), used only to benchmark for kernels of
+// other GPUs (UCUDNN_BENCHMARK_DEVICES), so that it never waits on the ops'.
+Status GetBenchmarkHandle(int device, cudaStream_t stream, CudnnHandle** out);
+
+// Another GPU that benchmarks some of a kernel's micro-batch sizes
+// (UCUDNN_BENCHMARK_DEVICES): its CUDA ordinal, a stream of it, and memory
+// that is stream-ordered on that stream. Must be the same GPU model.
+struct BenchmarkPeer {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  ScratchAllocator* scratch = nullptr;
+};
 
 // The tensors of one pass, in TF's layouts (filter HWIO).
 //   forward:         a = input,        b = filter,       out = output
@@ -70,10 +84,14 @@ class CudnnKernel {
   // On the first call: benchmarks every micro-batch size the policy (or the
   // forced size) allows within `workspace_limit` bytes and solves Workspace
   // Reuse. Later calls return at once. *planned_now says whether this call did it.
+  // `peers` (other GPUs of the same model) benchmark a share of the sizes in
+  // parallel, each in its own thread, on copies of the tensors.
   Status EnsurePlanned(CudnnHandle* handle, cudaStream_t stream, BatchSizePolicy policy,
                        int64_t forced_micro_batch, int64_t workspace_limit,
                        const PassTensors& tensors, ScratchAllocator* scratch,
-                       bool* planned_now);
+                       const std::vector<BenchmarkPeer>& peers, bool* planned_now);
+  // True once planned (benchmarked or from the database).
+  bool planned() const;
   // The plan runs use now (a copy: Workspace Division may replace it).
   Plan plan() const;
   // Workspace Division: replans from the benchmark table with a new per-kernel
@@ -87,12 +105,23 @@ class CudnnKernel {
   // of benchmarking. Ignored once the kernel is planned.
   void Seed(PerfTable table, std::vector<CudnnAlgo> algos);
   bool seeded() const;
+  // CUDA ordinals of the GPUs that benchmarked this kernel (empty if seeded).
+  std::vector<int> benchmark_devices() const;
 
   // Runs `plan` over the whole mini-batch. If its workspace cannot be
   // allocated, runs the fastest plan of the benchmark table that can be
   // (down to zero workspace). *ran is the plan that ran.
   Status Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
              const PassTensors& tensors, ScratchAllocator* scratch, Plan* ran);
+
+  // Execution overhead (the benchmark's --overhead): times `iters` calls of
+  // Run with the current plan, which must be one micro-batch, against `iters`
+  // direct cuDNN calls with the same algorithm, descriptors and workspace and
+  // the filter already in cuDNN's layout. Wall-clock ms per call from a synced
+  // stream to a synced stream, median of 5 repeats. Allocates its buffers with
+  // cudaMalloc on `device` (the process must leave that memory free, e.g.
+  // with TensorFlow's memory growth), on a stream of its own.
+  Status TimeOverhead(int device, int iters, double* plan_ms, double* direct_ms);
 
   Pass pass() const { return pass_; }
   const ConvParams& params() const { return params_; }
@@ -101,16 +130,39 @@ class CudnnKernel {
 
  private:
   struct Descriptors;
+  struct FilterDescriptors;
+  // Benchmark results of one micro-batch size, before they join table_.
+  struct Measured {
+    CudnnAlgo algo;
+    double time_ms;
+    int64_t workspace_bytes;
+  };
+  using MeasuredSizes = std::map<int64_t, std::vector<Measured>>;
   Status GetDescriptors(int64_t size, int math_type, Descriptors** out);
   int BenchmarkMathType() const;
-  // Fills table_ and algos_ by benchmarking every size (bench_mu_ held).
+  // Fills table_ and algos_ by benchmarking every size, spread over this GPU
+  // and `peers` (bench_mu_ held).
   Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
-                   int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch);
+                   int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
+                   const std::vector<BenchmarkPeer>& peers);
+  // Benchmarks `sizes` on one GPU (the handle's) into *got.
+  Status BenchmarkOn(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
+                     int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
+                     MeasuredSizes* got);
+  // Copies what `sizes` need of the tensors from this GPU to `peer`, then
+  // benchmarks them there.
+  Status BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
+                         const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                         const PassTensors& t, MeasuredSizes* got);
+  // BenchmarkOnPeer's work once the peer is the current device.
+  Status BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& peer,
+                               const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                               const PassTensors& t, MeasuredSizes* got);
   // The most workspace any algorithm asks for at this size (0 if none answers).
   Status MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* bytes);
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                        const void* a, const void* b, void* out, void* workspace,
-                       int64_t workspace_bytes);
+                       int64_t workspace_bytes, std::vector<Measured>* got);
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                        int64_t offset,
                        bool accumulate, const void* a, const void* b, void* out,
@@ -132,15 +184,17 @@ class CudnnKernel {
   mutable std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
   bool benchmarked_ = false;
   bool seeded_ = false;
+  std::vector<int> benchmark_devices_;
   PerfTable seed_table_;
   std::vector<CudnnAlgo> seed_algos_;
   mutable std::mutex plan_mu_;   // guards plan_ and limit_
   Plan plan_;
   int64_t limit_ = 0;
-  std::mutex mu_;        // guards descriptors_
+  std::mutex mu_;        // guards descriptors_ and filter_descriptors_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<Descriptors>> descriptors_;
+  std::unique_ptr<FilterDescriptors> filter_descriptors_;
 };
 
 // The per-device cache of planned kernels, one per KernelKey; thread-safe.

@@ -52,7 +52,8 @@ void AppendRecordJson(std::ostringstream& s, const PlanRecord& r) {
     << ",\"dtype\":" << JsonString(DTypeName(p.dtype))
     << ",\"workspace_limit\":" << r.workspace_limit << ",\"policy\":" << JsonString(r.policy)
     << ",\"workspace_bytes\":" << r.workspace_bytes << ",\"time_ms\":" << JsonNumber(r.time_ms)
-    << ",\"note\":" << JsonString(r.note) << ",\"micro_batches\":[";
+    << ",\"note\":" << JsonString(r.note) << ",\"planning_ms\":" << JsonNumber(r.planning_ms)
+    << ",\"micro_batches\":[";
   for (size_t i = 0; i < r.micro_batches.size(); ++i) {
     const PlanRecord::Step& m = r.micro_batches[i];
     s << (i ? "," : "") << "{\"size\":" << m.size << ",\"algo\":" << JsonString(m.algo)

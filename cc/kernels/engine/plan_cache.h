@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct PlanRecord {
   int64_t workspace_bytes = 0;
   double time_ms = 0;
   std::string note;          // e.g. a fallback because workspace could not be allocated
+  // Wall-clock ms the kernel spent planning (benchmarking or reading the
+  // database, then Workspace Reuse); NaN where not measured.
+  double planning_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Adds a record; thread-safe. Then calls the plan listener, if any (no lock

@@ -1,7 +1,10 @@
 // Planner checks that build and run with no TensorFlow and no GPU:
 //   bazel test //cc/kernels/engine:planner_test
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/executor.h"
 #include "cc/kernels/engine/planner.h"
 
@@ -52,6 +55,32 @@ int main() {
   Plan uniform = UniformPlan(10, 4);
   Check(uniform.micro_batches.size() == 3 && uniform.micro_batches[2].size == 2,
         "uniform 10 by 4 is 4 + 4 + 2");
+
+  // UCUDNN_BENCHMARK_DEVICES.
+  bool all = false;
+  std::vector<int> ids;
+  std::string error;
+  Check(ParseBenchmarkDevices("", &all, &ids, &error) && !all && ids.empty(), "empty: off");
+  Check(ParseBenchmarkDevices(" all ", &all, &ids, &error) && all, "'all'");
+  Check(ParseBenchmarkDevices("1, 0,1", &all, &ids, &error) && !all &&
+            ids == std::vector<int>({0, 1}),
+        "'1, 0,1' is GPUs 0 and 1");
+  for (const char* bad : {"0,", "gpu0", "-1", "0;1", "1.5", ",", "alll"}) {
+    Check(!ParseBenchmarkDevices(bad, &all, &ids, &error) &&
+              error.find("comma-separated GPU ids") != std::string::npos && ids.empty(),
+          bad);
+  }
+  const std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  const auto shares = SpreadSizes(sizes, 2);
+  Check(shares.size() == 2 && shares[0] == std::vector<int64_t>({256}) &&
+            shares[1] == std::vector<int64_t>({1, 2, 4, 8, 16, 32, 64, 128}),
+        "powerOfTwo sizes of 256 over two GPUs: 256 | the rest");
+  const auto one = SpreadSizes(sizes, 1);
+  Check(one.size() == 1 && one[0] == sizes, "one GPU gets every size");
+  const auto many = SpreadSizes({3, 5}, 4);
+  Check(many.size() == 4 && many[0] == std::vector<int64_t>({5}) &&
+            many[1] == std::vector<int64_t>({3}) && many[2].empty() && many[3].empty(),
+        "more GPUs than sizes leaves some idle");
 
   std::printf("%s\n", failures == 0 ? "planner_test: all checks passed" : "planner_test: FAILED");
   return failures == 0 ? 0 : 1;

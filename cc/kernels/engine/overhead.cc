@@ -1,0 +1,151 @@
+// Execution overhead of a one-micro-batch plan against one direct cuDNN call
+// (the benchmark's --overhead; issue target: at most 3 % more).
+#if GOOGLE_CUDA
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "cc/kernels/engine/cudnn_backend.h"
+
+namespace ucudnn {
+
+namespace {
+
+// cudaMalloc'd buffers handed out in order and reused on the next round, so
+// that Run's allocations cost what a warm caching allocator's do.
+class RoundScratch : public ScratchAllocator {
+ public:
+  ~RoundScratch() override {
+    for (auto& [ptr, bytes] : buffers_) cudaFree(ptr);
+  }
+  void* Allocate(int64_t bytes) override {
+    if (bytes <= 0) return nullptr;
+    if (next_ < buffers_.size() && buffers_[next_].second >= bytes) return buffers_[next_++].first;
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
+    buffers_.insert(buffers_.begin() + next_, {p, bytes});
+    return buffers_[next_++].first;
+  }
+  void NextRound() { next_ = 0; }
+
+ private:
+  std::vector<std::pair<void*, int64_t>> buffers_;
+  size_t next_ = 0;
+};
+
+// Wall-clock ms per call of `iters` calls, from a synced stream to a synced stream.
+Status TimeCalls(cudaStream_t stream, int iters, const std::function<Status()>& call,
+                 double* ms) {
+  if (cudaStreamSynchronize(stream) != cudaSuccess) return Status::Internal("sync failed");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) UCUDNN_RETURN_IF_ERROR(call());
+  if (cudaStreamSynchronize(stream) != cudaSuccess) return Status::Internal("sync failed");
+  const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+  *ms = took.count() / iters;
+  return Status();
+}
+
+}  // namespace
+
+Status CudnnKernel::TimeOverhead(int device, int iters, double* plan_ms, double* direct_ms) {
+  const Plan plan = this->plan();
+  if (plan.micro_batches.size() != 1) {
+    return Status::InvalidArgument(
+        "the overhead is measured on a plan of one micro-batch; this kernel's has " +
+        std::to_string(plan.micro_batches.size()));
+  }
+  if (iters < 1) return Status::InvalidArgument("iters must be at least 1");
+  if (cudaSetDevice(device) != cudaSuccess) return Status::InvalidArgument("no such GPU");
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreate(&stream) != cudaSuccess) return Status::Internal("cudaStreamCreate failed");
+  CudnnHandle* handle = nullptr;
+  Status status = GetCudnnHandle(device, stream, &handle);
+  RoundScratch scratch;  // Run's filter copy and workspace
+  const ConvParams& p = params_;
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in_bytes = p.batch * p.input_sample_size() * elem;
+  const int64_t out_bytes = p.batch * p.output_sample_size() * elem;
+  const int64_t filter_bytes = p.filter_size() * elem;
+  int64_t bytes[3] = {in_bytes, filter_bytes, out_bytes};  // forward: a, b, out
+  if (pass_ == Pass::kBackwardData) {
+    bytes[0] = out_bytes; bytes[2] = in_bytes;
+  } else if (pass_ == Pass::kBackwardFilter) {
+    bytes[1] = out_bytes; bytes[2] = filter_bytes;
+  }
+  std::vector<void*> buffers;
+  // Inputs hold small finite values (bytes 0x3c: about 0.0115 in float32, 1.06
+  // in half); the padded buffer's border must be zero.
+  auto buffer = [&](int64_t n, int fill = 0x3c) -> void* {
+    void* ptr = nullptr;
+    if (cudaMalloc(&ptr, std::max<int64_t>(n, 1)) != cudaSuccess) return nullptr;
+    buffers.push_back(ptr);
+    cudaMemsetAsync(ptr, fill, n, stream);
+    return ptr;
+  };
+  PassTensors t;
+  t.a = buffer(bytes[0]);
+  t.b = buffer(bytes[1]);
+  t.out = buffer(bytes[2]);
+  void* filter = buffer(filter_bytes);  // the direct call's filter, already in cuDNN's layout
+  void* workspace = plan.workspace_bytes > 0 ? buffer(plan.workspace_bytes) : nullptr;
+  void* padded = nullptr;
+  if (!p.symmetric_padding()) {
+    padded = buffer(p.batch * p.in_channels * padded_h_ * padded_w_ * elem, 0);
+  }
+  const bool allocated = t.a && t.b && t.out && filter &&
+                         (plan.workspace_bytes == 0 || workspace) &&
+                         (p.symmetric_padding() || padded);
+  if (status.ok() && !allocated) {
+    status = Status::ResourceExhausted("could not cudaMalloc the overhead measurement's buffers");
+  }
+  if (status.ok() && pass_ != Pass::kBackwardFilter) {
+    std::lock_guard<std::mutex> lock(handle->mu);
+    cudnnSetStream(handle->handle, stream);
+    status = TransformFilter(handle->handle, t.b, filter, /*to_cudnn=*/true);
+  }
+  const MicroBatch mb = plan.micro_batches[0];
+  const void* direct_b = pass_ == Pass::kBackwardFilter ? t.b : filter;
+  void* direct_out = pass_ == Pass::kBackwardFilter ? filter : t.out;
+  auto run_plan = [&]() -> Status {
+    scratch.NextRound();
+    Plan ran;
+    return Run(handle, stream, plan, t, &scratch, &ran);
+  };
+  auto run_direct = [&]() -> Status {
+    std::lock_guard<std::mutex> lock(handle->mu);
+    return RunMicroBatch(handle->handle, stream, mb, 0, false, t.a, direct_b, direct_out,
+                         workspace, padded);
+  };
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(handle->mu);
+    if (cudnnSetStream(handle->handle, stream) != CUDNN_STATUS_SUCCESS) {
+      status = Status::Internal("cudnnSetStream failed");
+    }
+  }
+  // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
+  for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();
+  for (int i = 0; status.ok() && i < 3; ++i) status = run_direct();
+  std::vector<double> plan_times, direct_times;
+  for (int round = 0; status.ok() && round < 5; ++round) {
+    double ms = 0;
+    status = TimeCalls(stream, iters, run_plan, &ms);
+    plan_times.push_back(ms);
+    if (status.ok()) status = TimeCalls(stream, iters, run_direct, &ms);
+    direct_times.push_back(ms);
+  }
+  cudaStreamSynchronize(stream);
+  for (void* ptr : buffers) cudaFree(ptr);
+  cudaStreamDestroy(stream);
+  UCUDNN_RETURN_IF_ERROR(status);
+  std::sort(plan_times.begin(), plan_times.end());
+  std::sort(direct_times.begin(), direct_times.end());
+  *plan_ms = plan_times[plan_times.size() / 2];
+  *direct_ms = direct_times[direct_times.size() / 2];
+  return Status();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,116 @@
+"""Overhead mode of the benchmark: what the engine adds to one cuDNN call.
+
+``tf-ucudnn bench --overhead`` measures, per layer and pass, a plan of one
+micro-batch (``micro_batch_size`` = N, so one cuDNN call with the algorithm
+the plan chose within the limit) run through the engine, against one direct
+cuDNN call with the same algorithm, descriptors and workspace and the filter
+already in cuDNN's layout. The engine's extra work is its allocations, the
+filter's transform into cuDNN's layout (and back, for backward-filter), the
+plan lookup and its locks. Both are timed in the engine
+(``CudnnKernel::TimeOverhead``): wall-clock ms per call over ``iters`` calls,
+from a synced stream to a synced stream, median of 5 alternating repeats; TF's
+own op dispatch, which stock TF pays as well, is not in either figure.
+
+The measurement allocates with ``cudaMalloc``, so this mode turns on TF's
+memory growth before the GPU is initialised.
+"""
+
+import ctypes
+
+from tf_ucudnn.plan_registry import format_bytes
+
+PASSES = ("forward", "backward-data", "backward-filter")
+
+
+def time_kernel_overhead(kernel_id, iters):
+    """Times one planned kernel through the engine and as a direct cuDNN call.
+
+    Args:
+      kernel_id: the ``id`` of a kernel of ``tf_ucudnn.division.kernels()``
+        whose plan is one micro-batch.
+      iters: calls per timed repeat.
+
+    Returns:
+      ``(plan_ms, direct_ms)``: wall-clock ms per call.
+
+    Raises:
+      RuntimeError: the engine could not measure (no such kernel, a plan of
+        several micro-batches, out of memory), with its message.
+    """
+    from tf_ucudnn._ops import clib
+
+    plan_ms, direct_ms = ctypes.c_double(), ctypes.c_double()
+    error = ctypes.create_string_buffer(1024)
+    if clib.ucudnn_time_overhead(kernel_id, iters, ctypes.byref(plan_ms),
+                                 ctypes.byref(direct_ms), error, len(error)) != 0:
+        raise RuntimeError(error.value.decode())
+    return plan_ms.value, direct_ms.value
+
+
+def run_overhead(layers, *, batch, data_format, dtype, workspace_limit, iters, passes=PASSES):
+    """Measures the execution overhead of every layer and pass on GPU:0.
+
+    Args:
+      layers: :class:`tf_ucudnn.bench.ConvLayer` list.
+      batch: N (the one micro-batch holds all of it).
+      data_format: ``"NHWC"`` or ``"NCHW"``.
+      dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+      workspace_limit: bytes the plan's algorithm may use.
+      iters: calls per timed repeat.
+      passes: which of :data:`PASSES`.
+
+    Returns:
+      One dict per (layer, pass): ``layer``, ``shape``, ``pass``, ``algo``,
+      ``workspace_bytes``, ``plan_ms``, ``direct_ms``, ``overhead``
+      (``plan_ms / direct_ms - 1``), or ``error``.
+    """
+    import tensorflow as tf
+
+    import tf_ucudnn
+    from tf_ucudnn import bench, division
+
+    rows = []
+    for layer in layers:
+        x, w, dy = bench._random_tensors(layer, batch, data_format, getattr(tf, dtype))
+        for name in (p for p in PASSES if p in passes):
+            row = dict(layer=layer.name, shape=layer.describe(), **{"pass": name})
+            try:
+                fn = tf.function(bench.make_passes(
+                    "ucudnn", layer, batch, data_format, workspace_limit=workspace_limit,
+                    micro_batch_size=batch, passes=(name,)))
+                known = {k["id"] for k in division.kernels()}
+                with tf.device("/GPU:0"):
+                    fn(x, w, dy)
+                new = [k for k in division.kernels() if k["id"] not in known]
+                if len(new) != 1:
+                    raise RuntimeError(f"expected one new kernel, found {len(new)}")
+                kernel = new[0]
+                step = kernel["plan"]["micro_batches"][0]
+                row.update(algo=step["algo"], workspace_bytes=kernel["plan"]["workspace_bytes"])
+                plan_ms, direct_ms = time_kernel_overhead(kernel["id"], iters)
+                row.update(plan_ms=plan_ms, direct_ms=direct_ms,
+                           overhead=plan_ms / direct_ms - 1.0)
+            except (RuntimeError, tf.errors.OpError) as e:
+                row["error"] = str(e).strip().splitlines()[0]
+            rows.append(row)
+    tf_ucudnn.clear_plans()
+    return rows
+
+
+def print_overhead(rows, workspace_limit):
+    """Prints the overhead table (ms per call) and the worst overhead."""
+    print(f"{'layer':34s} {'pass':16s} {'algorithm':32s} {'direct ms':>10s} "
+          f"{'plan ms':>10s} {'overhead':>9s}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['layer']:34s} {r['pass']:16s} error: {r['error']}")
+            continue
+        print(f"{r['layer']:34s} {r['pass']:16s} {r['algo']:32s} {r['direct_ms']:10.4f} "
+              f"{r['plan_ms']:10.4f} {100 * r['overhead']:8.1f}%")
+    done = [r for r in rows if "error" not in r]
+    if done:
+        worst = max(done, key=lambda r: r["overhead"])
+        total = sum(r["plan_ms"] for r in done) / sum(r["direct_ms"] for r in done) - 1.0
+        print(f"one micro-batch of N within {format_bytes(workspace_limit)}: overhead "
+              f"{100 * total:.1f}% over all {len(done)} kernels' time, worst "
+              f"{100 * worst['overhead']:.1f}% ({worst['layer']} {worst['pass']})")
