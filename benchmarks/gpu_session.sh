@@ -22,12 +22,17 @@ case "$1" in
             --iters 5 --json "$OUT/deepbench.json" 2>&1 | tee "$OUT/deepbench.log" ;;
   overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
-  planning)  # ResNet-18's convolutions at N=256: cold, warm database, and cold on every GPU
+  planning)  # ResNet-18's convolutions at N=256: cold, warm database; cold without a
+             # database on one GPU and on every GPU (UCUDNN_BENCHMARK_DEVICES), twice each
     db=$(mktemp -d)/db.sqlite3
     for run in cold warm; do
       echo -n "$run: "; UCUDNN_DATABASE=$db python3 benchmarks/planning_cold_warm.py 2>&1 | tail -1
     done | tee "$OUT/planning.log"
-    echo -n "cold, UCUDNN_BENCHMARK_DEVICES=all: " | tee -a "$OUT/planning.log"
-    UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=all python3 benchmarks/planning_cold_warm.py \
-      2>&1 | tail -1 | tee -a "$OUT/planning.log" ;;
+    for devices in "" all "" all; do
+      echo -n "no database, UCUDNN_BENCHMARK_DEVICES='$devices': "
+      UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=$devices \
+        python3 benchmarks/planning_cold_warm.py 2>&1 | tail -1
+    done | tee -a "$OUT/planning.log" ;;
+  op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
+            | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

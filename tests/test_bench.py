@@ -7,7 +7,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from tf_ucudnn import bench, bench_figures, bench_models
+import contextlib
+import io
+
+from tf_ucudnn import bench, bench_figures, bench_models, bench_overhead
 from testing_utils import rel_l2
 
 
@@ -106,3 +109,26 @@ class NoGpuTest(tf.test.TestCase):
             self.skipTest("a GPU is visible")
         self.assertEqual(bench.main(["--models", "vgg16"]), bench.EXIT_NO_GPU)
         self.assertEqual(bench.main([]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["--overhead"]), bench.EXIT_NO_GPU)
+
+
+class OverheadTableTest(tf.test.TestCase):
+
+    def test_summary_counts_kernels_within_three_percent(self):
+        def row(layer, direct, plan, transform):
+            return {"layer": layer, "pass": "forward", "algo": "IMPLICIT_GEMM/default",
+                    "direct_ms": direct, "plan_ms": plan, "transform_ms": transform,
+                    "direct_host_ms": 0.05, "plan_host_ms": 0.06,
+                    "overhead": plan / direct - 1, "overhead_beyond_transform":
+                    (plan - transform) / direct - 1}
+        rows = [row("a", 1.0, 1.01, 0.005), row("b", 0.1, 0.11, 0.008),
+                {"layer": "c", "pass": "forward", "error": "out of memory"}]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            bench_overhead.print_overhead(rows, 8 << 30)
+        text = out.getvalue()
+        self.assertIn("error: out of memory", text)
+        # (1.01 + 0.11) / (1.0 + 0.1) - 1 = 1.8 % over both; b is 10 % alone, 2 % without
+        # its filter transform.
+        self.assertIn("overhead 1.8% over all 2 kernels' time; 1 of 2 kernels within 3%, "
+                      "worst 10.0% (b forward); without the filter transform, worst 2.0%", text)

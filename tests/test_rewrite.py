@@ -328,11 +328,12 @@ TRAIN_WITH_ENV = """
     x = np.random.default_rng(0).standard_normal((256, 32, 32, 16)).astype("float32")
     y = np.zeros((256, 10), "float32")
     model.fit(x, y, batch_size=64, epochs=1, verbose=0)  # the first step benchmarks, then divides
+    first_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
     tf.config.experimental.reset_memory_stats("GPU:0")
     loss = model.fit(x, y, batch_size=64, epochs=1, verbose=0).history["loss"][0]
     peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
     reports = list(tf_ucudnn.division.division_reports().values())
-    print("RESULT", json.dumps(dict(peak=peak, loss=loss, reports=[
+    print("RESULT", json.dumps(dict(peak=peak, first_peak=first_peak, loss=loss, reports=[
         dict(n=len(r.kernels), used=r.workspace_bytes, total=r.total_workspace) for r in reports])))
 """
 
@@ -356,10 +357,12 @@ class TotalWorkspaceEnvironmentGpuTest(tf.test.TestCase):
         self.assertEqual(report["total"], budget)
         self.assertEqual(report["n"], 5)  # the first layer needs no backward-data
         self.assertLessEqual(report["used"], budget)
-        # TF's memory statistics: the steady-state peak exceeds that of the
-        # same training without any workspace by at most the budget.
+        # TF's memory statistics: the peak exceeds that of the same training
+        # without any workspace by at most the budget, in the first epoch (whose
+        # first step benchmarks and whose second divides) and after it.
         no_workspace = train_with_env(self, UCUDNN_DEFAULT_WORKSPACE_LIMIT="0")
         self.assertEqual(no_workspace["reports"], [])
-        self.assertLessEqual(divided["peak"] - no_workspace["peak"], budget,
-                             (divided, no_workspace))
+        for peak in ("first_peak", "peak"):
+            self.assertLessEqual(divided[peak] - no_workspace[peak], budget,
+                                 (peak, divided, no_workspace))
         self.assertAllClose(divided["loss"], no_workspace["loss"], rtol=1e-3)

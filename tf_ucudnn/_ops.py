@@ -75,7 +75,7 @@ def _declare_c_api(clib):
     clib.ucudnn_set_division_callback.restype = None
     clib.ucudnn_set_plan_listener.argtypes = [PLAN_LISTENER]
     clib.ucudnn_set_plan_listener.restype = None
-    clib.ucudnn_time_overhead.argtypes = [i64, i32, p_f64, p_f64, ctypes.c_char_p, i64]
+    clib.ucudnn_time_overhead.argtypes = [i64, i32, p_f64, ctypes.c_char_p, i64]
     clib.ucudnn_time_overhead.restype = i32
 
 

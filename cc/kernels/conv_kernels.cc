@@ -181,6 +181,7 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
     tensors_.push_back(t);
     return t.flat<uint8>().data();
   }
+  void ReleaseAll() override { tensors_.clear(); }
 
  private:
   OpKernelContext* ctx_;
@@ -280,7 +281,13 @@ struct LaunchConv<GPUDevice, T> {
       ucudnn::RecordPlan(std::move(r));
     }
     Plan ran;
-    const Plan plan = kernel->plan();
+    // A Workspace Division group's kernel runs its least-workspace plan until
+    // the group is first divided (after one step): meanwhile its members
+    // benchmark one at a time within the whole budget and run holding (next
+    // to) no workspace, so the budget holds from the first step on.
+    const Plan plan = attrs.total_workspace > 0 && !kernel->divided()
+                          ? kernel->LeastWorkspacePlan()
+                          : kernel->plan();
     TfScratchAllocator scratch(ctx);
     TF_RETURN_IF_ERROR(ToTfStatus(kernel->Run(handle, stream, plan, tensors, &scratch, &ran)));
     if (ran.workspace_bytes != plan.workspace_bytes) {

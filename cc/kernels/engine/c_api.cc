@@ -283,23 +283,27 @@ int32_t ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit, char* error
 }
 
 // Execution overhead of kernel `id` (from ucudnn_kernels_json), whose plan
-// must be one micro-batch: ms per call through the engine's Run and ms per
-// direct cuDNN call (see CudnnKernel::TimeOverhead). Returns 0, or -1 with a
+// must be one micro-batch. times[5]: ms per call through the engine's Run, per
+// direct cuDNN call, per filter transform, and the host's ms per call to
+// enqueue Run and the direct call (see CudnnKernel::TimeOverhead). Returns 0, or -1 with a
 // message in `error`.
-int32_t ucudnn_time_overhead(int64_t id, int32_t iters, double* plan_ms, double* direct_ms,
-                             char* error, int64_t capacity) {
+int32_t ucudnn_time_overhead(int64_t id, int32_t iters, double* times, char* error,
+                             int64_t capacity) {
 #if GOOGLE_CUDA
   const auto kernels = ucudnn::AllKernels();
   if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
     WriteString("no kernel with id " + std::to_string(id), error, capacity);
     return -1;
   }
-  const ucudnn::Status status =
-      kernels[id].second->TimeOverhead(kernels[id].first.device, iters, plan_ms, direct_ms);
+  ucudnn::CudnnKernel::OverheadTimes t;
+  const ucudnn::Status status = kernels[id].second->TimeOverhead(kernels[id].first.device, iters, &t);
   if (!status.ok()) {
     WriteString(status.message(), error, capacity);
     return -1;
   }
+  const double values[5] = {t.plan_ms, t.direct_ms, t.transform_ms, t.plan_host_ms,
+                            t.direct_host_ms};
+  for (int i = 0; i < 5; ++i) times[i] = values[i];
   return 0;
 #else
   WriteString("this library has no cuDNN kernels", error, capacity);

@@ -439,6 +439,9 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
                                          bench_out, ws, ws_bytes, &(*got)[size]));
   }
+  // Back to the allocator while the handle is still held: kernels benchmark one
+  // at a time, so their search workspaces never coexist.
+  scratch->ReleaseAll();
   return Status();
 }
 
@@ -681,7 +684,18 @@ Status CudnnKernel::Replan(int64_t workspace_limit) {
   std::lock_guard<std::mutex> lock(plan_mu_);
   plan_ = std::move(plan);
   limit_ = workspace_limit;
+  divided_ = true;
   return Status();
+}
+
+bool CudnnKernel::divided() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return divided_;
+}
+
+Plan CudnnKernel::LeastWorkspacePlan() const {
+  const std::vector<Plan> front = ParetoFront();
+  return front.empty() ? Plan() : front.front();
 }
 
 std::vector<Plan> CudnnKernel::ParetoFront() const {

@@ -33,6 +33,9 @@ class ScratchAllocator {
   // nullptr when `bytes` cannot be allocated; never nullptr for bytes == 0
   // callers must not dereference.
   virtual void* Allocate(int64_t bytes) = 0;
+  // Gives back everything allocated so far (stream-ordered: work already
+  // queued on the stream may still use it). The default keeps it.
+  virtual void ReleaseAll() {}
 };
 
 // One cuDNN handle per (device, stream), with the mutex that serialises its use
@@ -100,6 +103,10 @@ class CudnnKernel {
   Status Replan(int64_t workspace_limit);
   // The Pareto front of the benchmark table (empty before planning).
   std::vector<Plan> ParetoFront() const;
+  // The plan of the front that needs the least workspace (empty before planning).
+  Plan LeastWorkspacePlan() const;
+  // True once Replan has set a Workspace Division share.
+  bool divided() const;
   int64_t planned_limit() const;
   // Benchmark results from the benchmark database: planning uses them instead
   // of benchmarking. Ignored once the kernel is planned.
@@ -114,14 +121,22 @@ class CudnnKernel {
   Status Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
              const PassTensors& tensors, ScratchAllocator* scratch, Plan* ran);
 
+  // What TimeOverhead measures, in ms per call: wall-clock from a synced stream
+  // to a synced stream, and the host's time to enqueue the calls.
+  struct OverheadTimes {
+    double plan_ms = 0, direct_ms = 0, transform_ms = 0;
+    double plan_host_ms = 0, direct_host_ms = 0;
+  };
   // Execution overhead (the benchmark's --overhead): times `iters` calls of
   // Run with the current plan, which must be one micro-batch, against `iters`
   // direct cuDNN calls with the same algorithm, descriptors and workspace and
   // the filter already in cuDNN's layout. Wall-clock ms per call from a synced
   // stream to a synced stream, median of 5 repeats. Allocates its buffers with
   // cudaMalloc on `device` (the process must leave that memory free, e.g.
-  // with TensorFlow's memory growth), on a stream of its own.
-  Status TimeOverhead(int device, int iters, double* plan_ms, double* direct_ms);
+  // with TensorFlow's memory growth), on a stream of its own. transform_ms is
+  // the filter transform alone that Run does on every call (into cuDNN's
+  // layout; for backward-filter, the gradient back into TF's HWIO).
+  Status TimeOverhead(int device, int iters, OverheadTimes* times);
 
   Pass pass() const { return pass_; }
   const ConvParams& params() const { return params_; }
@@ -187,9 +202,10 @@ class CudnnKernel {
   std::vector<int> benchmark_devices_;
   PerfTable seed_table_;
   std::vector<CudnnAlgo> seed_algos_;
-  mutable std::mutex plan_mu_;   // guards plan_ and limit_
+  mutable std::mutex plan_mu_;   // guards plan_, limit_ and divided_
   Plan plan_;
   int64_t limit_ = 0;
+  bool divided_ = false;
   std::mutex mu_;        // guards descriptors_ and filter_descriptors_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;

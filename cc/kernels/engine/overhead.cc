@@ -35,21 +35,24 @@ class RoundScratch : public ScratchAllocator {
   size_t next_ = 0;
 };
 
-// Wall-clock ms per call of `iters` calls, from a synced stream to a synced stream.
+// Wall-clock ms per call of `iters` calls, from a synced stream to a synced
+// stream, and the host's ms per call to enqueue them.
 Status TimeCalls(cudaStream_t stream, int iters, const std::function<Status()>& call,
-                 double* ms) {
+                 double* ms, double* host_ms) {
   if (cudaStreamSynchronize(stream) != cudaSuccess) return Status::Internal("sync failed");
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) UCUDNN_RETURN_IF_ERROR(call());
+  const auto enqueued = std::chrono::steady_clock::now();
   if (cudaStreamSynchronize(stream) != cudaSuccess) return Status::Internal("sync failed");
-  const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-  *ms = took.count() / iters;
+  const auto done = std::chrono::steady_clock::now();
+  *ms = std::chrono::duration<double, std::milli>(done - start).count() / iters;
+  *host_ms = std::chrono::duration<double, std::milli>(enqueued - start).count() / iters;
   return Status();
 }
 
 }  // namespace
 
-Status CudnnKernel::TimeOverhead(int device, int iters, double* plan_ms, double* direct_ms) {
+Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   const Plan plan = this->plan();
   if (plan.micro_batches.size() != 1) {
     return Status::InvalidArgument(
@@ -127,22 +130,39 @@ Status CudnnKernel::TimeOverhead(int device, int iters, double* plan_ms, double*
   // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
   for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();
   for (int i = 0; status.ok() && i < 3; ++i) status = run_direct();
-  std::vector<double> plan_times, direct_times;
+  // The filter transform Run does on every call: into cuDNN's layout, or for
+  // backward-filter the gradient back into TF's.
+  const bool to_cudnn = pass_ != Pass::kBackwardFilter;
+  auto run_transform = [&]() -> Status {
+    std::lock_guard<std::mutex> lock(handle->mu);
+    return to_cudnn ? TransformFilter(handle->handle, t.b, filter, true)
+                    : TransformFilter(handle->handle, filter, t.out, false);
+  };
+  std::vector<double> plan_times, direct_times, transform_times, plan_host, direct_host;
   for (int round = 0; status.ok() && round < 5; ++round) {
-    double ms = 0;
-    status = TimeCalls(stream, iters, run_plan, &ms);
+    double ms = 0, host_ms = 0;
+    status = TimeCalls(stream, iters, run_plan, &ms, &host_ms);
     plan_times.push_back(ms);
-    if (status.ok()) status = TimeCalls(stream, iters, run_direct, &ms);
+    plan_host.push_back(host_ms);
+    if (status.ok()) status = TimeCalls(stream, iters, run_direct, &ms, &host_ms);
     direct_times.push_back(ms);
+    direct_host.push_back(host_ms);
+    if (status.ok()) status = TimeCalls(stream, iters, run_transform, &ms, &host_ms);
+    transform_times.push_back(ms);
   }
   cudaStreamSynchronize(stream);
   for (void* ptr : buffers) cudaFree(ptr);
   cudaStreamDestroy(stream);
   UCUDNN_RETURN_IF_ERROR(status);
-  std::sort(plan_times.begin(), plan_times.end());
-  std::sort(direct_times.begin(), direct_times.end());
-  *plan_ms = plan_times[plan_times.size() / 2];
-  *direct_ms = direct_times[direct_times.size() / 2];
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  times->plan_ms = median(plan_times);
+  times->direct_ms = median(direct_times);
+  times->transform_ms = median(transform_times);
+  times->plan_host_ms = median(plan_host);
+  times->direct_host_ms = median(direct_host);
   return Status();
 }
 
