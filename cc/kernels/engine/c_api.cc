@@ -3,8 +3,10 @@
 // Workspace Reuse recurrence and the Pareto front, shared with the kernels.
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cc/kernels/engine/division_groups.h"
@@ -145,6 +147,18 @@ void AppendPlanJson(std::ostringstream& s, const ucudnn::CudnnKernel& kernel,
   s << "]}";
 }
 
+// Kernel `id` (from ucudnn_kernels_json), or false with a message in `error`.
+bool FindKernel(int64_t id, std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>>* out,
+                char* error, int64_t capacity) {
+  const auto kernels = ucudnn::AllKernels();
+  if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
+    WriteString("no kernel with id " + std::to_string(id), error, capacity);
+    return false;
+  }
+  *out = kernels[id];
+  return true;
+}
+
 }  // namespace
 #endif
 
@@ -247,14 +261,11 @@ int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
 int32_t ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit, char* error,
                                 int64_t capacity) {
 #if GOOGLE_CUDA
-  const auto kernels = ucudnn::AllKernels();
-  if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
-    WriteString("no kernel with id " + std::to_string(id), error, capacity);
-    return -1;
-  }
-  const ucudnn::KernelKey& key = kernels[id].first;
-  const ucudnn::CudnnKernel& kernel = *kernels[id].second;
-  const ucudnn::Status status = kernels[id].second->Replan(workspace_limit);
+  std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>> found;
+  if (!FindKernel(id, &found, error, capacity)) return -1;
+  const ucudnn::KernelKey& key = found.first;
+  const ucudnn::CudnnKernel& kernel = *found.second;
+  const ucudnn::Status status = found.second->Replan(workspace_limit);
   if (!status.ok()) {
     WriteString(status.message(), error, capacity);
     return -1;
@@ -285,18 +296,15 @@ int32_t ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit, char* error
 // Execution overhead of kernel `id` (from ucudnn_kernels_json), whose plan
 // must be one micro-batch. times[5]: ms per call through the engine's Run, per
 // direct cuDNN call, per filter transform, and the host's ms per call to
-// enqueue Run and the direct call (see CudnnKernel::TimeOverhead). Returns 0, or -1 with a
-// message in `error`.
+// enqueue Run and the direct call (see CudnnKernel::TimeOverhead). Returns 0,
+// or -1 with a message in `error`.
 int32_t ucudnn_time_overhead(int64_t id, int32_t iters, double* times, char* error,
                              int64_t capacity) {
 #if GOOGLE_CUDA
-  const auto kernels = ucudnn::AllKernels();
-  if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
-    WriteString("no kernel with id " + std::to_string(id), error, capacity);
-    return -1;
-  }
+  std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>> found;
+  if (!FindKernel(id, &found, error, capacity)) return -1;
   ucudnn::CudnnKernel::OverheadTimes t;
-  const ucudnn::Status status = kernels[id].second->TimeOverhead(kernels[id].first.device, iters, &t);
+  const ucudnn::Status status = found.second->TimeOverhead(found.first.device, iters, &t);
   if (!status.ok()) {
     WriteString(status.message(), error, capacity);
     return -1;
