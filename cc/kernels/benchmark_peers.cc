@@ -48,10 +48,10 @@ std::string GpuModel(int ordinal) {
   return prop.name;
 }
 
-int Ordinal(Device* device) {
+// The GPU's compute stream in TF, or nullptr.
+se::Stream* ComputeStream(Device* device) {
   const DeviceBase::AcceleratorDeviceInfo* info = device->tensorflow_accelerator_device_info();
-  if (info == nullptr || info->stream == nullptr) return -1;
-  return info->stream->parent()->device_ordinal();
+  return info == nullptr ? nullptr : info->stream;
 }
 
 }  // namespace
@@ -110,8 +110,10 @@ absl::Status BenchmarkPeers::Make(OpKernelContext* ctx, int own_device,
   }
   const std::string own_model = GpuModel(own_device);
   for (Device* d : chosen) {
-    const int ordinal = Ordinal(d);
-    if (ordinal < 0 || ordinal == own_device) continue;
+    se::Stream* stream = ComputeStream(d);
+    if (stream == nullptr) continue;
+    const int ordinal = stream->parent()->device_ordinal();
+    if (ordinal == own_device) continue;
     const std::string model = GpuModel(ordinal);
     if (model != own_model) {
       return errors::InvalidArgument(
@@ -122,8 +124,7 @@ absl::Status BenchmarkPeers::Make(OpKernelContext* ctx, int own_device,
     auto scratch = std::make_unique<Scratch>(d->GetAllocator(AllocatorAttributes()));
     ucudnn::BenchmarkPeer peer;
     peer.device = ordinal;
-    peer.stream = static_cast<cudaStream_t>(
-        d->tensorflow_accelerator_device_info()->stream->platform_specific_handle().stream);
+    peer.stream = static_cast<cudaStream_t>(stream->platform_specific_handle().stream);
     peer.scratch = scratch.get();
     (*out)->scratch_.push_back(std::move(scratch));
     (*out)->peers_.push_back(peer);

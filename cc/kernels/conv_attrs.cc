@@ -170,10 +170,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
     return errors::InvalidArgument(
         "micro_batch_size must be 0 (the planner decides) or positive, got ",
         attrs->micro_batch_size);
-  }  // A forced micro-batch size has one plan: nothing to divide. The kernel
+  }
+  // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;
-
   return absl::OkStatus();
 }
 

@@ -252,8 +252,9 @@ struct LaunchConv<GPUDevice, T> {
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
     bool planned_now = false;
-    const auto planning_start = std::chrono::steady_clock::now();
+    double planning_ms = 0;
     if (!kernel->planned()) {
+      const auto planning_start = std::chrono::steady_clock::now();
       // Benchmark buffers go back to TF's allocator before the plan's own
       // workspace is taken (stream-ordered, so no synchronisation is needed).
       TfScratchAllocator bench_scratch(ctx);
@@ -263,12 +264,13 @@ struct LaunchConv<GPUDevice, T> {
       TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(
           handle, stream, attrs.policy, attrs.micro_batch_size, attrs.workspace_limit, tensors,
           &bench_scratch, peers ? peers->peers() : kNoPeers, &planned_now)));
+      planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              planning_start)
+                        .count();
     }
     if (planned_now) {
       ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
-      r.planning_ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - planning_start)
-                          .count();
+      r.planning_ms = planning_ms;
       std::string note;
       const std::vector<int> bench_devices = kernel->benchmark_devices();
       if (kernel->seeded()) {

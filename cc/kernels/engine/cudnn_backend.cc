@@ -404,9 +404,8 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
   PassScratch ps;
   UCUDNN_RETURN_IF_ERROR(AllocateFilter(p, scratch, &ps));
-  UCUDNN_RETURN_IF_ERROR(AllocatePadded(p, asymmetric, max_size,
-                                        p.in_channels * padded_h_ * padded_w_, stream, scratch,
-                                        &ps));
+  UCUDNN_RETURN_IF_ERROR(
+      AllocatePadded(p, asymmetric, max_size, padded_sample_elems(), stream, scratch, &ps));
   const void* a = t.a;
   const void* b = t.b;
   void* out = t.out;
@@ -445,6 +444,20 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   return Status();
 }
 
+CudnnKernel::PassBytes CudnnKernel::TensorBytes(int64_t samples) const {
+  const ConvParams& p = params_;
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in = samples * p.input_sample_size() * elem;
+  const int64_t out = samples * p.output_sample_size() * elem;
+  const int64_t filter = p.filter_size() * elem;
+  switch (pass_) {
+    case Pass::kForward: return {in, filter, out};
+    case Pass::kBackwardData: return {out, filter, in};
+    case Pass::kBackwardFilter: return {in, out, filter};
+  }
+  return {0, 0, 0};
+}
+
 Status CudnnKernel::BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
                                     const std::vector<int64_t>& sizes, int64_t workspace_limit,
                                     const PassTensors& t, MeasuredSizes* got) {
@@ -466,19 +479,11 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
                                           MeasuredSizes* got) {
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetBenchmarkHandle(peer.device, peer.stream, &handle));
-  const ConvParams& p = params_;
-  const int64_t elem = DTypeSize(p.dtype);
-  const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
-  const int64_t in_bytes = max_size * p.input_sample_size() * elem;
-  const int64_t out_bytes = max_size * p.output_sample_size() * elem;
-  const int64_t filter_bytes = p.filter_size() * elem;
   // The first max_size samples of the batched tensors, and the whole filter.
-  int64_t a_bytes = 0, b_bytes = 0, result_bytes = 0;
-  switch (pass_) {
-    case Pass::kForward: a_bytes = in_bytes; b_bytes = filter_bytes; result_bytes = out_bytes; break;
-    case Pass::kBackwardData: a_bytes = out_bytes; b_bytes = filter_bytes; result_bytes = in_bytes; break;
-    case Pass::kBackwardFilter: a_bytes = in_bytes; b_bytes = out_bytes; result_bytes = 0; break;
-  }
+  // Backward-filter benchmarks into its own cuDNN-layout filter: no `out`.
+  const PassBytes bytes = TensorBytes(*std::max_element(sizes.begin(), sizes.end()));
+  const int64_t a_bytes = bytes.a, b_bytes = bytes.b;
+  const int64_t result_bytes = pass_ == Pass::kBackwardFilter ? 0 : bytes.out;
   PassTensors copy;
   void* a = peer.scratch->Allocate(a_bytes);
   void* b = peer.scratch->Allocate(b_bytes);
@@ -783,9 +788,8 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   int64_t max_size = 0;
   for (const MicroBatch& mb : chosen.micro_batches) max_size = std::max(max_size, mb.size);
   const bool asymmetric = !params_.symmetric_padding();
-  UCUDNN_RETURN_IF_ERROR(AllocatePadded(params_, asymmetric, max_size,
-                                        params_.in_channels * padded_h_ * padded_w_, stream,
-                                        scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocatePadded(params_, asymmetric, max_size, padded_sample_elems(),
+                                        stream, scratch, &ps));
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   const void* b = t.b;

@@ -65,18 +65,17 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   if (cudaStreamCreate(&stream) != cudaSuccess) return Status::Internal("cudaStreamCreate failed");
   CudnnHandle* handle = nullptr;
   Status status = GetCudnnHandle(device, stream, &handle);
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(handle->mu);
+    if (cudnnSetStream(handle->handle, stream) != CUDNN_STATUS_SUCCESS) {
+      status = Status::Internal("cudnnSetStream failed");
+    }
+  }
   RoundScratch scratch;  // Run's filter copy and workspace
   const ConvParams& p = params_;
   const int64_t elem = DTypeSize(p.dtype);
-  const int64_t in_bytes = p.batch * p.input_sample_size() * elem;
-  const int64_t out_bytes = p.batch * p.output_sample_size() * elem;
   const int64_t filter_bytes = p.filter_size() * elem;
-  int64_t bytes[3] = {in_bytes, filter_bytes, out_bytes};  // forward: a, b, out
-  if (pass_ == Pass::kBackwardData) {
-    bytes[0] = out_bytes; bytes[2] = in_bytes;
-  } else if (pass_ == Pass::kBackwardFilter) {
-    bytes[1] = out_bytes; bytes[2] = filter_bytes;
-  }
+  const PassBytes bytes = TensorBytes(p.batch);
   std::vector<void*> buffers;
   // Inputs hold small finite values (bytes 0x3c: about 0.0115 in float32, 1.06
   // in half); the padded buffer's border must be zero.
@@ -88,14 +87,14 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     return ptr;
   };
   PassTensors t;
-  t.a = buffer(bytes[0]);
-  t.b = buffer(bytes[1]);
-  t.out = buffer(bytes[2]);
+  t.a = buffer(bytes.a);
+  t.b = buffer(bytes.b);
+  t.out = buffer(bytes.out);
   void* filter = buffer(filter_bytes);  // the direct call's filter, already in cuDNN's layout
   void* workspace = plan.workspace_bytes > 0 ? buffer(plan.workspace_bytes) : nullptr;
   void* padded = nullptr;
   if (!p.symmetric_padding()) {
-    padded = buffer(p.batch * p.in_channels * padded_h_ * padded_w_ * elem, 0);
+    padded = buffer(p.batch * padded_sample_elems() * elem, 0);
   }
   const bool allocated = t.a && t.b && t.out && filter &&
                          (plan.workspace_bytes == 0 || workspace) &&
@@ -105,7 +104,6 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   }
   if (status.ok() && pass_ != Pass::kBackwardFilter) {
     std::lock_guard<std::mutex> lock(handle->mu);
-    cudnnSetStream(handle->handle, stream);
     status = TransformFilter(handle->handle, t.b, filter, /*to_cudnn=*/true);
   }
   const MicroBatch mb = plan.micro_batches[0];
@@ -121,12 +119,6 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     return RunMicroBatch(handle->handle, stream, mb, 0, false, t.a, direct_b, direct_out,
                          workspace, padded);
   };
-  if (status.ok()) {
-    std::lock_guard<std::mutex> lock(handle->mu);
-    if (cudnnSetStream(handle->handle, stream) != CUDNN_STATUS_SUCCESS) {
-      status = Status::Internal("cudnnSetStream failed");
-    }
-  }
   // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
   for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();
   for (int i = 0; status.ok() && i < 3; ++i) status = run_direct();
