@@ -21,9 +21,11 @@ GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
 
 def record(i):
-    key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0]
+    key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0]
+    # A legacy algorithm and a graph-API engine (id 34, knobs k2=1, k3=0).
     return dict(key=key, table=[[32 + i, 0, 0.5, 0], [16, 1, 0.2, 1024]],
-                algos=[[1, 2, 1], [5, 2, 1]], shape=f"N={32 + i}", **{"pass": "forward"})
+                algos=[[1, 2, 1], [0, 0, 1, 34, 2, 1, 3, 0]], shape=f"N={32 + i}",
+                **{"pass": "forward"})
 
 
 def _write_many(path, start):
@@ -75,11 +77,15 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             self.assertEmpty(db.get(GPU, CUDNN, TF))
         self.assertOneWarning(caught, "planning continues without it")
 
-    def test_other_schema_version_warns_once_and_is_left_alone(self):
+    def test_older_schema_is_emptied_once_with_a_warning_then_used(self):
         os.makedirs(os.path.dirname(self.path))
         db = sqlite3.connect(self.path)
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
+                   "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
+        db.execute("INSERT INTO kernels VALUES (?, ?, ?, '[0]', '{}', '', 'forward', 0)",
+                   (GPU, CUDNN, TF))
         db.commit()
         db.close()
         with warnings.catch_warnings(record=True) as caught:
@@ -87,7 +93,24 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             ours = cache.BenchmarkDatabase(self.path)
             self.assertEmpty(ours.get(GPU, CUDNN, TF))
             ours.put(GPU, CUDNN, TF, [record(0)])
-        self.assertOneWarning(caught, "schema version 0")
+            got = cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
+        self.assertOneWarning(caught, "schema version 1 is older than 2")
+        self.assertEqual([r["key"] for r in got], [record(0)["key"]])
+        self.assertEqual(got[0]["algos"], record(0)["algos"])
+
+    def test_newer_schema_version_warns_once_and_is_left_alone(self):
+        os.makedirs(os.path.dirname(self.path))
+        db = sqlite3.connect(self.path)
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '99')")
+        db.commit()
+        db.close()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours = cache.BenchmarkDatabase(self.path)
+            self.assertEmpty(ours.get(GPU, CUDNN, TF))
+            ours.put(GPU, CUDNN, TF, [record(0)])
+        self.assertOneWarning(caught, "schema version 99")
         tables = sqlite3.connect(self.path).execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
         self.assertEqual(tables, [("meta",)])

@@ -66,7 +66,7 @@ def _declare_c_api(clib):
     clib.ucudnn_set_kernel_limit.argtypes = [i64, i64, ctypes.c_char_p, i64]
     clib.ucudnn_set_kernel_limit.restype = i32
     p_i32 = ctypes.POINTER(i32)
-    clib.ucudnn_seed_kernel.argtypes = [p_i64, i64, i64, p_i32, i64, p_i64, p_i32,
+    clib.ucudnn_seed_kernel.argtypes = [p_i64, i64, i64, p_i64, p_i64, i64, p_i64, p_i32,
                                         ctypes.POINTER(ctypes.c_double), p_i64]
     clib.ucudnn_seed_kernel.restype = i32
     clib.ucudnn_rewrite_stats.argtypes = [p_i64, p_i64, p_i64]

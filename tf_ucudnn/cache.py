@@ -4,13 +4,14 @@ Planning a kernel benchmarks every allowed micro-batch size (seconds for a
 model). The results are stored per GPU model, cuDNN version and TensorFlow
 version, keyed by everything that defines the kernel (pass, convolution with
 its batch size, layout, dtype, TF32, determinism, workspace limit, batch-size
-policy, forced micro-batch size), so that a later process planning the same
+policy, forced micro-batch size, candidate set), so that a later process planning the same
 kernel benchmarks nothing (μ-cuDNN's ``UCUDNN_DATABASE``).
 
 ``UCUDNN_DATABASE``: the SQLite file; unset means
 ``~/.cache/tf_ucudnn/benchmarks.sqlite3``; ``""`` or ``off`` turns the database
 off. A database that is locked, unwritable, corrupt or of another schema gives
-one warning and planning goes on without it.
+one warning and planning goes on without it. A database of an older schema
+(from an older tf_ucudnn) is emptied once, with a warning, and then used.
 
 Command line: ``tf-ucudnn cache show|clear [--database PATH]`` (or
 ``python -m tf_ucudnn cache ...``).
@@ -25,10 +26,12 @@ import sys
 import time
 import warnings
 
-SCHEMA_VERSION = 1
+# 2: graph-API engines among the candidates (engine id and knobs in "algos")
+# and the candidate set (UCUDNN_ENGINES) in the key.
+SCHEMA_VERSION = 2
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
-_KEY_FIELDS = 26  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
+_KEY_FIELDS = 27  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
 
 
 def gpu_identity():
@@ -82,6 +85,16 @@ class BenchmarkDatabase:
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if version.isdigit() and int(version) < SCHEMA_VERSION:
+            # Older benchmarks lack candidates this version has: start afresh.
+            with db:
+                db.execute("DROP TABLE IF EXISTS kernels")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))
+            warnings.warn(f"tf_ucudnn: benchmark database {self.path}: schema version {version} "
+                          f"is older than {SCHEMA_VERSION}; its benchmarks were discarded",
+                          RuntimeWarning, stacklevel=3)
+            version = str(SCHEMA_VERSION)
         if version != str(SCHEMA_VERSION):
             db.close()
             raise sqlite3.DatabaseError(f"schema version {version}, this tf_ucudnn reads "
@@ -93,7 +106,7 @@ class BenchmarkDatabase:
         return db
 
     def put(self, gpu, cudnn, tf_version, records):
-        """Stores records ``{"key": [26 ints], "table": ..., "algos": ..., "shape", "pass"}``."""
+        """Stores records ``{"key": [27 ints], "table": ..., "algos": ..., "shape", "pass"}``."""
         if self.disabled or not records:
             return
         try:
@@ -187,7 +200,7 @@ class _EngineLink:
             if k["seeded"]:
                 continue
             key = [_PASS_IDS[k["pass"]], *k["conv"], int(k["allow_tf32"]), int(k["deterministic"]),
-                   k["workspace_limit"], k["policy"], k["forced_micro_batch"]]
+                   k["workspace_limit"], k["policy"], k["forced_micro_batch"], k["engines"]]
             if json.dumps(key) in self.saved_keys:
                 continue
             records.append(dict(key=key, table=k["table"], algos=k["algos"], shape=k["shape"],
@@ -207,12 +220,14 @@ def seed_engine(record):
     from tf_ucudnn._ops import clib
 
     key = (ctypes.c_int64 * _KEY_FIELDS)(*record["key"])
-    algos = [v for triple in record["algos"] for v in triple]
+    # Each algo: (algo, math type, deterministic) [, engine id, knob, value, ...].
+    lengths = [len(a) for a in record["algos"]]
+    values = [v for a in record["algos"] for v in a]
     rows = record["table"]
     n = max(len(rows), 1)
     clib.ucudnn_seed_kernel(
-        key, _KEY_FIELDS, len(record["algos"]), (ctypes.c_int32 * max(len(algos), 1))(*algos),
-        len(rows), (ctypes.c_int64 * n)(*[r[0] for r in rows]),
+        key, _KEY_FIELDS, len(lengths), (ctypes.c_int64 * max(len(lengths), 1))(*lengths),
+        (ctypes.c_int64 * max(len(values), 1))(*values), len(rows), (ctypes.c_int64 * n)(*[r[0] for r in rows]),
         (ctypes.c_int32 * n)(*[r[1] for r in rows]), (ctypes.c_double * n)(*[r[2] for r in rows]),
         (ctypes.c_int64 * n)(*[r[3] for r in rows]))
 

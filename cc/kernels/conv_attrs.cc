@@ -56,6 +56,17 @@ absl::Status EnvBatchSizePolicy(ucudnn::BatchSizePolicy* policy) {
   return absl::OkStatus();
 }
 
+absl::Status EnvEngineSet(ucudnn::EngineSet* engines) {
+  const char* env = std::getenv("UCUDNN_ENGINES");
+  *engines = ucudnn::EngineSet::kAll;
+  if (env == nullptr || *env == '\0') return absl::OkStatus();
+  if (!ucudnn::ParseEngineSet(env, engines)) {
+    return errors::InvalidArgument("UCUDNN_ENGINES must be one of all, legacy, graph; got '", env,
+                                   "'");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
@@ -171,6 +182,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         "micro_batch_size must be 0 (the planner decides) or positive, got ",
         attrs->micro_batch_size);
   }
+  TF_RETURN_IF_ERROR(EnvEngineSet(&attrs->engines));
   // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;

@@ -29,11 +29,13 @@ struct ConvAttrs {
   // the same total: each kernel is benchmarked within the whole budget).
   // 0 with a forced micro_batch_size.
   int64_t total_workspace = 0;
+  // Candidates benchmarked (UCUDNN_ENGINES): legacy algorithms and graph-API engines.
+  ucudnn::EngineSet engines = ucudnn::EngineSet::kAll;
 };
 
 // Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
 // UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
-// attribute asks for the default.
+// attribute asks for the default, and UCUDNN_ENGINES.
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 
 // Validates the input and filter shapes against the attributes and fills

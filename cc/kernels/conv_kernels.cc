@@ -245,6 +245,7 @@ struct LaunchConv<GPUDevice, T> {
     key.policy = attrs.policy;
     key.forced_micro_batch = attrs.micro_batch_size;
     key.total_workspace = attrs.total_workspace;
+    key.engines = attrs.engines;
     std::shared_ptr<ucudnn::CudnnKernel> kernel = ucudnn::GetOrCreateKernel(key, p);
 
     ucudnn::PassTensors tensors;

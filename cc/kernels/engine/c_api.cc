@@ -189,10 +189,16 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
       << ",\"allow_tf32\":" << key.allow_tf32 << ",\"deterministic\":" << key.deterministic
       << ",\"policy\":" << static_cast<int>(key.policy)
       << ",\"forced_micro_batch\":" << key.forced_micro_batch
+      << ",\"engines\":" << static_cast<int>(key.engines)
       << ",\"seeded\":" << kernel.seeded() << ",\"algos\":[";
     for (size_t i = 0; i < kernel.algos().size(); ++i) {
       const ucudnn::CudnnAlgo& a = kernel.algos()[i];
-      s << (i ? "," : "") << "[" << a.algo << "," << a.math_type << "," << a.deterministic << "]";
+      s << (i ? "," : "") << "[" << a.algo << "," << a.math_type << "," << a.deterministic;
+      if (a.graph()) {
+        s << "," << a.engine.id;
+        for (const auto& [knob, value] : a.engine.knobs) s << "," << knob << "," << value;
+      }
+      s << "]";
     }
     s << "],\"table\":[";
     bool first_row = true;
@@ -221,16 +227,19 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
 // Seeds the benchmark results of one kernel (from the benchmark database):
 // kernels created later with this key, on any GPU, plan from them instead of
 // benchmarking. key: pass, the 20 ConvParams fields, allow_tf32,
-// deterministic, workspace_limit, policy, forced_micro_batch (26 values).
-// algos: n_algos triples (cuDNN algo, math type, deterministic); rows:
-// (size, index into algos, time_ms, workspace_bytes). Returns 0, or -1 if
-// the arguments are malformed.
+// deterministic, workspace_limit, policy, forced_micro_batch, engines (27
+// values). algos: n_algos entries of algo_lengths[i] values each, laid end to
+// end in algo_values: (cuDNN algo, math type, deterministic) for a legacy
+// algorithm, followed by (engine id, knob type, knob value, ...) for a
+// graph-API engine. rows: (size, index into algos, time_ms, workspace_bytes).
+// Returns 0, or -1 if the arguments are malformed.
 int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
-                           const int32_t* algos, int64_t n_rows, const int64_t* sizes,
-                           const int32_t* algo_index, const double* times_ms,
-                           const int64_t* workspace_bytes) {
+                           const int64_t* algo_lengths, const int64_t* algo_values,
+                           int64_t n_rows, const int64_t* sizes, const int32_t* algo_index,
+                           const double* times_ms, const int64_t* workspace_bytes) {
 #if GOOGLE_CUDA
-  if (key_len != 26 || n_algos < 0 || n_rows < 0 || key[0] < 0 || key[0] > 2) return -1;
+  if (key_len != 27 || n_algos < 0 || n_rows < 0 || key[0] < 0 || key[0] > 2) return -1;
+  if (key[24] < 0 || key[24] > 2 || key[26] < 0 || key[26] > 2) return -1;
   ucudnn::KernelKey k;
   k.pass = static_cast<ucudnn::Pass>(key[0]);
   for (int i = 0; i < 20; ++i) k.conv[i] = key[1 + i];
@@ -239,9 +248,24 @@ int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
   k.workspace_limit = key[23];
   k.policy = static_cast<ucudnn::BatchSizePolicy>(key[24]);
   k.forced_micro_batch = key[25];
+  k.engines = static_cast<ucudnn::EngineSet>(key[26]);
   std::vector<ucudnn::CudnnAlgo> algo_list;
+  const int64_t* v = algo_values;
   for (int64_t i = 0; i < n_algos; ++i) {
-    algo_list.push_back({algos[3 * i], algos[3 * i + 1], algos[3 * i + 2] != 0});
+    const int64_t len = algo_lengths[i];
+    // 3 values, or 4 plus knob pairs.
+    if (len != 3 && (len < 4 || (len - 4) % 2 != 0)) return -1;
+    ucudnn::CudnnAlgo a;
+    a.algo = static_cast<int>(v[0]);
+    a.math_type = static_cast<int>(v[1]);
+    a.deterministic = v[2] != 0;
+    if (len >= 4) {
+      if (v[3] < 0) return -1;
+      a.engine.id = v[3];
+      for (int64_t j = 4; j < len; j += 2) a.engine.knobs.emplace_back(v[j], v[j + 1]);
+    }
+    algo_list.push_back(std::move(a));
+    v += len;
   }
   ucudnn::PerfTable table;
   for (int64_t i = 0; i < n_rows; ++i) {

@@ -13,6 +13,14 @@ const char* PassName(Pass pass) {
   return "?";
 }
 
+void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]) {
+  if (layout == Layout::kNHWC) {
+    s[0] = height * width * c; s[1] = 1; s[2] = width * c; s[3] = c;
+  } else {
+    s[0] = c * height * width; s[1] = height * width; s[2] = width; s[3] = 1;
+  }
+}
+
 const char* LayoutName(Layout layout) {
   return layout == Layout::kNHWC ? "NHWC" : "NCHW";
 }

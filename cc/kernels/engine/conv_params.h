@@ -58,6 +58,10 @@ struct ConvParams {
   std::string ToString() const;
 };
 
+// Element strides (n, c, h, w) of a [n, c, h, w] tensor stored packed in
+// `layout` (NHWC or NCHW), whose spatial extent is (height, width).
+void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]);
+
 // Output size along one dimension (TF's formula with explicit paddings).
 int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t dilation, int64_t stride,
                        int64_t pad_before, int64_t pad_after);

@@ -6,50 +6,14 @@
 #include <sstream>
 #include <thread>
 
+#include "cc/kernels/engine/cuda_check.h"
 #include "cc/kernels/engine/executor.h"
 
 namespace ucudnn {
 namespace {
 
-#define UCUDNN_CUDNN_OK(expr)                                                 \
-  do {                                                                        \
-    cudnnStatus_t _s = (expr);                                                \
-    if (_s != CUDNN_STATUS_SUCCESS) {                                         \
-      return Status::Internal(std::string("cuDNN error in ") + #expr + ": " + \
-                              cudnnGetErrorString(_s));                       \
-    }                                                                         \
-  } while (0)
-
-#define UCUDNN_CUDA_OK(expr)                                                  \
-  do {                                                                        \
-    cudaError_t _e = (expr);                                                  \
-    if (_e != cudaSuccess) {                                                  \
-      return Status::Internal(std::string("CUDA error in ") + #expr + ": " +  \
-                              cudaGetErrorString(_e));                        \
-    }                                                                         \
-  } while (0)
-
-cudnnDataType_t CudnnDataType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat: return CUDNN_DATA_FLOAT;
-    case DType::kHalf: return CUDNN_DATA_HALF;
-    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 cudnnTensorFormat_t CudnnFormat(Layout layout) {
   return layout == Layout::kNHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-}
-
-// Strides (n, c, h, w) of a [n, c, h, w] tensor stored in `layout`, whose
-// spatial extent is (height, width).
-void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]) {
-  if (layout == Layout::kNHWC) {
-    s[0] = height * width * c; s[1] = 1; s[2] = width * c; s[3] = c;
-  } else {
-    s[0] = c * height * width; s[1] = height * width; s[2] = width; s[3] = 1;
-  }
 }
 
 // RAII for the descriptor types used here.
@@ -117,6 +81,7 @@ const char* MathTypeName(int math_type) {
 }  // namespace
 
 std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo) {
+  if (algo.graph()) return algo.engine.Name();
   return std::string(AlgoEnumName(pass, algo.algo)) + "/" + MathTypeName(algo.math_type);
 }
 
@@ -171,8 +136,12 @@ struct CudnnKernel::Descriptors {
 };
 
 CudnnKernel::CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32,
-                         bool deterministic)
-    : pass_(pass), params_(params), allow_tf32_(allow_tf32), deterministic_(deterministic) {
+                         bool deterministic, EngineSet engines)
+    : pass_(pass),
+      params_(params),
+      allow_tf32_(allow_tf32),
+      deterministic_(deterministic),
+      engines_(engines) {
   sym_pad_h_ = std::min(params.pad_top, params.pad_bottom);
   sym_pad_w_ = std::min(params.pad_left, params.pad_right);
   extra_top_ = params.pad_top - sym_pad_h_;
@@ -415,12 +384,21 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
     b = ps.filter;
   }
-  // One search workspace for every size: what the hungriest algorithm asks
+  // One search workspace for every size: what the hungriest candidate asks
   // for, capped by the limit, halved until it can be allocated.
+  const bool legacy = engines_ != EngineSet::kGraph;
   int64_t ws_bytes = 0;
+  std::map<int64_t, std::vector<GraphTrial>> trials;
   for (int64_t size : sizes) {
     int64_t needed = 0;
-    UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
+    if (legacy) UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
+    if (engines_ != EngineSet::kLegacy) {
+      UCUDNN_RETURN_IF_ERROR(
+          ProposeGraphTrials(handle->handle, size, workspace_limit, &trials[size]));
+      for (const GraphTrial& trial : trials[size]) {
+        needed = std::max(needed, trial.plan->workspace_bytes());
+      }
+    }
     ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
   }
   void* ws = nullptr;
@@ -435,8 +413,12 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     } else if (asymmetric) {
       bench_out = ps.padded;
     }
-    UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
-                                         bench_out, ws, ws_bytes, &(*got)[size]));
+    if (legacy) {
+      UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
+                                           bench_out, ws, ws_bytes, &(*got)[size]));
+    }
+    UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials[size], bench_a, b,
+                                           bench_out, ws, ws_bytes, &(*got)[size]));
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.
@@ -544,9 +526,7 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
     for (const Measured& m : measured) {
       int index = -1;
       for (size_t i = 0; i < algos_.size(); ++i) {
-        if (algos_[i].algo == m.algo.algo && algos_[i].math_type == m.algo.math_type) {
-          index = static_cast<int>(i);
-        }
+        if (algos_[i] == m.algo) index = static_cast<int>(i);
       }
       if (index < 0) {
         index = static_cast<int>(algos_.size());
@@ -601,6 +581,10 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
                                   void* workspace, void* padded) {
   const ConvParams& p = params_;
   const CudnnAlgo& algo = algos_[mb.algo];
+  if (algo.graph()) {
+    return RunGraphMicroBatch(handle, stream, mb, algo.engine, offset, accumulate, a, b, out,
+                              workspace, padded);
+  }
   Descriptors* d = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetDescriptors(mb.size, algo.math_type, &d));
   const int elem = DTypeSize(p.dtype);
@@ -752,7 +736,8 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
   std::lock_guard<std::mutex> lock(KernelsMutex());
   auto& slot = (*index)[key];
   if (!slot) {
-    slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic);
+    slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic,
+                                         key.engines);
     auto seed = Seeds().find(AnyDevice(key));
     if (seed != Seeds().end()) slot->Seed(seed->second.table, seed->second.algos);
     KernelList().emplace_back(key, slot);

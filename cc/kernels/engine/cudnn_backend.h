@@ -1,5 +1,6 @@
-// The cuDNN side of the engine: descriptors, benchmarking with
-// cudnnFind*AlgorithmEx, and executing a plan one micro-batch at a time on the
+// The cuDNN side of the engine: descriptors, benchmarking (legacy algorithms
+// with cudnnFind*AlgorithmEx, graph-API engines with CUDA events; see
+// cudnn_graph.h), and executing a plan one micro-batch at a time on the
 // caller's stream (no host synchronisation). No TensorFlow includes: memory
 // comes from the caller through ScratchAllocator (TF's allocator in the glue).
 #ifndef TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "cudnn.h"
 #include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/cudnn_graph.h"
 #include "cc/kernels/engine/plan_cache.h"
 #include "cc/kernels/engine/planner.h"
 #include "cc/kernels/engine/status.h"
@@ -69,11 +72,18 @@ struct PassTensors {
   void* out = nullptr;
 };
 
-// A candidate algorithm: cuDNN's algorithm enum value and math type.
+// A candidate: a legacy algorithm (cuDNN's algorithm enum value and math
+// type) or, when engine.id >= 0, a graph-API engine config.
 struct CudnnAlgo {
   int algo = 0;
   int math_type = 0;
   bool deterministic = true;
+  GraphEngine engine;
+  bool graph() const { return engine.id >= 0; }
+  bool operator==(const CudnnAlgo& o) const {
+    return graph() ? o.graph() && engine == o.engine
+                   : !o.graph() && algo == o.algo && math_type == o.math_type;
+  }
 };
 std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo);
 
@@ -81,7 +91,8 @@ std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo);
 // benchmark table, its plan, and its cached descriptors. Thread-safe.
 class CudnnKernel {
  public:
-  CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32, bool deterministic);
+  CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32, bool deterministic,
+              EngineSet engines = EngineSet::kAll);
   ~CudnnKernel();
 
   // On the first call: benchmarks every micro-batch size the policy (or the
@@ -186,6 +197,30 @@ class CudnnKernel {
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                        const void* a, const void* b, void* out, void* workspace,
                        int64_t workspace_bytes, std::vector<Measured>* got);
+  // The graph-API side of benchmarking one size: engines the heuristics
+  // propose whose plans finalize within the limit (for backward-filter also
+  // the accumulating plan), and their timing with CUDA events.
+  struct GraphTrial {
+    GraphCandidate candidate;
+    const GraphPlan* plan;
+  };
+  Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
+                            std::vector<GraphTrial>* trials);
+  Status TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
+                         const std::vector<GraphTrial>& trials, const void* a, const void* b,
+                         void* out, void* workspace, int64_t workspace_bytes,
+                         std::vector<Measured>* got);
+  // The graph spec of `size` samples (accumulate: backward-filter's beta = 1).
+  ConvGraphSpec GraphSpec(int64_t size, bool accumulate) const;
+  // The cached execution plan of an engine at a size on a handle, made on
+  // first use.
+  Status GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
+                      bool accumulate, const GraphPlan** out);
+  // RunMicroBatch of a graph-API engine.
+  Status RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
+                            const GraphEngine& engine, int64_t offset, bool accumulate,
+                            const void* a, const void* b, void* out, void* workspace,
+                            void* padded);
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                        int64_t offset,
                        bool accumulate, const void* a, const void* b, void* out,
@@ -201,6 +236,7 @@ class CudnnKernel {
   const ConvParams params_;
   const bool allow_tf32_;
   const bool deterministic_;
+  const EngineSet engines_;
   // cuDNN sees symmetric padding; extra rows/columns are padded explicitly.
   int64_t sym_pad_h_, sym_pad_w_, extra_top_, extra_left_, padded_h_, padded_w_;
 
@@ -214,11 +250,15 @@ class CudnnKernel {
   Plan plan_;
   int64_t limit_ = 0;
   bool divided_ = false;
-  std::mutex mu_;        // guards descriptors_ and filter_descriptors_
+  std::mutex mu_;        // guards descriptors_, filter_descriptors_ and graph_plans_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<Descriptors>> descriptors_;
   std::unique_ptr<FilterDescriptors> filter_descriptors_;
+  // (handle, size, engine name, accumulate) -> its finalized plan; failures
+  // are kept as nullptr so that they are not rebuilt.
+  std::map<std::tuple<cudnnHandle_t, int64_t, std::string, bool>, std::unique_ptr<GraphPlan>>
+      graph_plans_;
 };
 
 // The per-device cache of planned kernels, one per KernelKey; thread-safe.

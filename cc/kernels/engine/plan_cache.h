@@ -30,6 +30,8 @@ struct KernelKey {
   // Workspace Division group (bytes shared with the other kernels of this
   // total on the device); 0: none. workspace_limit is the total then.
   int64_t total_workspace = 0;
+  // The candidates benchmarked (UCUDNN_ENGINES).
+  EngineSet engines = EngineSet::kAll;
 
   bool operator<(const KernelKey& o) const;
 };

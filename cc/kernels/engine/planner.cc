@@ -28,6 +28,28 @@ const char* BatchSizePolicyName(BatchSizePolicy policy) {
   return "?";
 }
 
+bool ParseEngineSet(const std::string& name, EngineSet* engines) {
+  if (name == "all") {
+    *engines = EngineSet::kAll;
+  } else if (name == "legacy") {
+    *engines = EngineSet::kLegacy;
+  } else if (name == "graph") {
+    *engines = EngineSet::kGraph;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* EngineSetName(EngineSet engines) {
+  switch (engines) {
+    case EngineSet::kAll: return "all";
+    case EngineSet::kLegacy: return "legacy";
+    case EngineSet::kGraph: return "graph";
+  }
+  return "?";
+}
+
 std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size) {
   std::vector<int64_t> sizes;
   if (batch_size <= 0) return sizes;

@@ -17,6 +17,14 @@ namespace ucudnn {
 // Which micro-batch sizes the planner may use (μ-cuDNN's batch-size policy).
 enum class BatchSizePolicy : int { kUndivided = 0, kPowerOfTwo = 1, kAll = 2 };
 
+// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES): the legacy
+// algorithms and the graph-API engines (all), or only one of the two.
+enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2 };
+
+// Parses "all" | "legacy" | "graph"; false on anything else.
+bool ParseEngineSet(const std::string& name, EngineSet* engines);
+const char* EngineSetName(EngineSet engines);
+
 // Parses "undivided" | "powerOfTwo" | "all"; false on anything else.
 bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy);
 const char* BatchSizePolicyName(BatchSizePolicy policy);

@@ -30,6 +30,15 @@ int main() {
   Check(MicroBatchSizes(BatchSizePolicy::kAll, 3) == std::vector<int64_t>({1, 2, 3}),
         "all sizes of 3 are {1, 2, 3}");
 
+  EngineSet engines = EngineSet::kAll;
+  Check(ParseEngineSet("graph", &engines) && engines == EngineSet::kGraph &&
+            std::string(EngineSetName(engines)) == "graph",
+        "UCUDNN_ENGINES=graph parses and names itself");
+  Check(ParseEngineSet("legacy", &engines) && engines == EngineSet::kLegacy,
+        "UCUDNN_ENGINES=legacy parses");
+  Check(!ParseEngineSet("Graph", &engines) && !ParseEngineSet("", &engines),
+        "UCUDNN_ENGINES rejects other spellings");
+
   // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
   PerfTable table;
   table[8] = {{0, 10.0, 0}, {1, 2.0, 400}};

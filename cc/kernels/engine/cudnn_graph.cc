@@ -1,0 +1,358 @@
+#if GOOGLE_CUDA
+
+#include "cc/kernels/engine/cudnn_graph.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "cc/kernels/engine/cuda_check.h"
+
+namespace ucudnn {
+namespace {
+
+// Unique ids of the three tensors in every graph and variant pack.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+
+// Backend descriptors created for one graph or plan; destroyed together
+// unless handed over (Release) to a GraphPlan.
+class Descriptors {
+ public:
+  ~Descriptors() {
+    for (cudnnBackendDescriptor_t d : owned_) cudnnBackendDestroyDescriptor(d);
+  }
+  Status Create(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* out) {
+    UCUDNN_CUDNN_OK(cudnnBackendCreateDescriptor(type, out));
+    owned_.push_back(*out);
+    return Status();
+  }
+  std::vector<cudnnBackendDescriptor_t> Release() { return std::move(owned_); }
+
+ private:
+  std::vector<cudnnBackendDescriptor_t> owned_;
+};
+
+Status MakeTensor(Descriptors* ds, const GraphTensor& t, int64_t uid, cudnnDataType_t type,
+                  int64_t alignment, cudnnBackendDescriptor_t* out) {
+  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
+  UCUDNN_CUDNN_OK(
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  UCUDNN_CUDNN_OK(
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t.dims));
+  UCUDNN_CUDNN_OK(
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, t.strides));
+  UCUDNN_CUDNN_OK(
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
+                                           CUDNN_TYPE_INT64, 1, &alignment));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*out));
+  return Status();
+}
+
+// The operation graph of one convolution node for `spec`.
+Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec, Descriptors* ds,
+                          cudnnBackendDescriptor_t* graph) {
+  cudnnBackendDescriptor_t x, w, y, conv, op;
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.x, kUidX, spec.data_type, spec.alignment, &x));
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.w, kUidW, spec.data_type, spec.alignment, &w));
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.y, kUidY, spec.data_type, spec.alignment, &y));
+
+  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial_dims = 2;
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+                                           CUDNN_TYPE_DATA_TYPE, 1, &compute));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                                           CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+                                           CUDNN_TYPE_INT64, 1, &spatial_dims));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS,
+                                           CUDNN_TYPE_INT64, 2, spec.dilation));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+                                           CUDNN_TYPE_INT64, 2, spec.stride));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+                                           CUDNN_TYPE_INT64, 2, spec.pad));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+                                           CUDNN_TYPE_INT64, 2, spec.pad));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(conv));
+
+  const float alpha = 1.0f, beta = spec.accumulate ? 1.0f : 0.0f;
+  // Attribute names of the pass's node: alpha, beta, conv, and its x/w/y roles.
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t a_alpha, a_beta, a_conv, a_x, a_w, a_y;
+  switch (spec.pass) {
+    case Pass::kForward:
+      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
+      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
+      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
+      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X;
+      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
+      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y;
+      break;
+    case Pass::kBackwardData:
+      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
+      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA;
+      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
+      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
+      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX;
+      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
+      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY;
+      break;
+    default:
+      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
+      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
+      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
+      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X;
+      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
+      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY;
+      break;
+  }
+  UCUDNN_RETURN_IF_ERROR(ds->Create(type, &op));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_alpha, CUDNN_TYPE_FLOAT, 1, &alpha));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_beta, CUDNN_TYPE_FLOAT, 1, &beta));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(op));
+
+  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+                                           CUDNN_TYPE_HANDLE, 1, &handle));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*graph));
+  return Status();
+}
+
+// A finalized engine of `graph` with global index `id`.
+Status MakeEngine(Descriptors* ds, cudnnBackendDescriptor_t graph, int64_t id,
+                  cudnnBackendDescriptor_t* engine) {
+  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                           CUDNN_TYPE_INT64, 1, &id));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*engine));
+  return Status();
+}
+
+// Reads the engine id and knob choices of a heuristics result.
+Status ReadEngineConfig(cudnnBackendDescriptor_t config, GraphEngine* out) {
+  Descriptors ds;
+  cudnnBackendDescriptor_t engine;
+  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+  int64_t count = 0;
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine));
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                           CUDNN_TYPE_INT64, 1, &count, &out->id));
+  std::vector<cudnnBackendDescriptor_t> choices(CUDNN_KNOB_TYPE_COUNTS);
+  for (auto& c : choices) UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c));
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                           static_cast<int64_t>(choices.size()), &count,
+                                           choices.data()));
+  out->knobs.clear();
+  for (int64_t i = 0; i < std::min<int64_t>(count, choices.size()); ++i) {
+    cudnnBackendKnobType_t type;
+    int64_t value = 0, n = 0;
+    UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                             CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
+    UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                             CUDNN_TYPE_INT64, 1, &n, &value));
+    out->knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  std::sort(out->knobs.begin(), out->knobs.end());
+  return Status();
+}
+
+// The heuristics' engine configs for `graph` in `mode`, in their order.
+Status Heuristics(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
+                  std::vector<GraphEngine>* out) {
+  Descriptors ds;
+  cudnnBackendDescriptor_t heur;
+  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
+  UCUDNN_CUDNN_OK(
+      cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(heur));
+  int64_t count = 0;
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<cudnnBackendDescriptor_t> configs(count);
+  for (auto& c : configs) UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c));
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
+                                           configs.data()));
+  for (int64_t i = 0; i < count; ++i) {
+    GraphEngine e;
+    if (ReadEngineConfig(configs[i], &e).ok()) out->push_back(std::move(e));
+  }
+  return Status();
+}
+
+// Whether the engine's notes allow it under `numerics`; *deterministic from
+// its notes.
+Status EngineAllowed(cudnnBackendDescriptor_t engine, const GraphNumerics& numerics,
+                     bool* allowed, bool* deterministic) {
+  std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+  int64_t n = 0;
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                           CUDNN_TYPE_NUMERICAL_NOTE,
+                                           static_cast<int64_t>(notes.size()), &n, notes.data()));
+  std::vector<cudnnBackendBehaviorNote_t> behaviour(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+  int64_t nb = 0;
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                           CUDNN_TYPE_BEHAVIOR_NOTE,
+                                           static_cast<int64_t>(behaviour.size()), &nb,
+                                           behaviour.data()));
+  *allowed = true;
+  *deterministic = true;
+  for (int64_t i = 0; i < std::min<int64_t>(n, notes.size()); ++i) {
+    switch (notes[i]) {
+      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+        if (!numerics.allow_tensor_core) *allowed = false;
+        break;
+      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
+        *allowed = false;
+        break;
+      case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
+        *deterministic = false;
+        if (numerics.deterministic) *allowed = false;
+        break;
+      default:
+        break;
+    }
+  }
+  for (int64_t i = 0; i < std::min<int64_t>(nb, behaviour.size()); ++i) {
+    if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) *allowed = false;
+  }
+  return Status();
+}
+
+}  // namespace
+
+cudnnDataType_t CudnnDataType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return CUDNN_DATA_FLOAT;
+    case DType::kHalf: return CUDNN_DATA_HALF;
+    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+std::string GraphEngine::Name() const {
+  std::ostringstream s;
+  s << "eng" << id << "{";
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    s << (i ? "," : "") << "k" << knobs[i].first << "=" << knobs[i].second;
+  }
+  s << "}";
+  return s.str();
+}
+
+Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
+                           const GraphNumerics& numerics, std::vector<GraphCandidate>* out) {
+  out->clear();
+  Descriptors ds;
+  cudnnBackendDescriptor_t graph;
+  // A graph cuDNN cannot express (e.g. beyond its size limits) has no engines.
+  if (!MakeOperationGraph(handle, spec, &ds, &graph).ok()) return Status();
+  std::vector<GraphEngine> proposed;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    std::vector<GraphEngine> got;
+    if (Heuristics(graph, mode, &got).ok()) {
+      for (GraphEngine& e : got) {
+        if (std::find(proposed.begin(), proposed.end(), e) == proposed.end()) {
+          proposed.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  for (GraphEngine& e : proposed) {
+    Descriptors engine_ds;
+    cudnnBackendDescriptor_t engine;
+    if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) continue;
+    bool allowed = false, deterministic = true;
+    if (!EngineAllowed(engine, numerics, &allowed, &deterministic).ok() || !allowed) continue;
+    out->push_back({std::move(e), deterministic});
+  }
+  return Status();
+}
+
+Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const GraphEngine& e,
+                       std::unique_ptr<GraphPlan>* out) {
+  Descriptors ds;
+  cudnnBackendDescriptor_t graph, engine, config, plan;
+  UCUDNN_RETURN_IF_ERROR(MakeOperationGraph(handle, spec, &ds, &graph));
+  UCUDNN_RETURN_IF_ERROR(MakeEngine(&ds, graph, e.id, &engine));
+  std::vector<cudnnBackendDescriptor_t> choices;
+  for (const auto& [type, value] : e.knobs) {
+    cudnnBackendDescriptor_t c;
+    UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c));
+    const auto knob = static_cast<cudnnBackendKnobType_t>(type);
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                             CUDNN_TYPE_KNOB_TYPE, 1, &knob));
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                             CUDNN_TYPE_INT64, 1, &value));
+    UCUDNN_CUDNN_OK(cudnnBackendFinalize(c));
+    choices.push_back(c);
+  }
+  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &config));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine));
+  if (!choices.empty()) {
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                             static_cast<int64_t>(choices.size()),
+                                             choices.data()));
+  }
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(config));
+  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                           CUDNN_TYPE_HANDLE, 1, &handle));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(plan));
+  int64_t workspace = 0, n = 0;
+  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                           CUDNN_TYPE_INT64, 1, &n, &workspace));
+  std::unique_ptr<GraphPlan> made(new GraphPlan());
+  made->plan_ = plan;
+  made->workspace_bytes_ = workspace;
+  made->owned_ = ds.Release();
+  *out = std::move(made);
+  return Status();
+}
+
+GraphPlan::~GraphPlan() {
+  // Destroyed in reverse order of creation: the plan before what it refers to.
+  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
+}
+
+Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
+                          void* workspace) const {
+  Descriptors ds;
+  cudnnBackendDescriptor_t pack;
+  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                           CUDNN_TYPE_INT64, 3, uids));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                           CUDNN_TYPE_VOID_PTR, 3, pointers));
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                           CUDNN_TYPE_VOID_PTR, 1, &workspace));
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(pack));
+  UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack));
+  return Status();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

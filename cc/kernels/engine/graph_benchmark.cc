@@ -1,0 +1,215 @@
+// CudnnKernel's graph-API candidates: the spec of each micro-batch size, the
+// engines proposed for it, their timing, their cached execution plans, and
+// running a micro-batch with one (see cudnn_graph.h).
+#if GOOGLE_CUDA
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cc/kernels/engine/cuda_check.h"
+#include "cc/kernels/engine/cudnn_backend.h"
+
+namespace ucudnn {
+namespace {
+
+// Warm-up runs, then timed runs, per candidate and size.
+constexpr int kWarmupRuns = 1;
+constexpr int kTimedRuns = 3;
+
+// The largest power of two (at most 16 bytes) that divides `bytes`.
+int64_t PowerOfTwoAlignment(int64_t bytes) {
+  int64_t align = 16;
+  while (align > 1 && bytes % align != 0) align /= 2;
+  return align;
+}
+
+// CUDA events that are destroyed with the object.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~EventPair() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+};
+
+}  // namespace
+
+ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate) const {
+  const ConvParams& p = params_;
+  ConvGraphSpec spec;
+  spec.pass = pass_;
+  spec.data_type = CudnnDataType(p.dtype);
+  spec.x.dims[0] = size;
+  spec.x.dims[1] = p.in_channels;
+  spec.x.dims[2] = padded_h_;
+  spec.x.dims[3] = padded_w_;
+  LayoutStrides(p.layout, p.in_channels, padded_h_, padded_w_, spec.x.strides);
+  spec.y.dims[0] = size;
+  spec.y.dims[1] = p.out_channels;
+  spec.y.dims[2] = p.out_height;
+  spec.y.dims[3] = p.out_width;
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, spec.y.strides);
+  // The filter in cuDNN's layout (KCRS for NCHW, KRSC for NHWC), as Run makes it.
+  spec.w.dims[0] = p.out_channels;
+  spec.w.dims[1] = p.group_in_channels();
+  spec.w.dims[2] = p.filter_height;
+  spec.w.dims[3] = p.filter_width;
+  LayoutStrides(p.layout, p.group_in_channels(), p.filter_height, p.filter_width, spec.w.strides);
+  spec.pad[0] = sym_pad_h_;
+  spec.pad[1] = sym_pad_w_;
+  spec.stride[0] = p.stride_h;
+  spec.stride[1] = p.stride_w;
+  spec.dilation[0] = p.dilation_h;
+  spec.dilation[1] = p.dilation_w;
+  // Micro-batches start at whole samples of the caller's tensors (TF aligns
+  // their bases to 64 bytes): the sample sizes bound the alignment.
+  const int64_t elem = DTypeSize(p.dtype);
+  spec.alignment = std::min({PowerOfTwoAlignment(p.input_sample_size() * elem),
+                             PowerOfTwoAlignment(padded_sample_elems() * elem),
+                             PowerOfTwoAlignment(p.output_sample_size() * elem)});
+  spec.accumulate = accumulate;
+  return spec;
+}
+
+Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
+                                 bool accumulate, const GraphPlan** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_tuple(handle, size, engine.Name(), accumulate);
+  auto it = graph_plans_.find(key);
+  if (it == graph_plans_.end()) {
+    std::unique_ptr<GraphPlan> plan;
+    const Status made = GraphPlan::Make(handle, GraphSpec(size, accumulate), engine, &plan);
+    it = graph_plans_.emplace(key, std::move(plan)).first;  // nullptr when it failed
+    if (!made.ok()) {
+      return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
+                              PassName(pass_) + " " + params_.ToString() + " at " +
+                              std::to_string(size) + " samples: " + made.message());
+    }
+  }
+  if (it->second == nullptr) {
+    return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
+                            PassName(pass_) + " " + params_.ToString() + " at " +
+                            std::to_string(size) + " samples");
+  }
+  *out = it->second.get();
+  return Status();
+}
+
+Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
+                                       int64_t workspace_limit, std::vector<GraphTrial>* trials) {
+  trials->clear();
+  GraphNumerics numerics;
+  // Float32 without TF32 must stay off tensor cores, as for the legacy algorithms.
+  numerics.allow_tensor_core = !(params_.dtype == DType::kFloat && !allow_tf32_);
+  numerics.deterministic = deterministic_;
+  std::vector<GraphCandidate> candidates;
+  UCUDNN_RETURN_IF_ERROR(
+      ProposeGraphEngines(handle, GraphSpec(size, false), numerics, &candidates));
+  for (const GraphCandidate& c : candidates) {
+    const GraphPlan* plan = nullptr;
+    if (!GetGraphPlan(handle, size, c.engine, false, &plan).ok()) continue;
+    if (plan->workspace_bytes() > workspace_limit) continue;
+    if (pass_ == Pass::kBackwardFilter) {
+      // Later micro-batches accumulate into the filter gradient (beta = 1).
+      const GraphPlan* accumulating = nullptr;
+      if (!GetGraphPlan(handle, size, c.engine, true, &accumulating).ok()) continue;
+      if (accumulating->workspace_bytes() > plan->workspace_bytes()) continue;
+    }
+    trials->push_back({c, plan});
+  }
+  return Status();
+}
+
+// The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
+// backward-data (dy, w, dx); backward-filter (x, dy, dw).
+static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
+                       const void** x, const void** w, const void** y) {
+  switch (pass) {
+    case Pass::kForward: *x = a; *w = b; *y = out; break;
+    case Pass::kBackwardData: *y = a; *w = b; *x = out; break;
+    case Pass::kBackwardFilter: *x = a; *y = b; *w = out; break;
+  }
+}
+
+Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
+                                    const std::vector<GraphTrial>& trials, const void* a,
+                                    const void* b, void* out, void* workspace,
+                                    int64_t workspace_bytes, std::vector<Measured>* got) {
+  if (trials.empty()) return Status();
+  const void *x, *w, *y;
+  GraphRoles(pass_, a, b, out, &x, &w, &y);
+  EventPair events;
+  UCUDNN_CUDA_OK(cudaEventCreate(&events.start));
+  UCUDNN_CUDA_OK(cudaEventCreate(&events.stop));
+  for (const GraphTrial& trial : trials) {
+    if (trial.plan->workspace_bytes() > workspace_bytes) continue;
+    bool ran = true;
+    for (int i = 0; ran && i < kWarmupRuns; ++i) {
+      ran = trial.plan->Execute(handle, x, w, y, workspace).ok();
+    }
+    UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
+    for (int i = 0; ran && i < kTimedRuns; ++i) {
+      ran = trial.plan->Execute(handle, x, w, y, workspace).ok();
+    }
+    UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
+    UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
+    if (!ran) continue;  // the engine refused at run time: not a candidate
+    float ms = 0;
+    UCUDNN_CUDA_OK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    CudnnAlgo algo;
+    algo.engine = trial.candidate.engine;
+    algo.deterministic = trial.candidate.deterministic;
+    got->push_back({algo, static_cast<double>(ms) / kTimedRuns, trial.plan->workspace_bytes()});
+  }
+  return Status();
+}
+
+Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
+                                       const MicroBatch& mb, const GraphEngine& engine,
+                                       int64_t offset, bool accumulate, const void* a,
+                                       const void* b, void* out, void* workspace,
+                                       void* padded) {
+  const ConvParams& p = params_;
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in_off = offset * p.input_sample_size() * elem;
+  const int64_t out_off = offset * p.output_sample_size() * elem;
+  const bool asymmetric = padded != nullptr;
+  const GraphPlan* plan = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetGraphPlan(handle, mb.size, engine,
+                                      pass_ == Pass::kBackwardFilter && accumulate, &plan));
+  const void *x = nullptr, *w = b, *y = nullptr;
+  if (pass_ == Pass::kBackwardData) {
+    y = static_cast<const char*>(a) + out_off;
+    x = asymmetric ? padded : static_cast<char*>(out) + in_off;
+  } else {
+    x = static_cast<const char*>(a) + in_off;
+    if (asymmetric) {
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, x, padded, /*into_padded=*/true));
+      x = padded;
+    }
+    if (pass_ == Pass::kForward) {
+      y = static_cast<char*>(out) + out_off;
+    } else {
+      y = static_cast<const char*>(b) + out_off;
+      w = out;
+    }
+  }
+  const int64_t alignment = GraphSpec(mb.size, accumulate).alignment;
+  for (const void* ptr : {x, w, y}) {
+    if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
+      return Status::Internal("a tensor of " + std::string(PassName(pass_)) + " " +
+                              p.ToString() + " is not aligned to " + std::to_string(alignment) +
+                              " bytes, which cuDNN engine " + engine.Name() + " needs");
+    }
+  }
+  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace));
+  if (pass_ == Pass::kBackwardData && asymmetric) {
+    UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, padded, static_cast<char*>(out) + in_off,
+                                      /*into_padded=*/false));
+  }
+  return Status();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,133 @@
+"""cuDNN graph-API engines as plan candidates (UCUDNN_ENGINES).
+
+On the GPU, with UCUDNN_ENGINES=graph every micro-batch runs a graph-API
+engine (cudnnBackendExecute), and forward, backward-data and backward-filter
+still equal TensorFlow's convolution for every plan: forced micro-batches with
+a remainder (backward-filter accumulates with beta = 1 after the first),
+asymmetric padding, NHWC and NCHW, float32 without TF32 and float16. The whole
+GPU equivalence grid of test_nn.py passes with graph engines alone. With the
+default (all) both kinds compete in one benchmark table. A bad value is an
+InvalidArgumentError on any device.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import tf_ucudnn
+from testing_utils import ROOT, run_python
+
+# Each case: forward + both gradients through tf.GradientTape against the
+# composed CPU reference; prints the errors and every GPU plan's algorithms.
+_CHILD = """
+    import json, sys, numpy as np, tensorflow as tf
+    sys.path.insert(0, "tests")
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    import tf_ucudnn
+    from testing_utils import explicit_padding, random_tensor, reference_conv2d, rel_l2
+    cases = [
+        # (name, (N, H, W, C, K, R, S), stride, padding, data_format, dtype, micro_batch_size)
+        ("nhwc_same_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float32", 3),
+        ("nchw_same_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NCHW", "float32", 3),
+        ("nhwc_asymmetric_stride2", (6, 10, 10, 8, 16, 3, 3), 2, "SAME", "NHWC", "float32", 4),
+        ("nchw_explicit", (5, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 2),
+        ("nhwc_planner", (16, 14, 14, 32, 32, 5, 5), 1, "SAME", "NHWC", "float32", None),
+        ("nhwc_half_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 3),
+    ]
+    rng = np.random.default_rng(1804)
+    out = {}
+    for name, (n, h, w, c, k, r, s), stride, padding, fmt, dtype, mb in cases:
+        tf_ucudnn.clear_plans()
+        dtype = tf.as_dtype(dtype)
+        x, x32 = random_tensor(rng, (n, h, w, c) if fmt == "NHWC" else (n, c, h, w), dtype)
+        f, f32 = random_tensor(rng, (r, s, c, k), dtype)
+        op_padding = padding if isinstance(padding, str) else explicit_padding(padding, fmt)
+        with tf.device("/GPU:0"), tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y = tf_ucudnn.conv2d(x, f, stride, op_padding, fmt, micro_batch_size=mb)
+        dy, dy32 = random_tensor(rng, y.shape, dtype)
+        dx, df = tape.gradient(y, [x, f], output_gradients=dy)
+        with tf.device("/CPU:0"), tf.GradientTape() as tape:
+            tape.watch([x32, f32])
+            y_ref = reference_conv2d(x32, f32, stride, padding, fmt)
+        dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
+        out[name] = dict(
+            errors=[rel_l2(y, y_ref), rel_l2(dx, dx_ref), rel_l2(df, df_ref)],
+            plans={p["pass"]: [(m["size"], m["algo"]) for m in p["micro_batches"]]
+                   for p in tf_ucudnn.plans() if "GPU" in p["device"]})
+    print(json.dumps(out))
+"""
+
+
+def _run_child(engines):
+    done = run_python(_CHILD, pythonpath=ROOT, UCUDNN_ENGINES=engines)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.gpu
+class GraphEnginesGpuTest(tf.test.TestCase):
+
+    def test_graph_engines_alone_match_tensorflow_for_every_plan(self):
+        result = _run_child("graph")
+        for name, case in result.items():
+            # float32 without TF32: summation order only. float16: rounding of
+            # inputs and outputs to 11 bits (see testing_utils.TOLERANCE).
+            tol = 2e-3 if "half" in name else 1e-5
+            for what, error in zip(("forward", "backward-data", "backward-filter"),
+                                   case["errors"]):
+                self.assertLessEqual(error, tol, f"{name} {what}: {case}")
+            self.assertCountEqual(case["plans"], ["forward", "backward-data", "backward-filter"])
+            for pass_name, steps in case["plans"].items():
+                for size, algo in steps:
+                    self.assertTrue(algo.startswith("eng"),
+                                    f"{name} {pass_name}: micro-batch of {size} ran {algo}")
+        # The forced plans really are split, with a remainder where N % k != 0.
+        self.assertEqual([size for size, _ in result["nhwc_same_remainder"]["plans"][
+            "backward-filter"]], [3, 3, 2])
+
+    def test_default_benchmarks_legacy_algorithms_and_graph_engines_together(self):
+        done = run_python("""
+            import json, numpy as np, tensorflow as tf
+            import tf_ucudnn
+            from tf_ucudnn.division import kernels
+            x = tf.random.normal((32, 14, 14, 32))
+            f = tf.random.normal((3, 3, 32, 32))
+            with tf.device("/GPU:0"):
+                tf_ucudnn.conv2d(x, f, 1, "SAME")
+            algos = kernels()[0]["algos"]
+            print(json.dumps(dict(legacy=sum(len(a) == 3 for a in algos),
+                                  graph=sum(len(a) > 3 for a in algos))))
+        """, pythonpath=ROOT)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        counts = json.loads(done.stdout.strip().splitlines()[-1])
+        self.assertGreater(counts["legacy"], 0, counts)
+        self.assertGreater(counts["graph"], 0, counts)
+
+    def test_equivalence_grid_passes_with_graph_engines_alone(self):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+             os.path.join("tests", "test_nn.py"), "-k", "Conv2dGpuTest"],
+            cwd=ROOT, env=dict(os.environ, UCUDNN_ENGINES="graph"), capture_output=True,
+            text=True, timeout=1200)
+        self.assertEqual(done.returncode, 0, done.stdout[-4000:] + done.stderr[-2000:])
+        self.assertIn("passed", done.stdout.strip().splitlines()[-1])
+
+
+class EngineSetValueTest(tf.test.TestCase):
+
+    def test_unknown_value_is_invalid_argument_naming_the_choices(self):
+        done = run_python("""
+            import tensorflow as tf
+            import tf_ucudnn
+            try:
+                tf_ucudnn.conv2d(tf.ones((1, 4, 4, 1)), tf.ones((3, 3, 1, 1)), 1, "SAME")
+            except tf.errors.InvalidArgumentError as e:
+                print("InvalidArgument:", e.message)
+        """, pythonpath=ROOT, UCUDNN_ENGINES="cudnn")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("UCUDNN_ENGINES must be one of all, legacy, graph; got 'cudnn'", done.stdout)
