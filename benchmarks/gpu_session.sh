@@ -1,7 +1,7 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
-#   bash benchmarks/gpu_session.sh setup|tests|models|deepbench|overhead|planning
+#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|op_overhead
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -33,6 +33,12 @@ case "$1" in
       UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=$devices \
         python3 benchmarks/planning_cold_warm.py 2>&1 | tail -1
     done | tee -a "$OUT/planning.log" ;;
+  graph) timeout "${2:-540}" python3 -m pytest tests/test_graph_engines.py -m gpu -q -p no:cacheprovider \
+            2>&1 | tail -40 | tee "$OUT/graph_tests.log" ;;
+  misses)  # the layers where the legacy algorithms could not match stock TF
+    timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB --iters 5 \
+      --layers ocr_11_3x3,facerec_12_3x3,facerec_16_3x3,vision_30_5x5,vision_32_5x5,speakerid_54_5x5 \
+      --json "$OUT/misses.json" 2>&1 | tee "$OUT/misses.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac
