@@ -39,6 +39,8 @@ case "$1" in
     timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB --iters 5 \
       --layers ocr_11_3x3,facerec_12_3x3,facerec_16_3x3,vision_30_5x5,vision_32_5x5,speakerid_54_5x5 \
       --json "$OUT/misses.json" 2>&1 | tee "$OUT/misses.log" ;;
+  engine_table) python3 benchmarks/engine_table.py "${@:2}" 2>&1 | grep -v WARNING \
+            | tee "$OUT/engine_table.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

@@ -1,0 +1,43 @@
+"""Prints a kernel's benchmark table (every candidate at every micro-batch size):
+which legacy algorithms and graph-API engines were measured, their time and
+workspace. Default: DeepBench speakerid_54 (1>64, 161x700, 5x5, stride 2, pad 1)
+at N=256 within 64 MiB, the layer where the plan stays above stock TF.
+
+  python benchmarks/engine_table.py [--limit-mib 64] [--sizes 256,128,8]
+"""
+import argparse
+
+import numpy as np
+import tensorflow as tf
+
+import tf_ucudnn
+from tf_ucudnn.division import kernels
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit-mib", type=int, default=64)
+    parser.add_argument("--sizes", default="256,128,32,8")
+    args = parser.parse_args()
+    limit = args.limit_mib << 20
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((256, 161, 700, 1)), tf.float32)
+    f = tf.constant(rng.standard_normal((5, 5, 1, 64)), tf.float32)
+    padding = [[0, 0], [1, 1], [1, 1], [0, 0]]
+    with tf.device("/GPU:0"), tf.GradientTape() as tape:
+        tape.watch([x, f])
+        y = tf_ucudnn.conv2d(x, f, 2, padding, workspace_limit=limit)
+    tape.gradient(y, [x, f], output_gradients=tf.ones_like(y))
+    sizes = {int(s) for s in args.sizes.split(",")}
+    for k in kernels():
+        print(f"\n{k['pass']} {k['shape']} limit {k['workspace_limit'] >> 20} MiB; "
+              f"plan {k['plan']['time_ms']:.3f} ms")
+        names = [("eng%d{%s}" % (a[3], ",".join(f"k{a[i]}={a[i + 1]}" for i in range(4, len(a), 2)))
+                  if len(a) > 3 else f"legacy algo {a[0]} math {a[1]}") for a in k["algos"]]
+        for size, algo, ms, ws in sorted(k["table"], key=lambda r: (-r[0], r[2])):
+            if size in sizes:
+                print(f"  {size:4d}  {ms:8.3f} ms  {ws / 2**20:9.1f} MiB  {names[algo]}")
+
+
+if __name__ == "__main__":
+    main()
