@@ -41,6 +41,14 @@ case "$1" in
       --json "$OUT/misses.json" 2>&1 | tee "$OUT/misses.log" ;;
   engine_table) python3 benchmarks/engine_table.py "${@:2}" 2>&1 | grep -v WARNING \
             | tee "$OUT/engine_table.log" ;;
+  stock_engine)  # the engine stock TF runs for speakerid_54 backward-data, from cuDNN's log
+    for mib in 64 8192; do
+      rm -f /tmp/cudnn.log
+      TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=/tmp/cudnn.log \
+        python3 benchmarks/stock_engine_log.py 2>&1 | grep "ms per call" | sed "s/^/$mib MiB: /"
+      grep -n "cudnnBackendExecute\|GLOBAL_INDEX\|engineId\|KNOB\|WORKSPACE_SIZE\|workspace" /tmp/cudnn.log \
+        | tail -40 | cut -c1-200
+    done 2>&1 | tee "$OUT/stock_engine.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac
