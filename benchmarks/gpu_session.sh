@@ -46,8 +46,10 @@ case "$1" in
       rm -f /tmp/cudnn.log
       TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=/tmp/cudnn.log \
         python3 benchmarks/stock_engine_log.py 2>&1 | grep "ms per call" | sed "s/^/$mib MiB: /"
-      grep -n "cudnnBackendExecute\|GLOBAL_INDEX\|engineId\|KNOB\|WORKSPACE_SIZE\|workspace" /tmp/cudnn.log \
-        | tail -40 | cut -c1-200
+      last=$(grep -n "cudnnBackendExecute" /tmp/cudnn.log | tail -1 | cut -d: -f1)
+      echo "log: $(wc -l < /tmp/cudnn.log) lines; last cudnnBackendExecute at ${last:-none}"
+      [ -n "$last" ] && sed -n "$((last - 3)),$((last + 45))p" /tmp/cudnn.log | cut -c1-220
+      grep -o "eng[0-9]*{[^}]*}\|engineId[^,]*\|engine_id[^,]*" /tmp/cudnn.log | sort | uniq -c | sort -rn | head
     done 2>&1 | tee "$OUT/stock_engine.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
