@@ -52,7 +52,7 @@ struct ConvGraphSpec {
   int64_t pad[2] = {0, 0};       // symmetric (h, w)
   int64_t stride[2] = {1, 1};
   int64_t dilation[2] = {1, 1};
-  int64_t alignment = 16;        // bytes every data pointer is aligned to
+  int64_t alignment = 16;        // bytes every data pointer (and the workspace) is aligned to
   bool accumulate = false;       // backward-filter: beta = 1 (later micro-batches)
 };
 

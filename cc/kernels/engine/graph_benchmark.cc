@@ -16,9 +16,12 @@ namespace {
 constexpr int kWarmupRuns = 1;
 constexpr int kTimedRuns = 3;
 
-// The largest power of two (at most 16 bytes) that divides `bytes`.
+// TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
+constexpr int64_t kBufferAlignment = 64;
+
+// The largest power of two (at most kBufferAlignment) that divides `bytes`.
 int64_t PowerOfTwoAlignment(int64_t bytes) {
-  int64_t align = 16;
+  int64_t align = kBufferAlignment;
   while (align > 1 && bytes % align != 0) align /= 2;
   return align;
 }
@@ -61,12 +64,16 @@ ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate) const {
   spec.stride[1] = p.stride_w;
   spec.dilation[0] = p.dilation_h;
   spec.dilation[1] = p.dilation_w;
-  // Micro-batches start at whole samples of the caller's tensors (TF aligns
-  // their bases to 64 bytes): the sample sizes bound the alignment.
+  // Micro-batches start at whole samples of the caller's tensors, whose bases
+  // TF aligns: the sample sizes bound the alignment, except for the whole
+  // mini-batch, which always starts at the base. Some engines need more than
+  // 16 bytes (RunGraphMicroBatch checks the pointers).
   const int64_t elem = DTypeSize(p.dtype);
-  spec.alignment = std::min({PowerOfTwoAlignment(p.input_sample_size() * elem),
-                             PowerOfTwoAlignment(padded_sample_elems() * elem),
-                             PowerOfTwoAlignment(p.output_sample_size() * elem)});
+  spec.alignment = size == p.batch
+                       ? kBufferAlignment
+                       : std::min({PowerOfTwoAlignment(p.input_sample_size() * elem),
+                                   PowerOfTwoAlignment(padded_sample_elems() * elem),
+                                   PowerOfTwoAlignment(p.output_sample_size() * elem)});
   spec.accumulate = accumulate;
   return spec;
 }
