@@ -13,6 +13,13 @@ namespace {
 // Unique ids of the three tensors in every graph and variant pack.
 constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 
+// How many configs of each heuristics list become candidates, in the list's
+// order (mode A ranks by predicted speed). Planning builds a plan and runs
+// each candidate at every micro-batch size; mode A lists up to ~30 knob
+// variants, and its tail is rarely fastest. Counted after numerics filtering.
+constexpr size_t kModeAConfigs = 16;
+constexpr size_t kFallbackConfigs = 8;
+
 // Backend descriptors created for one graph or plan; destroyed together
 // unless handed over (Release) to a GraphPlan.
 class Descriptors {
@@ -263,24 +270,24 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   cudnnBackendDescriptor_t graph;
   // A graph cuDNN cannot express (e.g. beyond its size limits) has no engines.
   if (!MakeOperationGraph(handle, spec, &ds, &graph).ok()) return Status();
-  std::vector<GraphEngine> proposed;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::vector<GraphEngine> got;
-    if (Heuristics(graph, mode, &got).ok()) {
-      for (GraphEngine& e : got) {
-        if (std::find(proposed.begin(), proposed.end(), e) == proposed.end()) {
-          proposed.push_back(std::move(e));
-        }
-      }
+    if (!Heuristics(graph, mode, &got).ok()) continue;
+    const size_t cap = mode == CUDNN_HEUR_MODE_A ? kModeAConfigs : kFallbackConfigs;
+    size_t taken = 0;
+    for (GraphEngine& e : got) {
+      if (taken == cap) break;
+      const bool seen = std::any_of(out->begin(), out->end(),
+                                    [&](const GraphCandidate& c) { return c.engine == e; });
+      if (seen) continue;
+      Descriptors engine_ds;
+      cudnnBackendDescriptor_t engine;
+      if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) continue;
+      bool allowed = false, deterministic = true;
+      if (!EngineAllowed(engine, numerics, &allowed, &deterministic).ok() || !allowed) continue;
+      out->push_back({std::move(e), deterministic});
+      ++taken;
     }
-  }
-  for (GraphEngine& e : proposed) {
-    Descriptors engine_ds;
-    cudnnBackendDescriptor_t engine;
-    if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) continue;
-    bool allowed = false, deterministic = true;
-    if (!EngineAllowed(engine, numerics, &allowed, &deterministic).ok() || !allowed) continue;
-    out->push_back({std::move(e), deterministic});
   }
   return Status();
 }

@@ -71,8 +71,9 @@ struct GraphCandidate {
   bool deterministic = true;
 };
 
-// The engine configs cuDNN's heuristics propose for `spec` (mode A, then the
-// fallback list; duplicates dropped), filtered by `numerics`. An operation
+// The engine configs cuDNN's heuristics propose for `spec` that `numerics`
+// allows: the first 16 of mode A, then the first 8 new ones of the fallback
+// list. An operation
 // graph that no engine supports gives an empty list, not an error.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, std::vector<GraphCandidate>* out);

@@ -12,9 +12,12 @@
 namespace ucudnn {
 namespace {
 
-// Warm-up runs, then timed runs, per candidate and size.
-constexpr int kWarmupRuns = 1;
+// Per candidate and size: one warm-up run, one screening run, and two more
+// timed runs unless the screening run shows it dominated (see TimeGraphTrials).
 constexpr int kTimedRuns = 3;
+// A screened candidate is dropped when another candidate at the same size
+// needs no more workspace and is faster by this factor (a margin for noise).
+constexpr double kDominatedFactor = 0.9;
 
 // TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
 constexpr int64_t kBufferAlignment = 64;
@@ -148,25 +151,42 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   EventPair events;
   UCUDNN_CUDA_OK(cudaEventCreate(&events.start));
   UCUDNN_CUDA_OK(cudaEventCreate(&events.stop));
-  for (const GraphTrial& trial : trials) {
-    if (trial.plan->workspace_bytes() > workspace_bytes) continue;
+  // `runs` executions of `plan` timed with events: mean ms, or < 0 if cuDNN refused.
+  auto time_runs = [&](const GraphPlan& plan, int runs, double* ms) -> Status {
     bool ran = true;
-    for (int i = 0; ran && i < kWarmupRuns; ++i) {
-      ran = trial.plan->Execute(handle, x, w, y, workspace).ok();
-    }
     UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
-    for (int i = 0; ran && i < kTimedRuns; ++i) {
-      ran = trial.plan->Execute(handle, x, w, y, workspace).ok();
-    }
+    for (int i = 0; ran && i < runs; ++i) ran = plan.Execute(handle, x, w, y, workspace).ok();
     UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
     UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
-    if (!ran) continue;  // the engine refused at run time: not a candidate
-    float ms = 0;
-    UCUDNN_CUDA_OK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    float elapsed = 0;
+    UCUDNN_CUDA_OK(cudaEventElapsedTime(&elapsed, events.start, events.stop));
+    *ms = ran ? static_cast<double>(elapsed) / runs : -1.0;
+    return Status();
+  };
+  // Whether a measured candidate (`got` already holds this size's legacy
+  // results) is clearly faster within no more workspace: then neither Workspace
+  // Reuse nor the Pareto front can use this one.
+  auto dominated = [&](double ms, int64_t bytes) {
+    for (const Measured& m : *got) {
+      if (m.workspace_bytes <= bytes && m.time_ms < kDominatedFactor * ms) return true;
+    }
+    return false;
+  };
+  for (const GraphTrial& trial : trials) {
+    const GraphPlan& plan = *trial.plan;
+    if (plan.workspace_bytes() > workspace_bytes) continue;
+    double warmup_ms = 0, screen_ms = 0, rest_ms = 0;
+    UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &warmup_ms));  // first use: module loading
+    if (warmup_ms < 0) continue;  // the engine refused at run time: not a candidate
+    UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &screen_ms));
+    if (screen_ms < 0 || dominated(screen_ms, plan.workspace_bytes())) continue;
+    UCUDNN_RETURN_IF_ERROR(time_runs(plan, kTimedRuns - 1, &rest_ms));
+    if (rest_ms < 0) continue;
     CudnnAlgo algo;
     algo.engine = trial.candidate.engine;
     algo.deterministic = trial.candidate.deterministic;
-    got->push_back({algo, static_cast<double>(ms) / kTimedRuns, trial.plan->workspace_bytes()});
+    const double ms = (screen_ms + rest_ms * (kTimedRuns - 1)) / kTimedRuns;
+    got->push_back({algo, ms, plan.workspace_bytes()});
   }
   return Status();
 }
