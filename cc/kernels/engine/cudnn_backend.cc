@@ -326,6 +326,10 @@ Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t wo
 }
 
 namespace {
+// The smallest micro-batch size benchmarked with graph-API engines when legacy
+// algorithms are candidates too (UCUDNN_ENGINES=all).
+constexpr int64_t kMinGraphMicroBatch = 8;
+
 // Buffers a pass needs besides workspace: the filter in cuDNN's layout, and a
 // padded input (or input gradient) micro-batch when padding is asymmetric.
 struct PassScratch {
@@ -392,7 +396,13 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   for (int64_t size : sizes) {
     int64_t needed = 0;
     if (legacy) UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
-    if (engines_ != EngineSet::kLegacy) {
+    // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
+    // the whole mini-batch): planning builds an execution plan per engine and
+    // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
+    // (too little work per launch); the legacy algorithms still cover them.
+    const bool graph_size = size >= std::min(kMinGraphMicroBatch, params_.batch) ||
+                            engines_ == EngineSet::kGraph;
+    if (engines_ != EngineSet::kLegacy && graph_size) {
       UCUDNN_RETURN_IF_ERROR(
           ProposeGraphTrials(handle->handle, size, workspace_limit, &trials[size]));
       for (const GraphTrial& trial : trials[size]) {

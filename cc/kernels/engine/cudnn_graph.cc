@@ -17,8 +17,8 @@ constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 // order (mode A ranks by predicted speed). Planning builds a plan and runs
 // each candidate at every micro-batch size; mode A lists up to ~30 knob
 // variants, and its tail is rarely fastest. Counted after numerics filtering.
-constexpr size_t kModeAConfigs = 16;
-constexpr size_t kFallbackConfigs = 8;
+constexpr size_t kModeAConfigs = 8;
+constexpr size_t kFallbackConfigs = 4;
 
 // Backend descriptors created for one graph or plan; destroyed together
 // unless handed over (Release) to a GraphPlan.

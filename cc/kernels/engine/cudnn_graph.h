@@ -72,7 +72,7 @@ struct GraphCandidate {
 };
 
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
-// allows: the first 16 of mode A, then the first 8 new ones of the fallback
+// allows: the first 8 of mode A, then the first 4 new ones of the fallback
 // list. An operation
 // graph that no engine supports gives an empty list, not an error.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,

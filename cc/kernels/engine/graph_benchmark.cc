@@ -119,7 +119,7 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     const GraphPlan* plan = nullptr;
     if (!GetGraphPlan(handle, size, c.engine, false, &plan).ok()) continue;
     if (plan->workspace_bytes() > workspace_limit) continue;
-    if (pass_ == Pass::kBackwardFilter) {
+    if (pass_ == Pass::kBackwardFilter && size < params_.batch) {
       // Later micro-batches accumulate into the filter gradient (beta = 1).
       const GraphPlan* accumulating = nullptr;
       if (!GetGraphPlan(handle, size, c.engine, true, &accumulating).ok()) continue;
