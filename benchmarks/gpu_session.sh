@@ -1,7 +1,7 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
-#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|op_overhead
+#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|exhaustive|op_overhead
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -33,6 +33,23 @@ case "$1" in
       UCUDNN_DATABASE=off UCUDNN_BENCHMARK_DEVICES=$devices \
         python3 benchmarks/planning_cold_warm.py 2>&1 | tail -1
     done | tee -a "$OUT/planning.log" ;;
+  planning_profile)  # ResNet-18 cold, no database: graph-engine pruning off (0) and on (2);
+                     # the kernels' own cost lines (UCUDNN_DEBUG_OUTPUT) summed
+    for f in 0 2; do
+      echo "UCUDNN_GRAPH_PRUNE_FACTOR=$f: $(UCUDNN_DATABASE=off UCUDNN_DEBUG_OUTPUT=1 \
+        UCUDNN_GRAPH_PRUNE_FACTOR=$f python3 benchmarks/planning_cold_warm.py \
+        2> "$OUT/planning_debug_$f.log" | tail -1)"
+      python3 benchmarks/planning_profile.py "$OUT/planning_debug_$f.log"
+    done 2>&1 | tee "$OUT/planning_profile.log" ;;
+  exhaustive)  # UCUDNN_GRAPH_SEARCH=exhaustive: the misses layers, and ResNet-18's planning cost
+    export UCUDNN_GRAPH_SEARCH=exhaustive
+    timeout "${2:-400}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB --iters 5 \
+      --layers ocr_11_3x3,facerec_12_3x3,facerec_16_3x3,vision_30_5x5,vision_32_5x5,speakerid_54_5x5 \
+      --json "$OUT/misses_exhaustive.json" 2>&1 | grep -v WARNING | tee "$OUT/misses_exhaustive.log"
+    echo "exhaustive: $(UCUDNN_DATABASE=off UCUDNN_DEBUG_OUTPUT=1 python3 benchmarks/planning_cold_warm.py \
+      2> "$OUT/planning_debug_exhaustive.log" | tail -1)" | tee -a "$OUT/misses_exhaustive.log"
+    python3 benchmarks/planning_profile.py "$OUT/planning_debug_exhaustive.log" \
+      | tee -a "$OUT/misses_exhaustive.log" ;;
   graph) timeout "${2:-540}" python3 -m pytest tests/test_graph_engines.py -m gpu -q -p no:cacheprovider \
             2>&1 | tail -40 | tee "$OUT/graph_tests.log" ;;
   misses)  # the layers where the legacy algorithms could not match stock TF

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
 #include "cc/kernels/engine/cpu_backend.h"
+#include "cc/kernels/engine/debug_output.h"
 #include "cc/kernels/engine/executor.h"
 #include "cc/kernels/engine/plan_cache.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -56,16 +57,8 @@ absl::Status ToTfStatus(const ucudnn::Status& s) {
   return absl::UnknownError(s.message());
 }
 
-bool DebugOutput() {
-  static const bool on = [] {
-    const char* env = std::getenv("UCUDNN_DEBUG_OUTPUT");
-    return env != nullptr && *env != '\0' && std::string(env) != "0";
-  }();
-  return on;
-}
-
 void LogPlan(const ucudnn::PlanRecord& r) {
-  if (!DebugOutput()) return;
+  if (!ucudnn::DebugOutput()) return;
   // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
   std::string steps;
   for (size_t i = 0; i < r.micro_batches.size();) {

@@ -3,10 +3,13 @@
 #include "cc/kernels/engine/cudnn_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
 #include "cc/kernels/engine/cuda_check.h"
+#include "cc/kernels/engine/debug_output.h"
 #include "cc/kernels/engine/executor.h"
 
 namespace ucudnn {
@@ -388,33 +391,34 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
     b = ps.filter;
   }
-  // One search workspace for every size: what the hungriest candidate asks
-  // for, capped by the limit, halved until it can be allocated.
+  // One search workspace for every size: what the hungriest legacy algorithm
+  // asks for, capped by the limit, halved until it can be allocated; grown
+  // when a graph plan needs more.
   const bool legacy = engines_ != EngineSet::kGraph;
   int64_t ws_bytes = 0;
-  std::map<int64_t, std::vector<GraphTrial>> trials;
-  for (int64_t size : sizes) {
-    int64_t needed = 0;
-    if (legacy) UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
-    // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
-    // the whole mini-batch): planning builds an execution plan per engine and
-    // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
-    // (too little work per launch); the legacy algorithms still cover them.
-    const bool graph_size = size >= std::min(kMinGraphMicroBatch, params_.batch) ||
-                            engines_ == EngineSet::kGraph;
-    if (engines_ != EngineSet::kLegacy && graph_size) {
-      UCUDNN_RETURN_IF_ERROR(
-          ProposeGraphTrials(handle->handle, size, workspace_limit, &trials[size]));
-      for (const GraphTrial& trial : trials[size]) {
-        needed = std::max(needed, trial.plan->workspace_bytes());
-      }
+  if (legacy) {
+    for (int64_t size : sizes) {
+      int64_t needed = 0;
+      UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
+      ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
     }
-    ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
   }
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
-  for (int64_t size : sizes) {
+  // Ascending sizes: graph engines far behind at one size are pruned from the
+  // larger ones (GraphPruneFactor).
+  std::vector<int64_t> ascending = sizes;
+  std::sort(ascending.begin(), ascending.end());
+  std::set<std::string> pruned;
+  using Clock = std::chrono::steady_clock;
+  double legacy_s = 0, propose_s = 0, runs_s = 0;
+  int plans = 0, runs = 0;
+  std::string log;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  for (int64_t size : ascending) {
     const void* bench_a = a;
     void* bench_out = out;
     if (asymmetric && pass_ != Pass::kBackwardData) {
@@ -423,12 +427,48 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     } else if (asymmetric) {
       bench_out = ps.padded;
     }
+    Clock::time_point start = Clock::now();
     if (legacy) {
       UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
                                            bench_out, ws, ws_bytes, &(*got)[size]));
     }
-    UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials[size], bench_a, b,
-                                           bench_out, ws, ws_bytes, &(*got)[size]));
+    legacy_s += seconds_since(start);
+    // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
+    // the whole mini-batch): planning builds an execution plan per engine and
+    // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
+    // (too little work per launch); the legacy algorithms still cover them.
+    const bool graph_size = size >= std::min(kMinGraphMicroBatch, params_.batch) ||
+                            engines_ == EngineSet::kGraph;
+    if (engines_ == EngineSet::kLegacy || !graph_size) continue;
+    start = Clock::now();
+    std::vector<GraphTrial> trials;
+    std::string size_log;
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
+                                              &trials, DebugOutput() ? &size_log : nullptr));
+    if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
+    int64_t needed = 0;
+    for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
+    needed = std::min(needed, workspace_limit);
+    if (needed > ws_bytes) {
+      // The smaller buffer stays with the allocator until ReleaseAll.
+      if (void* bigger = scratch->Allocate(needed)) {
+        ws = bigger;
+        ws_bytes = needed;
+      }
+    }
+    plans += static_cast<int>(trials.size());
+    propose_s += seconds_since(start);
+    start = Clock::now();
+    UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials, bench_a, b, bench_out,
+                                           ws, ws_bytes, &(*got)[size], &pruned, &runs));
+    runs_s += seconds_since(start);
+  }
+  if (DebugOutput()) {
+    std::fprintf(stderr,
+                 "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n%s",
+                 PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
+                 runs, runs_s, pruned.size(), log.c_str());
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -40,6 +41,14 @@ class ScratchAllocator {
   // queued on the stream may still use it). The default keeps it.
   virtual void ReleaseAll() {}
 };
+
+// Graph-API engines dominated by this factor at one micro-batch size are not
+// tried at larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR, default
+// 2; 0: never).
+double GraphPruneFactor();
+// UCUDNN_GRAPH_SEARCH=exhaustive: besides the heuristics' engine configs, every
+// other engine of the graph with its default knobs (see ProposeGraphEngines).
+bool ExhaustiveGraphSearch();
 
 // One cuDNN handle per (device, stream), with the mutex that serialises its use
 // (a handle may not be used by two threads at once).
@@ -204,12 +213,17 @@ class CudnnKernel {
     GraphCandidate candidate;
     const GraphPlan* plan;
   };
+  // Engines in `pruned` are left out; `log` as in ProposeGraphEngines.
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
-                            std::vector<GraphTrial>* trials);
+                            const std::set<std::string>& pruned,
+                            std::vector<GraphTrial>* trials, std::string* log);
+  // Appends the timed trials to *got (which holds the size's legacy results),
+  // adds to *pruned the engines dominated by GraphPruneFactor(), and counts
+  // the plan executions in *runs.
   Status TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
                          void* out, void* workspace, int64_t workspace_bytes,
-                         std::vector<Measured>* got);
+                         std::vector<Measured>* got, std::set<std::string>* pruned, int* runs);
   // The graph spec of `size` samples (accumulate: backward-filter's beta = 1).
   ConvGraphSpec GraphSpec(int64_t size, bool accumulate) const;
   // The cached execution plan of an engine at a size on a handle, made on

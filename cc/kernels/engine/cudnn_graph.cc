@@ -202,10 +202,25 @@ Status Heuristics(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
   return Status();
 }
 
-// Whether the engine's notes allow it under `numerics`; *deterministic from
-// its notes.
+const char* NoteName(cudnnBackendNumericalNote_t note) {
+  switch (note) {
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "TENSOR_CORE";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "DOWN_CONVERT_INPUTS";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "REDUCED_PRECISION_REDUCTION";
+    case CUDNN_NUMERICAL_NOTE_FFT: return "FFT";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "NONDETERMINISTIC";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "WINOGRAD";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4: return "WINOGRAD_TILE_4x4";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6: return "WINOGRAD_TILE_6x6";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: return "WINOGRAD_TILE_13x13";
+    default: return "OTHER";
+  }
+}
+
+// Whether the engine's notes allow it under `numerics` (else *why says which
+// note forbids it); *deterministic and *names from its notes.
 Status EngineAllowed(cudnnBackendDescriptor_t engine, const GraphNumerics& numerics,
-                     bool* allowed, bool* deterministic) {
+                     bool* allowed, bool* deterministic, std::string* names, std::string* why) {
   std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
   int64_t n = 0;
   UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
@@ -219,25 +234,31 @@ Status EngineAllowed(cudnnBackendDescriptor_t engine, const GraphNumerics& numer
                                            behaviour.data()));
   *allowed = true;
   *deterministic = true;
+  names->clear();
+  auto forbid = [&](const char* reason) {
+    if (*allowed) *why = reason;
+    *allowed = false;
+  };
   for (int64_t i = 0; i < std::min<int64_t>(n, notes.size()); ++i) {
+    *names += (names->empty() ? "" : ",") + std::string(NoteName(notes[i]));
     switch (notes[i]) {
       case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
-        if (!numerics.allow_tensor_core) *allowed = false;
+        if (numerics.strict_float) forbid("tensor cores (TF32) with TF32 off");
         break;
       case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
       case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
-        *allowed = false;
+        forbid("reduced precision");
         break;
       case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
         *deterministic = false;
-        if (numerics.deterministic) *allowed = false;
+        if (numerics.deterministic) forbid("nondeterministic under op determinism");
         break;
       default:
         break;
     }
   }
   for (int64_t i = 0; i < std::min<int64_t>(nb, behaviour.size()); ++i) {
-    if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) *allowed = false;
+    if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) forbid("runtime compilation");
   }
   return Status();
 }
@@ -264,12 +285,34 @@ std::string GraphEngine::Name() const {
 }
 
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
-                           const GraphNumerics& numerics, std::vector<GraphCandidate>* out) {
+                           const GraphNumerics& numerics, bool exhaustive,
+                           std::vector<GraphCandidate>* out, std::string* log) {
   out->clear();
   Descriptors ds;
   cudnnBackendDescriptor_t graph;
   // A graph cuDNN cannot express (e.g. beyond its size limits) has no engines.
   if (!MakeOperationGraph(handle, spec, &ds, &graph).ok()) return Status();
+  // Adds `e` if new and allowed; false if it was not added.
+  auto consider = [&](GraphEngine e) {
+    const bool seen = std::any_of(out->begin(), out->end(),
+                                  [&](const GraphCandidate& c) { return c.engine == e; });
+    if (seen) return false;
+    Descriptors engine_ds;
+    cudnnBackendDescriptor_t engine;
+    if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) return false;
+    bool allowed = false, deterministic = true;
+    std::string notes, why;
+    if (!EngineAllowed(engine, numerics, &allowed, &deterministic, &notes, &why).ok()) {
+      return false;
+    }
+    if (log != nullptr) {
+      *log += "  " + e.Name() + " [" + notes + "] " + (allowed ? "candidate" : "dropped: " + why) +
+              "\n";
+    }
+    if (!allowed) return false;
+    out->push_back({std::move(e), deterministic, notes});
+    return true;
+  };
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::vector<GraphEngine> got;
     if (!Heuristics(graph, mode, &got).ok()) continue;
@@ -277,16 +320,17 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     size_t taken = 0;
     for (GraphEngine& e : got) {
       if (taken == cap) break;
-      const bool seen = std::any_of(out->begin(), out->end(),
-                                    [&](const GraphCandidate& c) { return c.engine == e; });
-      if (seen) continue;
-      Descriptors engine_ds;
-      cudnnBackendDescriptor_t engine;
-      if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) continue;
-      bool allowed = false, deterministic = true;
-      if (!EngineAllowed(engine, numerics, &allowed, &deterministic).ok() || !allowed) continue;
-      out->push_back({std::move(e), deterministic});
-      ++taken;
+      if (consider(std::move(e))) ++taken;
+    }
+  }
+  if (exhaustive) {
+    int64_t count = 0, n = 0;
+    UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+                                             CUDNN_TYPE_INT64, 1, &n, &count));
+    for (int64_t id = 0; id < count; ++id) {
+      const bool listed = std::any_of(out->begin(), out->end(),
+                                      [&](const GraphCandidate& c) { return c.engine.id == id; });
+      if (!listed) consider(GraphEngine{id, {}});
     }
   }
   return Status();

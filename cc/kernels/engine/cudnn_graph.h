@@ -61,7 +61,9 @@ struct ConvGraphSpec {
 // legacy path accumulates in float), nor engines compiled at run time (their
 // NVRTC compile costs seconds per plan).
 struct GraphNumerics {
-  bool allow_tensor_core = true;  // false for float32 with TF32 off
+  // Float32 with TF32 off: no engine with the TENSOR_CORE note (TF32), the
+  // filter TensorFlow applies to its own graph-API candidates.
+  bool strict_float = false;
   bool deterministic = false;     // op determinism: drop nondeterministic engines
 };
 
@@ -69,14 +71,18 @@ struct GraphNumerics {
 struct GraphCandidate {
   GraphEngine engine;
   bool deterministic = true;
+  std::string notes;  // cuDNN's numerical notes, e.g. "TENSOR_CORE,WINOGRAD_TILE_4x4"
 };
 
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
-// list. An operation
-// graph that no engine supports gives an empty list, not an error.
+// list; with `exhaustive`, then also every other engine of the graph that
+// finalizes, with its default knobs. An operation graph that no engine supports gives an empty list, not
+// an error. With `log`, one line per engine considered (kept or dropped, with
+// its notes) is appended to it.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
-                           const GraphNumerics& numerics, std::vector<GraphCandidate>* out);
+                           const GraphNumerics& numerics, bool exhaustive,
+                           std::vector<GraphCandidate>* out, std::string* log = nullptr);
 
 // A finalized execution plan of one engine config for one spec and handle.
 class GraphPlan {

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <string>
 
 #include "cc/kernels/engine/cuda_check.h"
 #include "cc/kernels/engine/cudnn_backend.h"
@@ -18,6 +21,12 @@ constexpr int kTimedRuns = 3;
 // A screened candidate is dropped when another candidate at the same size
 // needs no more workspace and is faster by this factor (a margin for noise).
 constexpr double kDominatedFactor = 0.9;
+
+// A candidate whose screening run is dominated (as above) by this factor is
+// not proposed again at larger micro-batch sizes of the kernel: engines keep
+// their rank as sizes grow, and the large sizes cost most of planning.
+// UCUDNN_GRAPH_PRUNE_FACTOR overrides it; 0 times every engine at every size.
+constexpr double kDefaultPruneFactor = 2.0;
 
 // TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
 constexpr int64_t kBufferAlignment = 64;
@@ -39,6 +48,27 @@ struct EventPair {
 };
 
 }  // namespace
+
+double GraphPruneFactor() {
+  static const double factor = [] {
+    const char* env = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
+    if (env == nullptr || *env == '\0') return kDefaultPruneFactor;
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    // Not a number, or one below 1 (other than 0): the default.
+    if (end == env || *end != '\0' || (v != 0 && v < 1)) return kDefaultPruneFactor;
+    return v;
+  }();
+  return factor;
+}
+
+bool ExhaustiveGraphSearch() {
+  static const bool on = [] {
+    const char* env = std::getenv("UCUDNN_GRAPH_SEARCH");
+    return env != nullptr && std::string(env) == "exhaustive";
+  }();
+  return on;
+}
 
 ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate) const {
   const ConvParams& p = params_;
@@ -106,16 +136,20 @@ Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const Graph
 }
 
 Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
-                                       int64_t workspace_limit, std::vector<GraphTrial>* trials) {
+                                       int64_t workspace_limit,
+                                       const std::set<std::string>& pruned,
+                                       std::vector<GraphTrial>* trials, std::string* log) {
   trials->clear();
   GraphNumerics numerics;
-  // Float32 without TF32 must stay off tensor cores, as for the legacy algorithms.
-  numerics.allow_tensor_core = !(params_.dtype == DType::kFloat && !allow_tf32_);
+  // Float32 without TF32 keeps the legacy path's float arithmetic.
+  numerics.strict_float = params_.dtype == DType::kFloat && !allow_tf32_;
   numerics.deterministic = deterministic_;
   std::vector<GraphCandidate> candidates;
   UCUDNN_RETURN_IF_ERROR(
-      ProposeGraphEngines(handle, GraphSpec(size, false), numerics, &candidates));
+      ProposeGraphEngines(handle, GraphSpec(size, false), numerics,
+                                             ExhaustiveGraphSearch(), &candidates, log));
   for (const GraphCandidate& c : candidates) {
+    if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
     if (!GetGraphPlan(handle, size, c.engine, false, &plan).ok()) continue;
     if (plan->workspace_bytes() > workspace_limit) continue;
@@ -144,7 +178,8 @@ static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
 Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                                     const std::vector<GraphTrial>& trials, const void* a,
                                     const void* b, void* out, void* workspace,
-                                    int64_t workspace_bytes, std::vector<Measured>* got) {
+                                    int64_t workspace_bytes, std::vector<Measured>* got,
+                                    std::set<std::string>* pruned, int* runs) {
   if (trials.empty()) return Status();
   const void *x, *w, *y;
   GraphRoles(pass_, a, b, out, &x, &w, &y);
@@ -166,21 +201,29 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   // Whether a measured candidate (`got` already holds this size's legacy
   // results) is clearly faster within no more workspace: then neither Workspace
   // Reuse nor the Pareto front can use this one.
-  auto dominated = [&](double ms, int64_t bytes) {
+  auto dominated = [&](double ms, int64_t bytes, double factor) {
     for (const Measured& m : *got) {
-      if (m.workspace_bytes <= bytes && m.time_ms < kDominatedFactor * ms) return true;
+      if (m.workspace_bytes <= bytes && m.time_ms * factor < ms) return true;
     }
     return false;
   };
+  const double prune_factor = GraphPruneFactor();
   for (const GraphTrial& trial : trials) {
     const GraphPlan& plan = *trial.plan;
     if (plan.workspace_bytes() > workspace_bytes) continue;
     double warmup_ms = 0, screen_ms = 0, rest_ms = 0;
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &warmup_ms));  // first use: module loading
+    *runs += 1;
     if (warmup_ms < 0) continue;  // the engine refused at run time: not a candidate
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &screen_ms));
-    if (screen_ms < 0 || dominated(screen_ms, plan.workspace_bytes())) continue;
+    *runs += 1;
+    if (screen_ms < 0) continue;
+    if (prune_factor > 0 && dominated(screen_ms, plan.workspace_bytes(), prune_factor)) {
+      pruned->insert(trial.candidate.engine.Name());
+    }
+    if (dominated(screen_ms, plan.workspace_bytes(), 1 / kDominatedFactor)) continue;
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, kTimedRuns - 1, &rest_ms));
+    *runs += kTimedRuns - 1;
     if (rest_ms < 0) continue;
     CudnnAlgo algo;
     algo.engine = trial.candidate.engine;
