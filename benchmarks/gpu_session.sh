@@ -1,7 +1,8 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
-#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|exhaustive|op_overhead
+#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
+#                                 exhaustive|speakerid|stock_engine|engine_table|op_overhead
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -59,7 +60,7 @@ case "$1" in
   engine_table) python3 benchmarks/engine_table.py "${@:2}" 2>&1 | grep -v WARNING \
             | tee "$OUT/engine_table.log" ;;
   stock_engine)  # the engine stock TF runs for speakerid_54 backward-data, from cuDNN's log
-    for mib in 64 8192; do
+    for mib in ${2:-64 8192}; do
       rm -f /tmp/cudnn.log
       TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=/tmp/cudnn.log \
         python3 benchmarks/stock_engine_log.py 2>&1 | grep "ms per call" | sed "s/^/$mib MiB: /"
@@ -68,6 +69,13 @@ case "$1" in
       [ -n "$last" ] && sed -n "$((last - 3)),$((last + 45))p" /tmp/cudnn.log | cut -c1-220
       grep -o "eng[0-9]*{[^}]*}\|engineId[^,]*\|engine_id[^,]*" /tmp/cudnn.log | sort | uniq -c | sort -rn | head
     done 2>&1 | tee "$OUT/stock_engine.log" ;;
+  speakerid)  # target 1's last miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
+              # candidate as timed at each size (no pruning), then the layer against stock TF
+    export UCUDNN_GRAPH_SEARCH=exhaustive
+    UCUDNN_GRAPH_PRUNE_FACTOR=0 python3 benchmarks/engine_table.py --sizes 256,128,64,32,16,8 2>&1 \
+      | grep -v WARNING > "$OUT/speakerid_table.log"
+    timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB --iters 5 \
+      --layers speakerid_54_5x5 --json "$OUT/speakerid.json" 2>&1 | tee "$OUT/speakerid.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

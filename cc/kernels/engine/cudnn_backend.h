@@ -46,8 +46,9 @@ class ScratchAllocator {
 // tried at larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR, default
 // 2; 0: never).
 double GraphPruneFactor();
-// UCUDNN_GRAPH_SEARCH=exhaustive: besides the heuristics' engine configs, every
-// other engine of the graph with its default knobs (see ProposeGraphEngines).
+// UCUDNN_GRAPH_SEARCH=exhaustive: every config the heuristics list (not only
+// the first few), and every other engine of the graph with its default knobs
+// (see ProposeGraphEngines).
 bool ExhaustiveGraphSearch();
 
 // One cuDNN handle per (device, stream), with the mutex that serialises its use

@@ -316,7 +316,9 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::vector<GraphEngine> got;
     if (!Heuristics(graph, mode, &got).ok()) continue;
-    const size_t cap = mode == CUDNN_HEUR_MODE_A ? kModeAConfigs : kFallbackConfigs;
+    // Exhaustive: every config of both lists, as TF's autotuner takes them.
+    const size_t cap = exhaustive ? got.size()
+                       : mode == CUDNN_HEUR_MODE_A ? kModeAConfigs : kFallbackConfigs;
     size_t taken = 0;
     for (GraphEngine& e : got) {
       if (taken == cap) break;

@@ -76,9 +76,9 @@ struct GraphCandidate {
 
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
-// list; with `exhaustive`, then also every other engine of the graph that
-// finalizes, with its default knobs. An operation graph that no engine supports gives an empty list, not
-// an error. With `log`, one line per engine considered (kept or dropped, with
+// list. With `exhaustive`: every config of both lists, then every other
+// engine of the graph that finalizes, with its default knobs. An operation
+// graph that no engine supports gives an empty list, not an error. With `log`, one line per engine considered (kept or dropped, with
 // its notes) is appended to it.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, bool exhaustive,
