@@ -2,7 +2,7 @@
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
-#                                 exhaustive|speakerid|stock_engine|engine_table|op_overhead
+#                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -21,6 +21,11 @@ case "$1" in
             --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
   deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
             --iters 5 --json "$OUT/deepbench.json" 2>&1 | tee "$OUT/deepbench.log" ;;
+  deepbench_eager)  # the same with every CUDA module loaded at start: stock TF's autotuner
+                    # then no longer times first (module-loading) runs of its candidates
+    CUDA_MODULE_LOADING=EAGER timeout "${2:-900}" python3 -m tf_ucudnn.bench --set deepbench \
+      --limits 64MiB,256MiB --iters 5 --json "$OUT/deepbench_eager.json" 2>&1 \
+      | grep -v WARNING | tee "$OUT/deepbench_eager.log" ;;
   overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
   planning)  # ResNet-18's convolutions at N=256: cold, warm database; cold without a
