@@ -112,6 +112,21 @@ class NoGpuTest(tf.test.TestCase):
         self.assertEqual(bench.main(["--overhead"]), bench.EXIT_NO_GPU)
 
 
+class EnvironmentRecordTest(tf.test.TestCase):
+
+    def test_the_json_records_the_variables_that_change_timings(self):
+        from unittest import mock
+        with mock.patch.dict(os.environ, {"CUDA_MODULE_LOADING": "EAGER",
+                                          "UCUDNN_GRAPH_PRUNE_FACTOR": "0",
+                                          "TF_CUDNN_WORKSPACE_LIMIT_IN_MB": "64",
+                                          "UNRELATED_VARIABLE": "1"}):
+            variables = bench._environment(on_gpu=False)["variables"]
+        self.assertEqual(variables.get("CUDA_MODULE_LOADING"), "EAGER")
+        self.assertEqual(variables.get("UCUDNN_GRAPH_PRUNE_FACTOR"), "0")
+        self.assertEqual(variables.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB"), "64")
+        self.assertNotIn("UNRELATED_VARIABLE", variables)
+
+
 class OverheadTableTest(tf.test.TestCase):
 
     def test_summary_counts_kernels_within_three_percent(self):

@@ -634,6 +634,20 @@ def _launch_worker(mode, limit, layers, args, data_format, tmpdir):
     return results, info
 
 
+def _timing_variables():
+    """The set environment variables that change what is timed.
+
+    Returns:
+      ``{name: value}`` for tf_ucudnn's knobs (``UCUDNN_*``), TensorFlow's
+      cuDNN settings (``TF_CUDNN_*``, which workers set per limit as well) and
+      ``CUDA_MODULE_LOADING`` (with CUDA's default, lazy loading, stock TF's
+      autotuner can time candidates' first, module-loading runs and pick a
+      slower engine; see the README's DeepBench notes).
+    """
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith(("UCUDNN_", "TF_CUDNN_")) or k == "CUDA_MODULE_LOADING"}
+
+
 def _environment(on_gpu):
     import tensorflow as tf
 
@@ -654,6 +668,7 @@ def _environment(on_gpu):
         names = [tf.config.experimental.get_device_details(g).get("device_name", g.name)
                  for g in gpus]
     env["gpus"] = names
+    env["variables"] = _timing_variables()
     if on_gpu:
         import tf_ucudnn
 
