@@ -160,6 +160,19 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
                                     "UCUDNN_BATCH_SIZE_POLICY must be one of .* got 'bogus'"):
             conv(padding=[[0, 0], [5, 3], [3, 5], [0, 0]])
 
+    def test_bad_graph_search_knobs_in_the_environment_are_invalid_argument(self):
+        self.setEnv("UCUDNN_GRAPH_PRUNE_FACTOR", "0.5")
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 .* or a number >= 1; "
+                                    "got '0.5'"):
+            conv(padding=[[0, 0], [5, 6], [6, 5], [0, 0]])
+        self.setEnv("UCUDNN_GRAPH_PRUNE_FACTOR", "")
+        self.setEnv("UCUDNN_GRAPH_SEARCH", "full")
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; "
+                                    "got 'full'"):
+            conv(padding=[[0, 0], [5, 7], [7, 5], [0, 0]])
+
     def test_explicit_knobs_ignore_the_environment(self):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
         self.setEnv("UCUDNN_BATCH_SIZE_POLICY", "bogus")

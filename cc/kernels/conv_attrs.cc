@@ -67,6 +67,24 @@ absl::Status EnvEngineSet(ucudnn::EngineSet* engines) {
   return absl::OkStatus();
 }
 
+// The graph-engine search knobs, read by the engine when it benchmarks; checked
+// here so that a bad value is an error when the kernel is created.
+absl::Status CheckEnvGraphSearch() {
+  const char* factor = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
+  double f = 0;
+  if (factor != nullptr && *factor != '\0' && !ucudnn::ParseGraphPruneFactor(factor, &f)) {
+    return errors::InvalidArgument(
+        "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 (never prune) or a number >= 1; got '", factor, "'");
+  }
+  const char* search = std::getenv("UCUDNN_GRAPH_SEARCH");
+  bool exhaustive = false;
+  if (search != nullptr && *search != '\0' && !ucudnn::ParseGraphSearch(search, &exhaustive)) {
+    return errors::InvalidArgument("UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got '",
+                                   search, "'");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
@@ -183,6 +201,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         attrs->micro_batch_size);
   }
   TF_RETURN_IF_ERROR(EnvEngineSet(&attrs->engines));
+  TF_RETURN_IF_ERROR(CheckEnvGraphSearch());
   // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;

@@ -53,11 +53,9 @@ double GraphPruneFactor() {
   static const double factor = [] {
     const char* env = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
     if (env == nullptr || *env == '\0') return kDefaultPruneFactor;
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    // Not a number, or one below 1 (other than 0): the default.
-    if (end == env || *end != '\0' || (v != 0 && v < 1)) return kDefaultPruneFactor;
-    return v;
+    // A bad value was refused when the kernel was created (ParseConvAttrs).
+    double v = kDefaultPruneFactor;
+    return ParseGraphPruneFactor(env, &v) ? v : kDefaultPruneFactor;
   }();
   return factor;
 }
@@ -65,7 +63,8 @@ double GraphPruneFactor() {
 bool ExhaustiveGraphSearch() {
   static const bool on = [] {
     const char* env = std::getenv("UCUDNN_GRAPH_SEARCH");
-    return env != nullptr && std::string(env) == "exhaustive";
+    bool exhaustive = false;
+    return env != nullptr && ParseGraphSearch(env, &exhaustive) && exhaustive;
   }();
   return on;
 }

@@ -1,6 +1,8 @@
 #include "cc/kernels/engine/planner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 
@@ -26,6 +28,21 @@ const char* BatchSizePolicyName(BatchSizePolicy policy) {
     case BatchSizePolicy::kAll: return "all";
   }
   return "?";
+}
+
+bool ParseGraphPruneFactor(const std::string& text, double* factor) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !(v == 0 || v >= 1) || !std::isfinite(v)) return false;
+  *factor = v;
+  return true;
+}
+
+bool ParseGraphSearch(const std::string& text, bool* exhaustive) {
+  if (text != "default" && text != "exhaustive") return false;
+  *exhaustive = text == "exhaustive";
+  return true;
 }
 
 bool ParseEngineSet(const std::string& name, EngineSet* engines) {

@@ -25,6 +25,13 @@ enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2 };
 bool ParseEngineSet(const std::string& name, EngineSet* engines);
 const char* EngineSetName(EngineSet engines);
 
+// UCUDNN_GRAPH_PRUNE_FACTOR: 0 (never prune) or a number >= 1; false on
+// anything else (empty, not a number, negative, between 0 and 1).
+bool ParseGraphPruneFactor(const std::string& text, double* factor);
+// UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
+// "exhaustive"; false on anything else.
+bool ParseGraphSearch(const std::string& text, bool* exhaustive);
+
 // Parses "undivided" | "powerOfTwo" | "all"; false on anything else.
 bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy);
 const char* BatchSizePolicyName(BatchSizePolicy policy);

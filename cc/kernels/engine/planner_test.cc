@@ -39,6 +39,20 @@ int main() {
   Check(!ParseEngineSet("Graph", &engines) && !ParseEngineSet("", &engines),
         "UCUDNN_ENGINES rejects other spellings");
 
+  double factor = -1;
+  Check(ParseGraphPruneFactor("0", &factor) && factor == 0 &&
+            ParseGraphPruneFactor("2.5", &factor) && factor == 2.5,
+        "UCUDNN_GRAPH_PRUNE_FACTOR takes 0 and numbers >= 1");
+  Check(!ParseGraphPruneFactor("0.5", &factor) && !ParseGraphPruneFactor("-2", &factor) &&
+            !ParseGraphPruneFactor("two", &factor) && !ParseGraphPruneFactor("", &factor) &&
+            !ParseGraphPruneFactor("3x", &factor) && !ParseGraphPruneFactor("inf", &factor),
+        "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers");
+  bool exhaustive = true;
+  Check(ParseGraphSearch("default", &exhaustive) && !exhaustive &&
+            ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
+            !ParseGraphSearch("full", &exhaustive),
+        "UCUDNN_GRAPH_SEARCH is default or exhaustive");
+
   // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
   PerfTable table;
   table[8] = {{0, 10.0, 0}, {1, 2.0, 400}};
