@@ -78,8 +78,9 @@ struct GraphCandidate {
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
 // list. With `exhaustive`: every config of both lists, then every other
 // engine of the graph that finalizes, with its default knobs. An operation
-// graph that no engine supports gives an empty list, not an error. With `log`, one line per engine considered (kept or dropped, with
-// its notes) is appended to it.
+// graph that no engine supports gives an empty list, not an error. With
+// `log`, one line per engine considered (kept or dropped, with its notes) is
+// appended to it.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, bool exhaustive,
                            std::vector<GraphCandidate>* out, std::string* log = nullptr);

@@ -51,11 +51,12 @@ struct EventPair {
 
 double GraphPruneFactor() {
   static const double factor = [] {
+    // Unset or empty: the default. A bad value was refused when the kernel
+    // was created (ParseConvAttrs); the parser leaves `v` as it was then.
     const char* env = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
-    if (env == nullptr || *env == '\0') return kDefaultPruneFactor;
-    // A bad value was refused when the kernel was created (ParseConvAttrs).
     double v = kDefaultPruneFactor;
-    return ParseGraphPruneFactor(env, &v) ? v : kDefaultPruneFactor;
+    if (env != nullptr) ParseGraphPruneFactor(env, &v);
+    return v;
   }();
   return factor;
 }
@@ -145,8 +146,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   numerics.deterministic = deterministic_;
   std::vector<GraphCandidate> candidates;
   UCUDNN_RETURN_IF_ERROR(
-      ProposeGraphEngines(handle, GraphSpec(size, false), numerics,
-                                             ExhaustiveGraphSearch(), &candidates, log));
+      ProposeGraphEngines(handle, GraphSpec(size, false), numerics, ExhaustiveGraphSearch(),
+                          &candidates, log));
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;

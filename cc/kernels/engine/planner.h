@@ -26,7 +26,8 @@ bool ParseEngineSet(const std::string& name, EngineSet* engines);
 const char* EngineSetName(EngineSet engines);
 
 // UCUDNN_GRAPH_PRUNE_FACTOR: 0 (never prune) or a number >= 1; false on
-// anything else (empty, not a number, negative, between 0 and 1).
+// anything else (empty, not a number, negative, between 0 and 1), leaving
+// *factor as it was.
 bool ParseGraphPruneFactor(const std::string& text, double* factor);
 // UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
 // "exhaustive"; false on anything else.

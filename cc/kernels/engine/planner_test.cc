@@ -45,8 +45,10 @@ int main() {
         "UCUDNN_GRAPH_PRUNE_FACTOR takes 0 and numbers >= 1");
   Check(!ParseGraphPruneFactor("0.5", &factor) && !ParseGraphPruneFactor("-2", &factor) &&
             !ParseGraphPruneFactor("two", &factor) && !ParseGraphPruneFactor("", &factor) &&
-            !ParseGraphPruneFactor("3x", &factor) && !ParseGraphPruneFactor("inf", &factor),
-        "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers");
+            !ParseGraphPruneFactor("3x", &factor) && !ParseGraphPruneFactor("inf", &factor) &&
+            factor == 2.5,
+        "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers, "
+        "leaving the factor as it was");
   bool exhaustive = true;
   Check(ParseGraphSearch("default", &exhaustive) && !exhaustive &&
             ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
