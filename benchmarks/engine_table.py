@@ -32,7 +32,9 @@ def main():
     for k in kernels():
         print(f"\n{k['pass']} {k['shape']} limit {k['workspace_limit'] >> 20} MiB; "
               f"plan {k['plan']['time_ms']:.3f} ms")
-        names = [("eng%d{%s}" % (a[3], ",".join(f"k{a[i]}={a[i + 1]}" for i in range(4, len(a), 2)))
+        # Graph engines: (algo, math, deterministic, id, transposed, knob, value, ...).
+        names = [("eng%d{%s}%s" % (a[3], ",".join(f"k{a[i]}={a[i + 1]}" for i in range(5, len(a), 2)),
+                                   "/transposed" if a[4] else "")
                   if len(a) > 3 else f"legacy algo {a[0]} math {a[1]}") for a in k["algos"]]
         for size, algo, ms, ws in sorted(k["table"], key=lambda r: (-r[0], r[2])):
             if size in sizes:

@@ -2,7 +2,8 @@
 # One GPU session's measurements, in the order they were run for the notes.
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
-#                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead
+#                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
+#                                 transposed
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -81,6 +82,22 @@ case "$1" in
       | grep -v WARNING > "$OUT/speakerid_table.log"
     timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB --iters 5 \
       --layers speakerid_54_5x5 --json "$OUT/speakerid.json" 2>&1 | tee "$OUT/speakerid.log" ;;
+  transposed)  # transposed graph candidates (UCUDNN_GRAPH_LAYOUTS): their correctness tests,
+               # speakerid_54 (whole layer, lazy and eager module loading; backward-data alone,
+               # eager) with its candidate table, then ResNet-18's planning cost
+    timeout 400 python3 -m pytest tests/test_graph_engines.py -m gpu -q -p no:cacheprovider \
+      -k every_plan 2>&1 | tail -30 | tee "$OUT/transposed_tests.log"
+    python3 benchmarks/engine_table.py --sizes 256,64,32,16,8 2>&1 | grep -v WARNING \
+      > "$OUT/speakerid_table_transposed.log"
+    for loading in LAZY EAGER; do
+      CUDA_MODULE_LOADING=$loading timeout 300 python3 -m tf_ucudnn.bench --set deepbench \
+        --limits 64MiB --iters 5 --layers speakerid_54_5x5 \
+        --json "$OUT/speakerid_transposed_$loading.json" 2>&1 | grep -v WARNING
+    done 2>&1 | tee "$OUT/speakerid_transposed.log"
+    CUDA_MODULE_LOADING=EAGER timeout 300 python3 -m tf_ucudnn.bench --set deepbench \
+      --limits 64MiB --iters 5 --layers speakerid_54_5x5 --passes backward-data 2>&1 \
+      | grep -v WARNING | tee -a "$OUT/speakerid_transposed.log"
+    bash "$0" planning ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

@@ -22,9 +22,9 @@ GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
 def record(i):
     key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0]
-    # A legacy algorithm and a graph-API engine (id 34, knobs k2=1, k3=0).
+    # A legacy algorithm and a transposed graph-API engine (id 34, knobs k2=1, k3=0).
     return dict(key=key, table=[[32 + i, 0, 0.5, 0], [16, 1, 0.2, 1024]],
-                algos=[[1, 2, 1], [0, 0, 1, 34, 2, 1, 3, 0]], shape=f"N={32 + i}",
+                algos=[[1, 2, 1], [0, 0, 1, 34, 1, 2, 1, 3, 0]], shape=f"N={32 + i}",
                 **{"pass": "forward"})
 
 
@@ -94,7 +94,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             self.assertEmpty(ours.get(GPU, CUDNN, TF))
             ours.put(GPU, CUDNN, TF, [record(0)])
             got = cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
-        self.assertOneWarning(caught, "schema version 1 is older than 2")
+        self.assertOneWarning(caught, f"schema version 1 is older than {cache.SCHEMA_VERSION}")
         self.assertEqual([r["key"] for r in got], [record(0)["key"]])
         self.assertEqual(got[0]["algos"], record(0)["algos"])
 

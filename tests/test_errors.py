@@ -172,6 +172,12 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
                                     "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; "
                                     "got 'full'"):
             conv(padding=[[0, 0], [5, 7], [7, 5], [0, 0]])
+        self.setEnv("UCUDNN_GRAPH_SEARCH", "")
+        self.setEnv("UCUDNN_GRAPH_LAYOUTS", "NCHW")
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    "UCUDNN_GRAPH_LAYOUTS must be one of both, native, "
+                                    "transposed; got 'NCHW'"):
+            conv(padding=[[0, 0], [5, 8], [8, 5], [0, 0]])
 
     def test_explicit_knobs_ignore_the_environment(self):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")

@@ -4,8 +4,12 @@ On the GPU, with UCUDNN_ENGINES=graph every micro-batch runs a graph-API
 engine (cudnnBackendExecute), and forward, backward-data and backward-filter
 still equal TensorFlow's convolution for every plan: forced micro-batches with
 a remainder (backward-filter accumulates with beta = 1 after the first),
-asymmetric padding, NHWC and NCHW, float32 without TF32 and float16. The whole
-GPU equivalence grid of test_nn.py passes with graph engines alone. With the
+asymmetric padding, NHWC and NCHW, one input channel, 1x1 filters, float32
+without TF32 and float16. The same holds with UCUDNN_GRAPH_LAYOUTS=transposed,
+where every micro-batch computes in the other layout through transposed
+copies in the workspace (or none, where a tensor's two layouts are the same
+memory). The whole GPU equivalence grid of test_nn.py passes with graph
+engines alone. With the
 default (all) both kinds compete in one benchmark table. A bad value is an
 InvalidArgumentError on any device.
 """
@@ -37,6 +41,8 @@ _CHILD = """
         ("nchw_explicit", (5, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 2),
         ("nhwc_planner", (16, 14, 14, 32, 32, 5, 5), 1, "SAME", "NHWC", "float32", None),
         ("nhwc_half_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 3),
+        ("nhwc_one_channel_5x5", (8, 23, 40, 1, 16, 5, 5), 2, ((1, 1), (1, 1)), "NHWC", "float32", 3),
+        ("nchw_1x1_remainder", (6, 7, 7, 16, 24, 1, 1), 1, "VALID", "NCHW", "float32", 4),
     ]
     rng = np.random.default_rng(1804)
     out = {}
@@ -63,8 +69,8 @@ _CHILD = """
 """
 
 
-def _run_child(engines):
-    done = run_python(_CHILD, pythonpath=ROOT, UCUDNN_ENGINES=engines)
+def _run_child(engines, **env):
+    done = run_python(_CHILD, pythonpath=ROOT, UCUDNN_ENGINES=engines, **env)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -72,8 +78,7 @@ def _run_child(engines):
 @pytest.mark.gpu
 class GraphEnginesGpuTest(tf.test.TestCase):
 
-    def test_graph_engines_alone_match_tensorflow_for_every_plan(self):
-        result = _run_child("graph")
+    def assertMatchesTensorflow(self, result, suffix):
         for name, case in result.items():
             # float32 without TF32: summation order only. float16: rounding of
             # inputs and outputs to 11 bits (see testing_utils.TOLERANCE).
@@ -84,11 +89,24 @@ class GraphEnginesGpuTest(tf.test.TestCase):
             self.assertCountEqual(case["plans"], ["forward", "backward-data", "backward-filter"])
             for pass_name, steps in case["plans"].items():
                 for size, algo in steps:
-                    self.assertTrue(algo.startswith("eng"),
+                    self.assertTrue(algo.startswith("eng") and algo.endswith(suffix),
                                     f"{name} {pass_name}: micro-batch of {size} ran {algo}")
+
+    def test_graph_engines_alone_match_tensorflow_for_every_plan(self):
+        result = _run_child("graph", UCUDNN_GRAPH_LAYOUTS="native")
+        self.assertMatchesTensorflow(result, "}")
         # The forced plans really are split, with a remainder where N % k != 0.
         self.assertEqual([size for size, _ in result["nhwc_same_remainder"]["plans"][
             "backward-filter"]], [3, 3, 2])
+
+    def test_transposed_graph_engines_match_tensorflow_for_every_plan(self):
+        # Inputs transposed into the workspace, outputs back (backward-filter
+        # adds to the gradient after the first micro-batch), or no copy where
+        # the layouts coincide (one channel; 1x1 filters).
+        result = _run_child("graph", UCUDNN_GRAPH_LAYOUTS="transposed")
+        self.assertMatchesTensorflow(result, "}/transposed")
+        self.assertEqual([size for size, _ in result["nchw_1x1_remainder"]["plans"][
+            "backward-filter"]], [4, 2])
 
     def test_default_benchmarks_legacy_algorithms_and_graph_engines_together(self):
         done = run_python("""

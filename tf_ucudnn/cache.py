@@ -28,7 +28,8 @@ import warnings
 
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
-SCHEMA_VERSION = 2
+# 3: transposed graph-API candidates (a flag after the engine id).
+SCHEMA_VERSION = 3
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
 _KEY_FIELDS = 27  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
@@ -220,7 +221,7 @@ def seed_engine(record):
     from tf_ucudnn._ops import clib
 
     key = (ctypes.c_int64 * _KEY_FIELDS)(*record["key"])
-    # Each algo: (algo, math type, deterministic) [, engine id, knob, value, ...].
+    # Each algo: (algo, math type, deterministic) [, engine id, transposed, knob, value, ...].
     lengths = [len(a) for a in record["algos"]]
     values = [v for a in record["algos"] for v in a]
     rows = record["table"]

@@ -82,6 +82,12 @@ absl::Status CheckEnvGraphSearch() {
     return errors::InvalidArgument("UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got '",
                                    search, "'");
   }
+  const char* layouts = std::getenv("UCUDNN_GRAPH_LAYOUTS");
+  ucudnn::GraphLayouts l;
+  if (layouts != nullptr && *layouts != '\0' && !ucudnn::ParseGraphLayouts(layouts, &l)) {
+    return errors::InvalidArgument(
+        "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got '", layouts, "'");
+  }
   return absl::OkStatus();
 }
 

@@ -195,7 +195,7 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
       const ucudnn::CudnnAlgo& a = kernel.algos()[i];
       s << (i ? "," : "") << "[" << a.algo << "," << a.math_type << "," << a.deterministic;
       if (a.graph()) {
-        s << "," << a.engine.id;
+        s << "," << a.engine.id << "," << a.engine.transposed;
         for (const auto& [knob, value] : a.engine.knobs) s << "," << knob << "," << value;
       }
       s << "]";
@@ -230,8 +230,8 @@ int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
 // deterministic, workspace_limit, policy, forced_micro_batch, engines (27
 // values). algos: n_algos entries of algo_lengths[i] values each, laid end to
 // end in algo_values: (cuDNN algo, math type, deterministic) for a legacy
-// algorithm, followed by (engine id, knob type, knob value, ...) for a
-// graph-API engine. rows: (size, index into algos, time_ms, workspace_bytes).
+// algorithm, followed by (engine id, transposed, knob type, knob value, ...)
+// for a graph-API engine. rows: (size, index into algos, time_ms, workspace_bytes).
 // Returns 0, or -1 if the arguments are malformed.
 int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
                            const int64_t* algo_lengths, const int64_t* algo_values,
@@ -253,16 +253,17 @@ int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
   const int64_t* v = algo_values;
   for (int64_t i = 0; i < n_algos; ++i) {
     const int64_t len = algo_lengths[i];
-    // 3 values, or 4 plus knob pairs.
-    if (len != 3 && (len < 4 || (len - 4) % 2 != 0)) return -1;
+    // 3 values, or 5 plus knob pairs.
+    if (len != 3 && (len < 5 || (len - 5) % 2 != 0)) return -1;
     ucudnn::CudnnAlgo a;
     a.algo = static_cast<int>(v[0]);
     a.math_type = static_cast<int>(v[1]);
     a.deterministic = v[2] != 0;
-    if (len >= 4) {
-      if (v[3] < 0) return -1;
+    if (len >= 5) {
+      if (v[3] < 0 || v[4] < 0 || v[4] > 1) return -1;
       a.engine.id = v[3];
-      for (int64_t j = 4; j < len; j += 2) a.engine.knobs.emplace_back(v[j], v[j + 1]);
+      a.engine.transposed = v[4] != 0;
+      for (int64_t j = 5; j < len; j += 2) a.engine.knobs.emplace_back(v[j], v[j + 1]);
     }
     algo_list.push_back(std::move(a));
     v += len;

@@ -50,6 +50,9 @@ double GraphPruneFactor();
 // the first few), and every other engine of the graph with its default knobs
 // (see ProposeGraphEngines).
 bool ExhaustiveGraphSearch();
+// UCUDNN_GRAPH_LAYOUTS (default both): the layouts graph-API engines are
+// proposed in (see ParseGraphLayouts).
+GraphLayouts GraphLayoutChoice();
 
 // One cuDNN handle per (device, stream), with the mutex that serialises its use
 // (a handle may not be used by two threads at once).
@@ -225,8 +228,9 @@ class CudnnKernel {
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
                          void* out, void* workspace, int64_t workspace_bytes,
                          std::vector<Measured>* got, std::set<std::string>* pruned, int* runs);
-  // The graph spec of `size` samples (accumulate: backward-filter's beta = 1).
-  ConvGraphSpec GraphSpec(int64_t size, bool accumulate) const;
+  // The graph spec of `size` samples (accumulate: backward-filter's beta = 1;
+  // transposed: the graph computes in the other layout).
+  ConvGraphSpec GraphSpec(int64_t size, bool accumulate, bool transposed) const;
   // The cached execution plan of an engine at a size on a handle, made on
   // first use.
   Status GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,

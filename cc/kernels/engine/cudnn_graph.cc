@@ -38,15 +38,18 @@ class Descriptors {
   std::vector<cudnnBackendDescriptor_t> owned_;
 };
 
-Status MakeTensor(Descriptors* ds, const GraphTensor& t, int64_t uid, cudnnDataType_t type,
-                  int64_t alignment, cudnnBackendDescriptor_t* out) {
+// A graph tensor of `dims` [n, c, h, w], packed in `layout`.
+Status MakeTensor(Descriptors* ds, const int64_t dims[4], Layout layout, int64_t uid,
+                  cudnnDataType_t type, int64_t alignment, cudnnBackendDescriptor_t* out) {
+  int64_t strides[4];
+  LayoutStrides(layout, dims[1], dims[2], dims[3], strides);
   UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
   UCUDNN_CUDNN_OK(
       cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
   UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, t.dims));
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
   UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, t.strides));
+      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
   UCUDNN_CUDNN_OK(
       cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
   UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
@@ -55,13 +58,30 @@ Status MakeTensor(Descriptors* ds, const GraphTensor& t, int64_t uid, cudnnDataT
   return Status();
 }
 
+// Whether a tensor of `dims` [n, c, h, w] is the same memory packed NHWC and
+// NCHW: one channel, or one pixel.
+bool LayoutsCoincide(const int64_t dims[4]) { return dims[1] == 1 || dims[2] * dims[3] == 1; }
+
+// The pass's output among x (0), w (1), y (2).
+int OutputRole(Pass pass) {
+  return pass == Pass::kForward ? 2 : pass == Pass::kBackwardData ? 0 : 1;
+}
+
+// Whether the plan of `spec` transposes its output (then the graph itself
+// never accumulates: the transpose back adds).
+bool TransposesOutput(const ConvGraphSpec& spec) {
+  const int64_t* dims[3] = {spec.x, spec.w, spec.y};
+  return spec.layout != spec.graph_layout && !LayoutsCoincide(dims[OutputRole(spec.pass)]);
+}
+
 // The operation graph of one convolution node for `spec`.
 Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec, Descriptors* ds,
                           cudnnBackendDescriptor_t* graph) {
   cudnnBackendDescriptor_t x, w, y, conv, op;
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.x, kUidX, spec.data_type, spec.alignment, &x));
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.w, kUidW, spec.data_type, spec.alignment, &w));
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.y, kUidY, spec.data_type, spec.alignment, &y));
+  const Layout l = spec.graph_layout;
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.x, l, kUidX, spec.data_type, spec.alignment, &x));
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.w, l, kUidW, spec.data_type, spec.alignment, &w));
+  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.y, l, kUidY, spec.data_type, spec.alignment, &y));
 
   UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -83,7 +103,7 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec, Descr
                                            CUDNN_TYPE_INT64, 2, spec.pad));
   UCUDNN_CUDNN_OK(cudnnBackendFinalize(conv));
 
-  const float alpha = 1.0f, beta = spec.accumulate ? 1.0f : 0.0f;
+  const float alpha = 1.0f, beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
   // Attribute names of the pass's node: alpha, beta, conv, and its x/w/y roles.
   cudnnBackendDescriptorType_t type;
   cudnnBackendAttributeName_t a_alpha, a_beta, a_conv, a_x, a_w, a_y;
@@ -263,6 +283,26 @@ Status EngineAllowed(cudnnBackendDescriptor_t engine, const GraphNumerics& numer
   return Status();
 }
 
+// Transposed copies in a plan's workspace start at multiples of this many
+// bytes (more than any engine's alignment needs).
+constexpr int64_t kWorkspaceAlign = 256;
+int64_t RoundUp(int64_t bytes) {
+  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
+
+// A legacy tensor descriptor of `dims` packed in `layout`, for cudnnTransformTensor.
+Status MakeTransposeDescriptor(cudnnDataType_t type, const int64_t dims[4], Layout layout,
+                               cudnnTensorDescriptor_t* out) {
+  int64_t s[4];
+  LayoutStrides(layout, dims[1], dims[2], dims[3], s);
+  UCUDNN_CUDNN_OK(cudnnCreateTensorDescriptor(out));  // the caller destroys it, set or not
+  UCUDNN_CUDNN_OK(cudnnSetTensor4dDescriptorEx(
+      *out, type, static_cast<int>(dims[0]), static_cast<int>(dims[1]),
+      static_cast<int>(dims[2]), static_cast<int>(dims[3]), static_cast<int>(s[0]),
+      static_cast<int>(s[1]), static_cast<int>(s[2]), static_cast<int>(s[3])));
+  return Status();
+}
+
 }  // namespace
 
 cudnnDataType_t CudnnDataType(DType dtype) {
@@ -280,7 +320,7 @@ std::string GraphEngine::Name() const {
   for (size_t i = 0; i < knobs.size(); ++i) {
     s << (i ? "," : "") << "k" << knobs[i].first << "=" << knobs[i].second;
   }
-  s << "}";
+  s << "}" << (transposed ? "/transposed" : "");
   return s.str();
 }
 
@@ -294,6 +334,7 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   if (!MakeOperationGraph(handle, spec, &ds, &graph).ok()) return Status();
   // Adds `e` if new and allowed; false if it was not added.
   auto consider = [&](GraphEngine e) {
+    e.transposed = spec.graph_layout != spec.layout;
     const bool seen = std::any_of(out->begin(), out->end(),
                                   [&](const GraphCandidate& c) { return c.engine == e; });
     if (seen) return false;
@@ -377,24 +418,74 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
                                            CUDNN_TYPE_INT64, 1, &n, &workspace));
   std::unique_ptr<GraphPlan> made(new GraphPlan());
   made->plan_ = plan;
-  made->workspace_bytes_ = workspace;
   made->owned_ = ds.Release();
+  made->accumulate_ = spec.accumulate;
+  // A transposed plan's copies follow the engine's workspace, each at a
+  // multiple of kWorkspaceAlign bytes.
+  int64_t end = RoundUp(workspace);
+  if (spec.layout != spec.graph_layout) {
+    const int64_t* dims[3] = {spec.x, spec.w, spec.y};
+    const int64_t elem = spec.data_type == CUDNN_DATA_FLOAT ? 4 : 2;
+    for (int role = 0; role < 3; ++role) {
+      if (LayoutsCoincide(dims[role])) continue;
+      made->transposes_.emplace_back();  // the plan destroys its descriptors
+      Transpose& t = made->transposes_.back();
+      t.role = role;
+      t.in = role != OutputRole(spec.pass);
+      t.offset = end;
+      UCUDNN_RETURN_IF_ERROR(
+          MakeTransposeDescriptor(spec.data_type, dims[role], spec.layout, &t.caller));
+      UCUDNN_RETURN_IF_ERROR(
+          MakeTransposeDescriptor(spec.data_type, dims[role], spec.graph_layout, &t.graph));
+      end += RoundUp(dims[role][0] * dims[role][1] * dims[role][2] * dims[role][3] * elem);
+    }
+  }
+  made->workspace_bytes_ = made->transposes_.empty() ? workspace : end;
   *out = std::move(made);
   return Status();
 }
 
 GraphPlan::~GraphPlan() {
+  for (const Transpose& t : transposes_) {
+    if (t.caller) cudnnDestroyTensorDescriptor(t.caller);
+    if (t.graph) cudnnDestroyTensorDescriptor(t.graph);
+  }
   // Destroyed in reverse order of creation: the plan before what it refers to.
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
 
 Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
                           void* workspace) const {
+  // The graph's view of each tensor: the caller's, or its transposed copy.
+  void* graph_ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  const float one = 1.0f, zero = 0.0f;
+  for (const Transpose& t : transposes_) {
+    void* copy = static_cast<char*>(workspace) + t.offset;
+    if (t.in) {
+      UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, t.caller, graph_ptrs[t.role], &zero,
+                                           t.graph, copy));
+    }
+    graph_ptrs[t.role] = copy;
+  }
+  UCUDNN_RETURN_IF_ERROR(ExecuteGraph(handle, graph_ptrs, workspace));
+  const void* caller_ptrs[3] = {x, w, y};
+  for (const Transpose& t : transposes_) {
+    if (t.in) continue;
+    // The output back into the caller's layout (backward-filter: added to).
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, t.graph, graph_ptrs[t.role],
+                                         accumulate_ ? &one : &zero, t.caller,
+                                         const_cast<void*>(caller_ptrs[t.role])));
+  }
+  return Status();
+}
+
+Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
+                               void* workspace) const {
   Descriptors ds;
   cudnnBackendDescriptor_t pack;
   UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   const int64_t uids[3] = {kUidX, kUidW, kUidY};
-  void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  void* pointers[3] = {pointers_in[0], pointers_in[1], pointers_in[2]};
   UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
                                            CUDNN_TYPE_INT64, 3, uids));
   UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,

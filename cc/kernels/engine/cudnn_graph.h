@@ -2,8 +2,10 @@
 // size and pass, the operation graph, the engine configs cuDNN's heuristics
 // propose (mode A, then the fallback list), and finalized execution plans run
 // with cudnnBackendExecute. These are the engines TensorFlow itself uses; at
-// some layers and limits they beat every legacy algorithm. No TensorFlow
-// includes.
+// some layers and limits they beat every legacy algorithm. A plan may also
+// compute in the other layout than its tensors' (a transposed candidate):
+// TensorFlow runs some NHWC convolutions in NCHW, where an engine can need no
+// workspace that needs much in NHWC. No TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_CUDNN_GRAPH_H_
 #define TF_UCUDNN_ENGINE_CUDNN_GRAPH_H_
 
@@ -25,30 +27,36 @@ namespace ucudnn {
 cudnnDataType_t CudnnDataType(DType dtype);
 
 // One engine configuration: cuDNN's global engine index and its knob choices
-// (knob type, value). Rebuilt from these numbers for every micro-batch size,
-// so that it can be stored in the benchmark database.
+// (knob type, value), and whether the graph computes in the other layout than
+// the tensors' (transposed). Rebuilt from these numbers for every micro-batch
+// size, so that it can be stored in the benchmark database.
 struct GraphEngine {
   int64_t id = -1;
   std::vector<std::pair<int64_t, int64_t>> knobs;
-  // As TensorFlow logs engine configs: "eng34{k2=1,k3=0}".
+  bool transposed = false;
+  // As TensorFlow logs engine configs, "eng34{k2=1,k3=0}", with
+  // "/transposed" appended for a transposed candidate.
   std::string Name() const;
-  bool operator==(const GraphEngine& o) const { return id == o.id && knobs == o.knobs; }
-};
-
-// A 4-D tensor as the graph sees it: dims [n, c, h, w] (filter [k, c/groups,
-// r, s]) and element strides in the same order.
-struct GraphTensor {
-  int64_t dims[4] = {0, 0, 0, 0};
-  int64_t strides[4] = {0, 0, 0, 0};
+  bool operator==(const GraphEngine& o) const {
+    return id == o.id && knobs == o.knobs && transposed == o.transposed;
+  }
 };
 
 // One convolution pass at one micro-batch size. x and y are the pass's input
 // and output of the forward convolution (for backward-data, y is dy and x is
-// dx; for backward-filter, w is dw). Float accumulation, as TensorFlow does.
+// dx; for backward-filter, w is dw), as dims [n, c, h, w] (filter [k,
+// c/groups, r, s]), packed in `layout` (filter KRSC for NHWC, KCRS for NCHW).
+// The graph computes in `graph_layout`; where it differs from `layout`, the
+// plan transposes each tensor whose two layouts are not the same memory (more
+// than one channel and more than one pixel) through its workspace: the
+// pass's inputs in before, its output back after (cudnnTransformTensor).
+// Float accumulation, as TensorFlow does.
 struct ConvGraphSpec {
   Pass pass = Pass::kForward;
   cudnnDataType_t data_type = CUDNN_DATA_FLOAT;
-  GraphTensor x, w, y;
+  Layout layout = Layout::kNHWC;
+  Layout graph_layout = Layout::kNHWC;
+  int64_t x[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0}, y[4] = {0, 0, 0, 0};
   int64_t pad[2] = {0, 0};       // symmetric (h, w)
   int64_t stride[2] = {1, 1};
   int64_t dilation[2] = {1, 1};
@@ -77,7 +85,8 @@ struct GraphCandidate {
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
 // list. With `exhaustive`: every config of both lists, then every other
-// engine of the graph that finalizes, with its default knobs. An operation
+// engine of the graph that finalizes, with its default knobs. The engines are
+// transposed when the spec's graph_layout differs from its layout. An operation
 // graph that no engine supports gives an empty list, not an error. With
 // `log`, one line per engine considered (kept or dropped, with its notes) is
 // appended to it.
@@ -95,20 +104,34 @@ class GraphPlan {
   GraphPlan(const GraphPlan&) = delete;
   GraphPlan& operator=(const GraphPlan&) = delete;
 
-  // Bytes of workspace the plan needs.
+  // Bytes of workspace the plan needs: the engine's, and the transposed
+  // tensors' when the graph computes in the other layout.
   int64_t workspace_bytes() const { return workspace_bytes_; }
-  // Enqueues the plan on the handle's stream. x, w, y as in ConvGraphSpec;
-  // the pass's output is written (backward-filter with accumulate: added to).
-  // Every pointer must be aligned to the spec's alignment.
+  // Enqueues the plan on the handle's stream. x, w, y as in ConvGraphSpec, in
+  // the spec's layout; the pass's output is written (backward-filter with
+  // accumulate: added to). Every pointer, the workspace's included, must be
+  // aligned to the spec's alignment.
   Status Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
                  void* workspace) const;
 
  private:
   GraphPlan() = default;
+  // cudnnBackendExecute with the graph's x, w, y.
+  Status ExecuteGraph(cudnnHandle_t handle, void* const pointers[3], void* workspace) const;
+  // A tensor the plan transposes: from the spec's layout to the graph's
+  // (`in`) or back, through `offset` bytes into the workspace.
+  struct Transpose {
+    int role = 0;  // 0 x, 1 w, 2 y
+    bool in = true;
+    int64_t offset = 0;
+    cudnnTensorDescriptor_t caller = nullptr, graph = nullptr;
+  };
   // Every descriptor the plan was built from lives as long as the plan.
   std::vector<cudnnBackendDescriptor_t> owned_;
   cudnnBackendDescriptor_t plan_ = nullptr;
   int64_t workspace_bytes_ = 0;
+  std::vector<Transpose> transposes_;
+  bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
 };
 
 }  // namespace ucudnn

@@ -70,27 +70,33 @@ bool ExhaustiveGraphSearch() {
   return on;
 }
 
-ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate) const {
+GraphLayouts GraphLayoutChoice() {
+  static const GraphLayouts layouts = [] {
+    // A bad value was refused when the kernel was created (ParseConvAttrs).
+    const char* env = std::getenv("UCUDNN_GRAPH_LAYOUTS");
+    GraphLayouts l = GraphLayouts::kBoth;
+    if (env != nullptr) ParseGraphLayouts(env, &l);
+    return l;
+  }();
+  return layouts;
+}
+
+ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transposed) const {
   const ConvParams& p = params_;
   ConvGraphSpec spec;
   spec.pass = pass_;
   spec.data_type = CudnnDataType(p.dtype);
-  spec.x.dims[0] = size;
-  spec.x.dims[1] = p.in_channels;
-  spec.x.dims[2] = padded_h_;
-  spec.x.dims[3] = padded_w_;
-  LayoutStrides(p.layout, p.in_channels, padded_h_, padded_w_, spec.x.strides);
-  spec.y.dims[0] = size;
-  spec.y.dims[1] = p.out_channels;
-  spec.y.dims[2] = p.out_height;
-  spec.y.dims[3] = p.out_width;
-  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, spec.y.strides);
+  spec.layout = p.layout;
+  spec.graph_layout = !transposed ? p.layout
+                      : p.layout == Layout::kNHWC ? Layout::kNCHW
+                                                  : Layout::kNHWC;
+  const int64_t x[4] = {size, p.in_channels, padded_h_, padded_w_};
+  const int64_t y[4] = {size, p.out_channels, p.out_height, p.out_width};
   // The filter in cuDNN's layout (KCRS for NCHW, KRSC for NHWC), as Run makes it.
-  spec.w.dims[0] = p.out_channels;
-  spec.w.dims[1] = p.group_in_channels();
-  spec.w.dims[2] = p.filter_height;
-  spec.w.dims[3] = p.filter_width;
-  LayoutStrides(p.layout, p.group_in_channels(), p.filter_height, p.filter_width, spec.w.strides);
+  const int64_t w[4] = {p.out_channels, p.group_in_channels(), p.filter_height, p.filter_width};
+  std::copy(x, x + 4, spec.x);
+  std::copy(y, y + 4, spec.y);
+  std::copy(w, w + 4, spec.w);
   spec.pad[0] = sym_pad_h_;
   spec.pad[1] = sym_pad_w_;
   spec.stride[0] = p.stride_h;
@@ -118,7 +124,8 @@ Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const Graph
   auto it = graph_plans_.find(key);
   if (it == graph_plans_.end()) {
     std::unique_ptr<GraphPlan> plan;
-    const Status made = GraphPlan::Make(handle, GraphSpec(size, accumulate), engine, &plan);
+    const Status made =
+        GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed), engine, &plan);
     it = graph_plans_.emplace(key, std::move(plan)).first;  // nullptr when it failed
     if (!made.ok()) {
       return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
@@ -144,10 +151,22 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   // Float32 without TF32 keeps the legacy path's float arithmetic.
   numerics.strict_float = params_.dtype == DType::kFloat && !allow_tf32_;
   numerics.deterministic = deterministic_;
+  // The tensors' layout, then the other one (transposed candidates).
   std::vector<GraphCandidate> candidates;
-  UCUDNN_RETURN_IF_ERROR(
-      ProposeGraphEngines(handle, GraphSpec(size, false), numerics, ExhaustiveGraphSearch(),
-                          &candidates, log));
+  const GraphLayouts layouts = GraphLayoutChoice();
+  for (bool transposed : {false, true}) {
+    if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
+    std::vector<GraphCandidate> got;
+    std::string layout_log;
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, GraphSpec(size, false, transposed),
+                                               numerics, ExhaustiveGraphSearch(), &got,
+                                               log != nullptr ? &layout_log : nullptr));
+    if (log != nullptr && !layout_log.empty()) {
+      const ConvGraphSpec spec = GraphSpec(size, false, transposed);
+      *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
+    }
+    candidates.insert(candidates.end(), got.begin(), got.end());
+  }
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
@@ -264,7 +283,7 @@ Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream
       w = out;
     }
   }
-  const int64_t alignment = GraphSpec(mb.size, accumulate).alignment;
+  const int64_t alignment = GraphSpec(mb.size, accumulate, engine.transposed).alignment;
   for (const void* ptr : {x, w, y}) {
     if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
       return Status::Internal("a tensor of " + std::string(PassName(pass_)) + " " +

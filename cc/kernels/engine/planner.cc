@@ -45,6 +45,19 @@ bool ParseGraphSearch(const std::string& text, bool* exhaustive) {
   return true;
 }
 
+bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
+  if (text == "both") {
+    *layouts = GraphLayouts::kBoth;
+  } else if (text == "native") {
+    *layouts = GraphLayouts::kNative;
+  } else if (text == "transposed") {
+    *layouts = GraphLayouts::kTransposed;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool ParseEngineSet(const std::string& name, EngineSet* engines) {
   if (name == "all") {
     *engines = EngineSet::kAll;

@@ -32,6 +32,11 @@ bool ParseGraphPruneFactor(const std::string& text, double* factor);
 // UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
 // "exhaustive"; false on anything else.
 bool ParseGraphSearch(const std::string& text, bool* exhaustive);
+// UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
+// (the tensors' and, as transposed candidates, the other one), "native" (the
+// tensors' only) or "transposed" (the other only); false on anything else.
+enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
+bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
 
 // Parses "undivided" | "powerOfTwo" | "all"; false on anything else.
 bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy);

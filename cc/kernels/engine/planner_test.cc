@@ -54,6 +54,12 @@ int main() {
             ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
             !ParseGraphSearch("full", &exhaustive),
         "UCUDNN_GRAPH_SEARCH is default or exhaustive");
+  GraphLayouts layouts = GraphLayouts::kBoth;
+  Check(ParseGraphLayouts("native", &layouts) && layouts == GraphLayouts::kNative &&
+            ParseGraphLayouts("transposed", &layouts) && layouts == GraphLayouts::kTransposed &&
+            ParseGraphLayouts("both", &layouts) && layouts == GraphLayouts::kBoth &&
+            !ParseGraphLayouts("NCHW", &layouts) && layouts == GraphLayouts::kBoth,
+        "UCUDNN_GRAPH_LAYOUTS is both, native or transposed, and a bad value leaves it");
 
   // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
   PerfTable table;
