@@ -50,8 +50,10 @@ double GraphPruneFactor();
 // the first few), and every other engine of the graph with its default knobs
 // (see ProposeGraphEngines).
 bool ExhaustiveGraphSearch();
-// UCUDNN_GRAPH_LAYOUTS (default both): the layouts graph-API engines are
-// proposed in (see ParseGraphLayouts).
+// UCUDNN_GRAPH_LAYOUTS (default native): the layouts graph-API engines are
+// proposed in (see ParseGraphLayouts). Transposed candidates are opt-in: on an
+// H200 with cuDNN 9.19 none won a DeepBench plan (their NHWC counterparts
+// already transpose inside their workspace), and they cost planning time.
 GraphLayouts GraphLayoutChoice();
 
 // One cuDNN handle per (device, stream), with the mutex that serialises its use

@@ -74,7 +74,7 @@ GraphLayouts GraphLayoutChoice() {
   static const GraphLayouts layouts = [] {
     // A bad value was refused when the kernel was created (ParseConvAttrs).
     const char* env = std::getenv("UCUDNN_GRAPH_LAYOUTS");
-    GraphLayouts l = GraphLayouts::kBoth;
+    GraphLayouts l = GraphLayouts::kNative;
     if (env != nullptr) ParseGraphLayouts(env, &l);
     return l;
   }();
