@@ -84,7 +84,9 @@ case "$1" in
       --layers speakerid_54_5x5 --json "$OUT/speakerid.json" 2>&1 | tee "$OUT/speakerid.log" ;;
   transposed)  # transposed graph candidates (UCUDNN_GRAPH_LAYOUTS): their correctness tests,
                # speakerid_54 (whole layer, lazy and eager module loading; backward-data alone,
-               # eager) with its candidate table, then ResNet-18's planning cost
+               # eager) with its candidate table, then ResNet-18's planning cost, all with
+               # transposed candidates proposed (the tests set their own value)
+    export UCUDNN_GRAPH_LAYOUTS=both
     timeout 400 python3 -m pytest tests/test_graph_engines.py -m gpu -q -p no:cacheprovider \
       -k every_plan 2>&1 | tail -30 | tee "$OUT/transposed_tests.log"
     python3 benchmarks/engine_table.py --sizes 256,64,32,16,8 2>&1 | grep -v WARNING \
