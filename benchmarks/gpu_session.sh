@@ -3,7 +3,7 @@
 # On the device machine after ../shared/gpu/stage.sh's parts (see README):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
-#                                 transposed
+#                                 transposed|overhead_graph
 # Results go to $OUT (or ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -29,6 +29,11 @@ case "$1" in
       | grep -v WARNING | tee "$OUT/deepbench_eager.log" ;;
   overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
+  overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:
+                   # cudnnBackendExecute with a prebuilt variant pack)
+    timeout "${2:-240}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
+      --layers facerec_15_3x3,ocr_11_3x3,vision_21_3x3,vision_30_5x5,speakerid_57_3x3 \
+      --json "$OUT/overhead_graph.json" 2>&1 | grep -v WARNING | tee "$OUT/overhead_graph.log" ;;
   planning)  # ResNet-18's convolutions at N=256: cold, warm database; cold without a
              # database on one GPU and on every GPU (UCUDNN_BENCHMARK_DEVICES), twice each
     db=$(mktemp -d)/db.sqlite3

@@ -4,9 +4,11 @@
 micro-batch (``micro_batch_size`` = N, so one cuDNN call with the algorithm
 the plan chose within the limit) run through the engine, against one direct
 cuDNN call with the same algorithm, descriptors and workspace and the filter
-already in cuDNN's layout. The engine's extra work is its allocations, the
-filter's transform into cuDNN's layout (and back, for backward-filter), the
-plan lookup and its locks. Both are timed in the engine
+already in cuDNN's layout; for a graph-API engine, ``cudnnBackendExecute``
+with a variant pack built beforehand. The engine's extra work is its
+allocations, the filter's transform into cuDNN's layout (and back, for
+backward-filter), the plan lookup and its locks, and for a graph-API engine
+the variant pack it builds on every call. Both are timed in the engine
 (``CudnnKernel::TimeOverhead``): wall-clock ms per call over ``iters`` calls,
 from a synced stream to a synced stream, median of 5 alternating repeats; TF's
 own op dispatch, which stock TF pays as well, is not in either figure.

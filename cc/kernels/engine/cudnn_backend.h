@@ -230,6 +230,10 @@ class CudnnKernel {
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
                          void* out, void* workspace, int64_t workspace_bytes,
                          std::vector<Measured>* got, std::set<std::string>* pruned, int* runs);
+  // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
+  // backward-data (dy, w, dx); backward-filter (x, dy, dw).
+  static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
+                         const void** x, const void** w, const void** y);
   // The graph spec of `size` samples (accumulate: backward-filter's beta = 1;
   // transposed: the graph computes in the other layout).
   ConvGraphSpec GraphSpec(int64_t size, bool accumulate, bool transposed) const;

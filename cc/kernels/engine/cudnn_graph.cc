@@ -479,8 +479,17 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
   return Status();
 }
 
-Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
+Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers[3],
                                void* workspace) const {
+  cudnnBackendDescriptor_t pack = nullptr;
+  const Status made = MakeVariantPack(pointers, workspace, &pack);
+  const Status ran = made.ok() ? ExecutePack(handle, pack) : made;
+  if (pack != nullptr) cudnnBackendDestroyDescriptor(pack);
+  return ran;
+}
+
+Status GraphPlan::MakeVariantPack(void* const pointers_in[3], void* workspace,
+                                  cudnnBackendDescriptor_t* out) const {
   Descriptors ds;
   cudnnBackendDescriptor_t pack;
   UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
@@ -493,6 +502,11 @@ Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
   UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
                                            CUDNN_TYPE_VOID_PTR, 1, &workspace));
   UCUDNN_CUDNN_OK(cudnnBackendFinalize(pack));
+  *out = ds.Release().front();
+  return Status();
+}
+
+Status GraphPlan::ExecutePack(cudnnHandle_t handle, cudnnBackendDescriptor_t pack) const {
   UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack));
   return Status();
 }

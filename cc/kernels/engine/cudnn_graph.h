@@ -113,6 +113,13 @@ class GraphPlan {
   // aligned to the spec's alignment.
   Status Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
                  void* workspace) const;
+  // The graph's own call, for timing a direct cuDNN call against the engine
+  // (bench --overhead): a variant pack of the graph's x, w, y and workspace,
+  // which the caller destroys (cudnnBackendDestroyDescriptor), and
+  // cudnnBackendExecute with it. Transposes nothing.
+  Status MakeVariantPack(void* const pointers[3], void* workspace,
+                         cudnnBackendDescriptor_t* pack) const;
+  Status ExecutePack(cudnnHandle_t handle, cudnnBackendDescriptor_t pack) const;
 
  private:
   GraphPlan() = default;

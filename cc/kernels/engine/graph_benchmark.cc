@@ -183,10 +183,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   return Status();
 }
 
-// The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
-// backward-data (dy, w, dx); backward-filter (x, dy, dw).
-static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
-                       const void** x, const void** w, const void** y) {
+void CudnnKernel::GraphRoles(Pass pass, const void* a, const void* b, const void* out,
+                             const void** x, const void** w, const void** y) {
   switch (pass) {
     case Pass::kForward: *x = a; *w = b; *y = out; break;
     case Pass::kBackwardData: *y = a; *w = b; *x = out; break;

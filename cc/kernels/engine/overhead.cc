@@ -114,8 +114,24 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     Plan ran;
     return Run(handle, stream, plan, t, &scratch, &ran);
   };
+  // A graph-API engine's direct call is cudnnBackendExecute with a variant
+  // pack built beforehand (the engine builds one per call). Transposed plans
+  // and asymmetric padding (explicitly padded copies) run RunMicroBatch as
+  // the direct call instead.
+  const CudnnAlgo& algo = algos_[mb.algo];
+  const bool graph_direct = algo.graph() && !algo.engine.transposed && p.symmetric_padding();
+  const GraphPlan* graph_plan = nullptr;
+  cudnnBackendDescriptor_t pack = nullptr;
+  if (status.ok() && graph_direct) {
+    status = GetGraphPlan(handle->handle, mb.size, algo.engine, false, &graph_plan);
+    const void *x = nullptr, *w = nullptr, *y = nullptr;
+    GraphRoles(pass_, t.a, direct_b, direct_out, &x, &w, &y);
+    void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+    if (status.ok()) status = graph_plan->MakeVariantPack(pointers, workspace, &pack);
+  }
   auto run_direct = [&]() -> Status {
     std::lock_guard<std::mutex> lock(handle->mu);
+    if (graph_direct) return graph_plan->ExecutePack(handle->handle, pack);
     return RunMicroBatch(handle->handle, stream, mb, 0, false, t.a, direct_b, direct_out,
                          workspace, padded);
   };
@@ -143,6 +159,7 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     transform_times.push_back(ms);
   }
   cudaStreamSynchronize(stream);
+  if (pack != nullptr) cudnnBackendDestroyDescriptor(pack);
   for (void* ptr : buffers) cudaFree(ptr);
   cudaStreamDestroy(stream);
   UCUDNN_RETURN_IF_ERROR(status);
