@@ -5,30 +5,53 @@
 #include <cstdlib>
 #include <limits>
 #include <set>
+#include <utility>
 
 namespace ucudnn {
 
-bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy) {
-  if (name == "undivided") {
-    *policy = BatchSizePolicy::kUndivided;
-  } else if (name == "powerOfTwo") {
-    *policy = BatchSizePolicy::kPowerOfTwo;
-  } else if (name == "all") {
-    *policy = BatchSizePolicy::kAll;
-  } else {
-    return false;
+namespace {
+
+// A knob's values and their names, in one table for parsing and printing.
+template <typename T>
+using Name = std::pair<const char*, T>;
+
+constexpr Name<BatchSizePolicy> kPolicyNames[] = {{"undivided", BatchSizePolicy::kUndivided},
+                                                  {"powerOfTwo", BatchSizePolicy::kPowerOfTwo},
+                                                  {"all", BatchSizePolicy::kAll}};
+constexpr Name<EngineSet> kEngineSetNames[] = {
+    {"all", EngineSet::kAll}, {"legacy", EngineSet::kLegacy}, {"graph", EngineSet::kGraph}};
+constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", true}};
+constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
+                                                    {"native", GraphLayouts::kNative},
+                                                    {"transposed", GraphLayouts::kTransposed}};
+
+// Sets *out to the value named `text`; false (leaving *out) if none is.
+template <typename T, size_t N>
+bool ParseName(const Name<T> (&names)[N], const std::string& text, T* out) {
+  for (const auto& [name, value] : names) {
+    if (text == name) {
+      *out = value;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
-const char* BatchSizePolicyName(BatchSizePolicy policy) {
-  switch (policy) {
-    case BatchSizePolicy::kUndivided: return "undivided";
-    case BatchSizePolicy::kPowerOfTwo: return "powerOfTwo";
-    case BatchSizePolicy::kAll: return "all";
+template <typename T, size_t N>
+const char* NameOf(const Name<T> (&names)[N], T value) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
   }
   return "?";
 }
+
+}  // namespace
+
+bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy) {
+  return ParseName(kPolicyNames, name, policy);
+}
+
+const char* BatchSizePolicyName(BatchSizePolicy policy) { return NameOf(kPolicyNames, policy); }
 
 bool ParseGraphPruneFactor(const std::string& text, double* factor) {
   if (text.empty()) return false;
@@ -40,45 +63,18 @@ bool ParseGraphPruneFactor(const std::string& text, double* factor) {
 }
 
 bool ParseGraphSearch(const std::string& text, bool* exhaustive) {
-  if (text != "default" && text != "exhaustive") return false;
-  *exhaustive = text == "exhaustive";
-  return true;
+  return ParseName(kGraphSearchNames, text, exhaustive);
 }
 
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
-  if (text == "both") {
-    *layouts = GraphLayouts::kBoth;
-  } else if (text == "native") {
-    *layouts = GraphLayouts::kNative;
-  } else if (text == "transposed") {
-    *layouts = GraphLayouts::kTransposed;
-  } else {
-    return false;
-  }
-  return true;
+  return ParseName(kGraphLayoutNames, text, layouts);
 }
 
 bool ParseEngineSet(const std::string& name, EngineSet* engines) {
-  if (name == "all") {
-    *engines = EngineSet::kAll;
-  } else if (name == "legacy") {
-    *engines = EngineSet::kLegacy;
-  } else if (name == "graph") {
-    *engines = EngineSet::kGraph;
-  } else {
-    return false;
-  }
-  return true;
+  return ParseName(kEngineSetNames, name, engines);
 }
 
-const char* EngineSetName(EngineSet engines) {
-  switch (engines) {
-    case EngineSet::kAll: return "all";
-    case EngineSet::kLegacy: return "legacy";
-    case EngineSet::kGraph: return "graph";
-  }
-  return "?";
-}
+const char* EngineSetName(EngineSet engines) { return NameOf(kEngineSetNames, engines); }
 
 std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size) {
   std::vector<int64_t> sizes;
