@@ -161,23 +161,21 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
             conv(padding=[[0, 0], [5, 3], [3, 5], [0, 0]])
 
     def test_bad_graph_search_knobs_in_the_environment_are_invalid_argument(self):
-        self.setEnv("UCUDNN_GRAPH_PRUNE_FACTOR", "0.5")
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 .* or a number >= 1; "
-                                    "got '0.5'"):
-            conv(padding=[[0, 0], [5, 6], [6, 5], [0, 0]])
-        self.setEnv("UCUDNN_GRAPH_PRUNE_FACTOR", "")
-        self.setEnv("UCUDNN_GRAPH_SEARCH", "full")
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; "
-                                    "got 'full'"):
-            conv(padding=[[0, 0], [5, 7], [7, 5], [0, 0]])
-        self.setEnv("UCUDNN_GRAPH_SEARCH", "")
-        self.setEnv("UCUDNN_GRAPH_LAYOUTS", "NCHW")
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    "UCUDNN_GRAPH_LAYOUTS must be one of both, native, "
-                                    "transposed; got 'NCHW'"):
-            conv(padding=[[0, 0], [5, 8], [8, 5], [0, 0]])
+        # Each with its own padding: a new kernel, created with the bad value set.
+        cases = [
+            ("UCUDNN_GRAPH_PRUNE_FACTOR", "0.5",
+             "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 .* or a number >= 1; got '0.5'", 6),
+            ("UCUDNN_GRAPH_SEARCH", "full",
+             "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got 'full'", 7),
+            ("UCUDNN_GRAPH_LAYOUTS", "NCHW",
+             "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got 'NCHW'", 8),
+        ]
+        for name, value, message, pad in cases:
+            with self.subTest(name):
+                self.setEnv(name, value)
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                    conv(padding=[[0, 0], [5, pad], [pad, 5], [0, 0]])
+                self.setEnv(name, "")
 
     def test_explicit_knobs_ignore_the_environment(self):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
