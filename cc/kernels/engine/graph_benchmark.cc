@@ -156,13 +156,12 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   const GraphLayouts layouts = GraphLayoutChoice();
   for (bool transposed : {false, true}) {
     if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
+    const ConvGraphSpec spec = GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;
-    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, GraphSpec(size, false, transposed),
-                                               numerics, ExhaustiveGraphSearch(), &got,
-                                               log != nullptr ? &layout_log : nullptr));
-    if (log != nullptr && !layout_log.empty()) {
-      const ConvGraphSpec spec = GraphSpec(size, false, transposed);
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, ExhaustiveGraphSearch(),
+                                               &got, log != nullptr ? &layout_log : nullptr));
+    if (!layout_log.empty()) {
       *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
     }
     candidates.insert(candidates.end(), got.begin(), got.end());
