@@ -36,7 +36,8 @@ setup(
                  "Programming Language :: Python :: 3",
                  "Topic :: Scientific/Engineering :: Artificial Intelligence"],
     python_requires=">=3.10",
-    install_requires=["tensorflow==2.21.*", "keras>=3.15,<4", "numpy", "pulp>=3.3,<4"],
+    install_requires=["tensorflow==2.21.*", "keras>=3.15,<4", "numpy", "pulp>=3.3,<4",
+                      "highspy>=1.13,<1.16"],
     # The benchmark's PNG figures (tf-ucudnn bench); the rest runs without it.
     extras_require={"bench": ["matplotlib"]},
     entry_points={"console_scripts": ["tf-ucudnn = tf_ucudnn.cli:main"]},
