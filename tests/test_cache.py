@@ -1,9 +1,13 @@
 """The benchmark database (tf_ucudnn.cache): round trips, concurrency, and every
 fault giving one warning and no crash."""
 
+import atexit
+import contextlib
+import io
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -168,6 +172,250 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         cleared = run("clear")
         self.assertIn("removed 2 kernels", cleared.stdout)
         self.assertEmpty(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
+
+
+def _dump(path):
+    """Everything in a SQLite file: its header ids and every statement that rebuilds it."""
+    db = sqlite3.connect(path)
+    try:
+        return (db.execute("PRAGMA application_id").fetchone(),
+                db.execute("PRAGMA user_version").fetchone(), list(db.iterdump()))
+    finally:
+        db.close()
+
+
+def _run_cli(*args, cwd=None, **env):
+    """``tf-ucudnn cache ARGS`` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        for name, value in env.items():
+            mp.setenv(name, value)
+        if cwd:
+            mp.chdir(cwd)
+        try:
+            status = cache.main(list(args))
+        except SystemExit as e:
+            status = e.code
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+
+
+class DatabaseSafetyTest(tf.test.TestCase):
+    """Issue 19 §5-§8, issue 15 §3: other programs' files, read-only files,
+    malformed records, and what the command line may create."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "bench.sqlite3")
+
+    def caught(self):
+        manager = warnings.catch_warnings(record=True)
+        caught = manager.__enter__()
+        warnings.simplefilter("always")
+        self.addCleanup(manager.__exit__, None, None, None)
+        return caught
+
+    def runtime_warnings(self, caught):
+        return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+    def make_foreign(self, app_id=0):
+        # Another program's file: a meta(key, value) table with an old
+        # schema_version and a kernels table of its own.
+        db = sqlite3.connect(self.path)
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+        db.execute("CREATE TABLE kernels (name TEXT, source TEXT)")
+        db.execute("INSERT INTO kernels VALUES ('linux', 'git://...')")
+        db.execute(f"PRAGMA application_id = {app_id}")
+        db.commit()
+        db.close()
+        return _dump(self.path)
+
+    def test_another_programs_database_is_refused_and_left_alone(self):
+        for app_id in (0, 0x12345678):
+            before = self.make_foreign(app_id)
+            caught = self.caught()
+            db = cache.BenchmarkDatabase(self.path)
+            self.assertEmpty(db.get(GPU, CUDNN, TF))
+            db.put(GPU, CUDNN, TF, [record(0)])
+            cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(1)])
+            messages = self.runtime_warnings(caught)
+            self.assertLen(messages, 2, messages)  # one per BenchmarkDatabase
+            self.assertIn("not a tf_ucudnn benchmark database, so it is left alone", messages[0])
+            self.assertEqual(_dump(self.path), before)
+            for command in ("show", "clear"):
+                done = _run_cli(command, "--database", self.path)
+                self.assertEqual(done.returncode, 1, done.stdout + done.stderr[-2000:])
+                self.assertIn("not a tf_ucudnn benchmark database", done.stderr)
+            self.assertEqual(_dump(self.path), before)
+            os.remove(self.path)
+
+    def test_our_tables_next_to_another_table_are_not_ours(self):
+        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        db = sqlite3.connect(self.path)
+        db.execute("CREATE TABLE users (name TEXT)")
+        db.commit()
+        db.close()
+        before = _dump(self.path)
+        caught = self.caught()
+        self.assertEmpty(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
+        self.assertIn("tables or indexes tf_ucudnn does not create: users",
+                      self.runtime_warnings(caught)[0])
+        self.assertEqual(_dump(self.path), before)
+
+    def test_new_database_is_marked_as_tf_ucudnns(self):
+        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        app_id, version, _ = _dump(self.path)
+        self.assertEqual(app_id, (cache.APPLICATION_ID,))
+        self.assertEqual(version, (cache.SCHEMA_VERSION,))
+
+    def test_database_of_an_older_tf_ucudnn_at_this_schema_is_kept(self):
+        # What tf_ucudnn wrote before it set an application_id.
+        db = sqlite3.connect(self.path)
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(cache.SCHEMA_VERSION),))
+        db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
+                   "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
+        db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, '', 'forward', 0)",
+                   (GPU, CUDNN, TF, json.dumps(record(0)["key"]),
+                    json.dumps(dict(table=record(0)["table"], algos=record(0)["algos"]))))
+        db.commit()
+        db.close()
+        caught = self.caught()
+        ours = cache.BenchmarkDatabase(self.path)
+        self.assertLen(ours.get(GPU, CUDNN, TF), 1)
+        ours.put(GPU, CUDNN, TF, [record(1)])
+        self.assertEmpty(self.runtime_warnings(caught))
+        self.assertLen(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 2)
+        self.assertEqual(_dump(self.path)[0], (cache.APPLICATION_ID,))
+
+    def test_reading_writes_nothing(self):
+        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        before = (_dump(self.path), os.stat(self.path).st_mtime_ns)
+        statements, connect = [], sqlite3.connect
+
+        def traced(*args, **kwargs):
+            db = connect(*args, **kwargs)
+            db.set_trace_callback(statements.append)
+            return db
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sqlite3, "connect", traced)
+            self.assertLen(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 1)
+            self.assertLen(cache.BenchmarkDatabase(self.path).summary(), 1)
+        writes = [s for s in statements
+                  if re.match(r"\s*(CREATE|INSERT|UPDATE|DELETE|DROP|REPLACE|BEGIN|PRAGMA \w+ *=)",
+                              s, re.I)]
+        self.assertNotEmpty(statements)
+        self.assertEmpty(writes)
+        self.assertEqual((_dump(self.path), os.stat(self.path).st_mtime_ns), before)
+
+    def test_database_on_a_read_only_file_and_folder_can_be_read(self):
+        # As root, permissions do not stop writes: the reader drops to nobody.
+        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
+        os.chmod(self.path, 0o444)
+        os.chmod(self.dir, 0o555)
+        self.addCleanup(os.chmod, self.dir, 0o755)
+        cache_py = os.path.join(os.path.dirname(os.path.abspath(cache.__file__)), "cache.py")
+        code = textwrap.dedent(f"""
+            import importlib.util, json, os, warnings
+            spec = importlib.util.spec_from_file_location("cache", {cache_py!r})
+            cache = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(cache)
+            if os.getuid() == 0:  # after the imports: nobody may not read the Python install
+                os.setgid(65534)
+                os.setuid(65534)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got = cache.BenchmarkDatabase({self.path!r}).get({GPU!r}, {CUDNN!r}, {TF!r})
+            try:
+                open({self.path!r}, "ab")
+                writable = True
+            except OSError:
+                writable = False
+            shown = cache.BenchmarkDatabase({self.path!r}).summary()  # what cache show prints
+            print(json.dumps(dict(records=len(got), warnings=[str(w.message) for w in caught],
+                                  writable=writable, shown=len(shown))))
+        """)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, cwd="/")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        self.assertFalse(result["writable"], "the test could not make the file read-only")
+        self.assertEqual(result, dict(records=2, warnings=[], writable=False, shown=2))
+
+    def load_with(self, records, extra_rows=()):
+        """Stores records (and raw rows of key, tables), loads them as the first
+        conv2d would; returns the warnings and the keys handed to the engine."""
+        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, records)
+        db = sqlite3.connect(self.path)
+        for key, tables in extra_rows:
+            db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, '', 'forward', 0)",
+                       (GPU, CUDNN, TF, key, tables))
+        db.commit()
+        db.close()
+        seeded, seed = [], cache.seed_engine
+
+        def seed_and_count(r):
+            seeded.append(r["key"])
+            return seed(r)
+
+        link = cache._EngineLink()
+        caught = self.caught()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("UCUDNN_DATABASE", self.path)
+            mp.setattr(cache, "gpu_identity", lambda: (GPU, CUDNN, TF))
+            mp.setattr(cache, "seed_engine", seed_and_count)
+            link.load()
+        atexit.unregister(link.save)
+        return self.runtime_warnings(caught), seeded
+
+    def test_malformed_records_give_one_warning_and_planning_goes_on(self):
+        # Valid JSON, wrong content: IndexError / TypeError in the first conv2d before.
+        good = [record(0), record(1)]
+        bad = [dict(record(2), table=[[1]]),                              # a row of one value
+               dict(record(3), table=[[32, 5, 0.5, 0]]),                  # algo index 5 of 2
+               dict(record(4), key=["x"] * 27),                           # not ints
+               dict(record(5), algos=[[1, 2]]),                           # an algo of 2 values
+               dict(record(6), table="rows"),                             # not a list
+               dict(record(7), table=[[32, 0, -1.0, 0]]),                 # negative time
+               dict(record(8), key=[0, 1 << 64] + [1] * 25)]              # beyond int64
+        messages, seeded = self.load_with(good + bad)
+        self.assertLen(messages, 1, messages)
+        self.assertIn("skipped 7 malformed record(s)", messages[0])
+        self.assertCountEqual(seeded, [r["key"] for r in good])
+
+    def test_record_that_is_not_json_costs_only_itself(self):
+        messages, seeded = self.load_with([record(0), record(1)], [("[1]", "{not json")])
+        self.assertLen(messages, 1, messages)
+        self.assertIn("skipped 1 malformed record(s)", messages[0])
+        self.assertCountEqual(seeded, [record(0)["key"], record(1)["key"]])
+
+    def test_command_line_database_off_means_no_database(self):
+        for value in ("off", "OFF", "none"):
+            done = _run_cli("show", "--database", value, cwd=self.dir)
+            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            self.assertIn("the benchmark database is off", done.stdout)
+        self.assertEmpty(os.listdir(self.dir))
+
+    def test_command_line_empty_database_is_an_error(self):
+        done = _run_cli("show", "--database", "", cwd=self.dir, UCUDNN_DATABASE="off")
+        self.assertEqual(done.returncode, 2, done.stdout)
+        self.assertIn("--database needs a file path, or 'off'", done.stderr)
+        self.assertEmpty(os.listdir(self.dir))
+
+    def test_command_line_creates_no_file_or_folder(self):
+        missing = os.path.join(self.dir, "no", "such", "bench.sqlite3")
+        for command in ("show", "clear"):
+            done = _run_cli(command, "--database", missing)
+            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+            self.assertIn(f"{missing}: no benchmark database there", done.stdout)
+        self.assertEmpty(os.listdir(self.dir))
+        open(self.path, "w").close()  # an empty file is a database with nothing in it
+        done = _run_cli("show", "--database", self.path)
+        self.assertIn("0 kernels", done.stdout)
+        self.assertEqual(os.path.getsize(self.path), 0)
 
 
 # Plans a convolution in a fresh process and reports how its kernels were planned.

@@ -10,8 +10,16 @@ kernel benchmarks nothing (μ-cuDNN's ``UCUDNN_DATABASE``).
 ``UCUDNN_DATABASE``: the SQLite file; unset means
 ``~/.cache/tf_ucudnn/benchmarks.sqlite3``; ``""`` or ``off`` turns the database
 off. A database that is locked, unwritable, corrupt or of another schema gives
-one warning and planning goes on without it. A database of an older schema
-(from an older tf_ucudnn) is emptied once, with a warning, and then used.
+one warning and planning goes on without it; so do malformed records, which
+are skipped. A database of an older schema (from an older tf_ucudnn) is
+emptied once, with a warning, and then used.
+
+The file is marked as tf_ucudnn's with SQLite's ``application_id`` (and its
+schema version in ``user_version``); files of older tf_ucudnn versions are
+recognised by their exact tables. Any other SQLite file is refused, with a
+message, and never changed. Reading opens the file read-only and writes
+nothing, so a database on a read-only filesystem can be read; reading never
+creates a file or folder.
 
 Command line: ``tf-ucudnn cache show|clear [--database PATH]`` (or
 ``python -m tf_ucudnn cache ...``).
@@ -20,16 +28,21 @@ Command line: ``tf-ucudnn cache show|clear [--database PATH]`` (or
 import argparse
 import atexit
 import json
+import math
+import numbers
 import os
 import sqlite3
 import sys
 import time
+import urllib.parse
 import warnings
 
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
 # 3: transposed graph-API candidates (a flag after the engine id).
 SCHEMA_VERSION = 3
+# PRAGMA application_id of a tf_ucudnn database: "tfuc" as a big-endian int32.
+APPLICATION_ID = int.from_bytes(b"tfuc", "big")
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
 _KEY_FIELDS = 27  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
@@ -49,30 +62,110 @@ def gpu_identity():
     return name, cudnn_version(), tf.__version__
 
 
+_OFF = ("off", "0", "none")
+
+
 def database_path():
     """The database file from ``UCUDNN_DATABASE`` (None when turned off)."""
     path = os.environ.get("UCUDNN_DATABASE")
     if path is None:
         return DEFAULT_PATH
-    if path.strip().lower() in ("", "off", "0", "none"):
+    if path.strip().lower() in ("",) + _OFF:
         return None
     return path
+
+
+def database_argument(value):
+    """The database a command line names with ``--database VALUE``.
+
+    Args:
+      value: None (not given: ``UCUDNN_DATABASE``, else the default path),
+        ``off`` (also ``none``, ``0``; any case: no database), or a file path.
+
+    Returns:
+      The path, or None for no database.
+
+    Raises:
+      ValueError: an empty value, which names neither a file nor ``off``.
+    """
+    if value is None:
+        return database_path()
+    if not value.strip():
+        raise ValueError("--database needs a file path, or 'off' for no database; got ''")
+    if value.strip().lower() in _OFF:
+        return None
+    return value
+
+
+class NotOurDatabase(sqlite3.DatabaseError):
+    """The file is a database, but not tf_ucudnn's: it is left alone."""
+
+
+# The tables of a tf_ucudnn database (also of the files older versions wrote,
+# which had no application_id), with their columns.
+_TABLES = {"meta": ["key", "value"],
+           "kernels": ["gpu", "cudnn", "tf", "key", "tables", "shape", "pass", "created"]}
+_INTERNAL = {"sqlite_autoindex_meta_1", "sqlite_autoindex_kernels_1"}
+
+
+def _inspect(db):
+    """What the open database is: ``(state, version)``, state ``"empty"`` (no
+    tables: a new file), ``"ours"`` (our application_id) or ``"legacy"`` (an
+    older tf_ucudnn's, without the id); version its schema version.
+
+    Raises:
+      NotOurDatabase: another program's database (tables tf_ucudnn does not
+        create, or another application_id).
+      sqlite3.DatabaseError: not a database at all.
+    """
+    app_id = db.execute("PRAGMA application_id").fetchone()[0]
+    objects = db.execute("SELECT type, name FROM sqlite_master").fetchall()
+    if app_id not in (0, APPLICATION_ID):
+        raise NotOurDatabase(f"its application_id is {app_id:#x}, not tf_ucudnn's "
+                             f"({APPLICATION_ID:#x})")
+    if not objects:
+        if app_id == APPLICATION_ID:
+            return "ours", 0
+        return "empty", None
+    foreign = sorted(name for kind, name in objects
+                     if not (kind == "table" and name in _TABLES)
+                     and not (kind == "index" and name in _INTERNAL))
+    for name in _TABLES:
+        if any(n == name for _, n in objects):
+            columns = [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+            if columns != _TABLES[name]:
+                foreign.append(f"{name}({', '.join(columns)})")
+    if foreign:
+        raise NotOurDatabase(f"it has tables or indexes tf_ucudnn does not create: "
+                             f"{', '.join(foreign)}")
+    if app_id == APPLICATION_ID:
+        return "ours", db.execute("PRAGMA user_version").fetchone()[0]
+    row = None
+    if any(n == "meta" for _, n in objects):
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        raise NotOurDatabase("it has no application_id and no tf_ucudnn schema_version")
+    return "legacy", int(row[0])
 
 
 class BenchmarkDatabase:
     """Benchmark tables in one SQLite file, safe for concurrent processes.
 
-    Every failure (locked, unwritable, corrupt, other schema) is reported once
-    with ``warnings.warn`` and turns the database off for this object; reads
-    then return nothing and writes do nothing.
+    Every failure (locked, unwritable, corrupt, another program's file, other
+    schema) is reported once with ``warnings.warn`` and turns the database off
+    for this object; reads then return nothing and writes do nothing. Reads
+    open the file read-only and write nothing; only :meth:`put` creates the
+    file (and its folder), and only tables tf_ucudnn recognises as its own
+    are ever changed.
 
     Args:
-      path: the SQLite file (created with its folder if missing).
+      path: the SQLite file.
     """
 
     def __init__(self, path):
         self.path = path
         self.disabled = False
+        self.malformed = []  # why each row get() skipped could not be decoded
 
     def _fail(self, what, error):
         if not self.disabled:
@@ -80,30 +173,76 @@ class BenchmarkDatabase:
                           f"planning continues without it", RuntimeWarning, stacklevel=3)
         self.disabled = True
 
-    def _connect(self):
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=_TIMEOUT_S)
-        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        if version.isdigit() and int(version) < SCHEMA_VERSION:
-            # Older benchmarks lack candidates this version has: start afresh.
-            with db:
-                db.execute("DROP TABLE IF EXISTS kernels")
-                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                           (str(SCHEMA_VERSION),))
-            warnings.warn(f"tf_ucudnn: benchmark database {self.path}: schema version {version} "
-                          f"is older than {SCHEMA_VERSION}; its benchmarks were discarded",
-                          RuntimeWarning, stacklevel=3)
-            version = str(SCHEMA_VERSION)
-        if version != str(SCHEMA_VERSION):
+    def exists(self):
+        """Whether the file exists (reading never creates it)."""
+        return os.path.exists(self.path)
+
+    def _read(self):
+        """A read-only connection and the schema version, or (None, None) when
+        there is no file or nothing this version can read in it.
+
+        Raises:
+          sqlite3.DatabaseError: not a database, another program's, or a newer schema.
+        """
+        if not self.exists():
+            return None, None
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=_TIMEOUT_S)
+        try:
+            state, version = _inspect(db)
+        except BaseException:
+            db.close()
+            raise
+        if state != "empty" and version > SCHEMA_VERSION:
             db.close()
             raise sqlite3.DatabaseError(f"schema version {version}, this tf_ucudnn reads "
                                         f"{SCHEMA_VERSION}")
-        db.execute("CREATE TABLE IF NOT EXISTS kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, "
-                   "tables TEXT, shape TEXT, pass TEXT, created REAL, "
-                   "PRIMARY KEY (gpu, cudnn, tf, key))")
-        db.commit()
+        if state == "empty" or version < SCHEMA_VERSION or not _has_kernels(db):
+            # Nothing stored, or an older schema's benchmarks: discarded on the next write.
+            db.close()
+            return None, None
+        return db, version
+
+    def _write(self, create):
+        """A connection in a write transaction on a database that is ours, with
+        our tables at the current schema (made so if new or older).
+
+        Raises:
+          sqlite3.DatabaseError, OSError: as for reading, or not writable.
+        """
+        if create:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=_TIMEOUT_S, isolation_level=None)
+        else:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=rw"
+            db = sqlite3.connect(uri, uri=True, timeout=_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")  # inspect and change under one write lock
+            state, version = _inspect(db)
+            if state != "empty" and version > SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version}, this tf_ucudnn reads "
+                                            f"{SCHEMA_VERSION}")
+            if state != "empty" and version < SCHEMA_VERSION and _has_kernels(db):
+                # Older benchmarks lack candidates this version has: start afresh.
+                db.execute("DROP TABLE kernels")
+                warnings.warn(f"tf_ucudnn: benchmark database {self.path}: schema version "
+                              f"{version} is older than {SCHEMA_VERSION}; its benchmarks were "
+                              f"discarded", RuntimeWarning, stacklevel=4)
+            if state != "ours" or version != SCHEMA_VERSION:
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                # Older tf_ucudnn versions read the version from here.
+                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
+                db.execute("CREATE TABLE IF NOT EXISTS kernels (gpu TEXT, cudnn TEXT, tf TEXT, "
+                           "key TEXT, tables TEXT, shape TEXT, pass TEXT, created REAL, "
+                           "PRIMARY KEY (gpu, cudnn, tf, key))")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            db.close()
+            raise
         return db
 
     def put(self, gpu, cudnn, tf_version, records):
@@ -111,56 +250,140 @@ class BenchmarkDatabase:
         if self.disabled or not records:
             return
         try:
-            db = self._connect()
-            with db:
+            db = self._write(create=True)
+            try:
                 db.executemany(
                     "INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(gpu, cudnn, tf_version, json.dumps(r["key"]),
                       json.dumps(dict(table=r["table"], algos=r["algos"])), r.get("shape", ""),
                       r.get("pass", ""), time.time()) for r in records])
-            db.close()
+                db.execute("COMMIT")
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                db.close()
+        except NotOurDatabase as e:
+            self._fail("not a tf_ucudnn benchmark database, so it is left alone", e)
         except (sqlite3.Error, OSError) as e:
             self._fail("could not write", e)
 
     def get(self, gpu, cudnn, tf_version):
-        """Records stored for this GPU model, cuDNN and TensorFlow version."""
+        """Records stored for this GPU model, cuDNN and TensorFlow version.
+
+        Rows that cannot be decoded are skipped (their reasons are in
+        :attr:`malformed`); records are not checked further here (see
+        :func:`check_record`).
+        """
         if self.disabled:
             return []
         try:
-            db = self._connect()
-            rows = db.execute("SELECT key, tables FROM kernels WHERE gpu = ? AND cudnn = ? AND tf = ?",
-                              (gpu, cudnn, tf_version)).fetchall()
-            db.close()
-            records = []
-            for key, tables in rows:
-                data = json.loads(tables)
-                records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"]))
-            return records
-        except (sqlite3.Error, OSError, ValueError, KeyError, TypeError) as e:
+            db, _ = self._read()
+            if db is None:
+                return []
+            try:
+                rows = db.execute("SELECT key, tables FROM kernels WHERE gpu = ? AND cudnn = ? "
+                                  "AND tf = ?", (gpu, cudnn, tf_version)).fetchall()
+            finally:
+                db.close()
+        except NotOurDatabase as e:
+            self._fail("not a tf_ucudnn benchmark database, so it is left alone", e)
+            return []
+        except (sqlite3.Error, OSError) as e:
             self._fail("could not read", e)
             return []
+        records = []
+        for key, tables in rows:
+            try:
+                data = json.loads(tables)
+                records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"]))
+            except (ValueError, KeyError, TypeError) as e:
+                self.malformed.append(f"{type(e).__name__}: {e}")
+        return records
 
     def summary(self):
-        """Rows ``(gpu, cudnn, tf, pass, shape, entries)``, one per stored kernel."""
-        db = self._connect()
-        rows = db.execute("SELECT gpu, cudnn, tf, pass, shape, tables FROM kernels "
-                          "ORDER BY gpu, created").fetchall()
-        db.close()
-        return [(g, c, t, p, s, len(json.loads(tables)["table"])) for g, c, t, p, s, tables in rows]
+        """Rows ``(gpu, cudnn, tf, pass, shape, entries)``, one per stored kernel
+        (``entries`` is None for a record that cannot be decoded); None when
+        there is no database file.
+
+        Raises:
+          sqlite3.DatabaseError: not a database, another program's, or a newer schema.
+        """
+        if not self.exists():
+            return None
+        db, _ = self._read()
+        if db is None:
+            return []
+        try:
+            rows = db.execute("SELECT gpu, cudnn, tf, pass, shape, tables FROM kernels "
+                              "ORDER BY gpu, created").fetchall()
+        finally:
+            db.close()
+        return [(g, c, t, p, s, _entries(tables)) for g, c, t, p, s, tables in rows]
 
     def clear(self):
-        """Deletes every stored kernel; returns how many there were."""
-        db = self._connect()
-        with db:
+        """Deletes every stored kernel; returns how many there were, or None when
+        there is no database file (none is created).
+
+        Raises:
+          sqlite3.DatabaseError: not a database, another program's, or a newer schema.
+        """
+        if not self.exists():
+            return None
+        db = self._write(create=False)
+        try:
             count = db.execute("DELETE FROM kernels").rowcount
-        db.close()
+            db.execute("COMMIT")
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            db.close()
         return count
 
 
-def _valid(record):
+def _has_kernels(db):
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernels'"
+                      ).fetchone() is not None
+
+
+def _entries(tables):
+    try:
+        return len(json.loads(tables)["table"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _is_int(value, low=_INT64[0], high=_INT64[1]):
+    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and low <= value <= high)
+
+
+def check_record(record):
+    """Why a stored record cannot seed the engine, or None if it can.
+
+    A record is ``{"key": [27 ints], "table": [[size, algo index, time_ms,
+    workspace_bytes], ...], "algos": [[ints], ...]}``: sizes positive, algo
+    indices into ``algos``, times finite and >= 0, workspaces in [0, 2**63 - 1],
+    each algo 3 ints or 5 plus knob pairs.
+    """
     key, table, algos = record.get("key"), record.get("table"), record.get("algos")
-    return (isinstance(key, list) and len(key) == _KEY_FIELDS and isinstance(table, list)
-            and isinstance(algos, list))
+    if not isinstance(key, list) or len(key) != _KEY_FIELDS or not all(map(_is_int, key)):
+        return f"key must be {_KEY_FIELDS} int64 values"
+    if not isinstance(algos, list) or not all(
+            isinstance(a, list) and (len(a) == 3 or (len(a) >= 5 and len(a) % 2 == 1))
+            and all(map(_is_int, a)) for a in algos):
+        return "algos must be lists of 3 ints, or of 5 ints and knob pairs"
+    if not isinstance(table, list):
+        return "table must be a list of [size, algo, time_ms, workspace_bytes] rows"
+    for row in table:
+        if not (isinstance(row, list) and len(row) == 4 and _is_int(row[0], 1)
+                and _is_int(row[1], 0, len(algos) - 1)
+                and isinstance(row[2], (int, float)) and not isinstance(row[2], bool)
+                and math.isfinite(row[2]) and row[2] >= 0 and _is_int(row[3], 0)):
+            return f"table row {row!r} is not [size > 0, algo index, time_ms >= 0, workspace_bytes >= 0]"
+    return None
 
 
 class _EngineLink:
@@ -184,10 +407,21 @@ class _EngineLink:
         if self.identity is None:
             return
         self.db = BenchmarkDatabase(path)
-        for record in self.db.get(*self.identity):
-            if _valid(record):
-                seed_engine(record)
+        records = self.db.get(*self.identity)
+        problems = list(self.db.malformed)
+        for record in records:
+            problem = check_record(record)
+            if problem is None and not seed_engine(record):
+                problem = "the engine refused it"
+            if problem is None:
                 self.saved_keys.add(json.dumps(record["key"]))
+            else:
+                problems.append(problem)
+        if problems:
+            # One warning: the kernels of these records are benchmarked again.
+            warnings.warn(f"tf_ucudnn: benchmark database {path}: skipped {len(problems)} "
+                          f"malformed record(s) (first: {problems[0]}); planning continues "
+                          f"and benchmarks those kernels again", RuntimeWarning, stacklevel=3)
         atexit.register(self.save)
 
     def save(self):
@@ -215,7 +449,8 @@ _LINK = _EngineLink()
 
 
 def seed_engine(record):
-    """Hands one stored kernel's benchmark table to the engine."""
+    """Hands one stored kernel's benchmark table (checked by
+    :func:`check_record`) to the engine; returns whether the engine took it."""
     import ctypes
 
     from tf_ucudnn._ops import clib
@@ -226,11 +461,11 @@ def seed_engine(record):
     values = [v for a in record["algos"] for v in a]
     rows = record["table"]
     n = max(len(rows), 1)
-    clib.ucudnn_seed_kernel(
+    return clib.ucudnn_seed_kernel(
         key, _KEY_FIELDS, len(lengths), (ctypes.c_int64 * max(len(lengths), 1))(*lengths),
         (ctypes.c_int64 * max(len(values), 1))(*values), len(rows), (ctypes.c_int64 * n)(*[r[0] for r in rows]),
         (ctypes.c_int32 * n)(*[r[1] for r in rows]), (ctypes.c_double * n)(*[r[2] for r in rows]),
-        (ctypes.c_int64 * n)(*[r[3] for r in rows]))
+        (ctypes.c_int64 * n)(*[r[3] for r in rows])) == 0
 
 
 def load():
@@ -244,29 +479,44 @@ def save():
 
 
 def main(argv=None):
-    """``tf-ucudnn cache show|clear [--database PATH]``; returns the exit status."""
+    """``tf-ucudnn cache show|clear [--database PATH]``; returns the exit status.
+
+    ``--database off`` means no database; an empty ``--database ''`` is an
+    error (exit status 2). Neither command creates a file or folder: for a
+    path with no file, both say that there is no database there.
+    """
     parser = argparse.ArgumentParser(prog="tf-ucudnn cache",
                                      description="Show or clear tf_ucudnn's benchmark database.")
     parser.add_argument("command", choices=("show", "clear"))
     parser.add_argument("--database", default=None,
-                        help=f"SQLite file (default: UCUDNN_DATABASE, else {DEFAULT_PATH})")
+                        help=f"SQLite file, or 'off' (default: UCUDNN_DATABASE, else {DEFAULT_PATH})")
     args = parser.parse_args(argv)
-    path = args.database or database_path()
+    try:
+        path = database_argument(args.database)
+    except ValueError as e:
+        parser.error(str(e))
     if path is None:
-        print("the benchmark database is off (UCUDNN_DATABASE is empty or 'off')")
+        print("the benchmark database is off (--database off, or UCUDNN_DATABASE is empty or 'off')")
         return 0
     try:
         db = BenchmarkDatabase(path)
         if args.command == "clear":
-            print(f"{path}: removed {db.clear()} kernels")
+            count = db.clear()
+            print(f"{path}: no benchmark database there" if count is None
+                  else f"{path}: removed {count} kernels")
             return 0
         rows = db.summary()
+    except NotOurDatabase as e:
+        print(f"{path}: not a tf_ucudnn benchmark database ({e}); left alone", file=sys.stderr)
+        return 1
     except (sqlite3.Error, OSError) as e:
         print(f"{path}: {e}", file=sys.stderr)
         return 1
+    if rows is None:
+        print(f"{path}: no benchmark database there (nothing has been benchmarked into it)")
+        return 0
     print(f"{path}: {len(rows)} kernels")
     for gpu, cudnn, tf_version, pass_name, shape, entries in rows:
-        print(f"  {gpu} | cuDNN {cudnn} | TF {tf_version} | {pass_name:15s} {shape} | "
-              f"{entries} measurements")
+        measured = "malformed record" if entries is None else f"{entries} measurements"
+        print(f"  {gpu} | cuDNN {cudnn} | TF {tf_version} | {pass_name:15s} {shape} | {measured}")
     return 0
-
