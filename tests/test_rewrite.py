@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import threading
 
 import keras
 import numpy as np
@@ -73,6 +74,72 @@ class RewriteTestCase(tf.test.TestCase):
         self.x = tf.constant(rng.standard_normal((4, 12, 12, 3)), tf.float32)
         self.w = tf.constant(rng.standard_normal((3, 3, 3, 5)), tf.float32)
         self.b = tf.constant(rng.standard_normal((5,)), tf.float32)
+
+
+class RewriteThreadsTest(RewriteTestCase):
+    """Issue 19 §9: the rewrite is per thread, as TF's function-call options are."""
+
+    def in_thread(self, fn):
+        """fn() in a new thread (joined): its result, or its exception raised here."""
+        result = {}
+
+        def run():
+            try:
+                result["value"] = fn()
+            except BaseException as e:  # noqa: BLE001  (re-raised in the test's thread)
+                result["error"] = e
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(300)
+        if "error" in result:
+            raise result["error"]
+        return result["value"]
+
+    def rewritten(self):
+        """How many convolutions the rewriter replaced in a new function run by
+        the calling thread (rewrite_stats, not run metadata: that is not per thread)."""
+        before = tf_ucudnn.rewrite_stats()
+        tf.function(conv_bias_relu_with_grads)(self.x, self.w, self.b)
+        after = tf_ucudnn.rewrite_stats()
+        return sum(after[k] - before[k] for k in ("rewritten", "fused_rewritten"))
+
+    def test_another_threads_disable_does_not_stop_this_thread_disabling(self):
+        tf_ucudnn.enable_rewrite(workspace_limit=4 * MiB)
+
+        def enable_and_disable():
+            tf_ucudnn.enable_rewrite()
+            tf_ucudnn.disable_rewrite()
+            return tf_ucudnn.rewrite_settings()
+
+        self.assertIsNone(self.in_thread(enable_and_disable))
+        self.assertEqual(self.rewritten(), 3)  # forward, backward-data, backward-filter
+        tf_ucudnn.disable_rewrite()
+        self.assertEqual(self.rewritten(), 0)
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+        with tf_ucudnn.enable_rewrite(workspace_limit=4 * MiB):
+            self.in_thread(enable_and_disable)
+            self.assertEqual(tf_ucudnn.rewrite_settings().workspace_limit, 4 * MiB)
+
+    def test_enabling_in_one_thread_leaves_the_others_alone(self):
+        with tf_ucudnn.enable_rewrite():
+            settings, rewritten = self.in_thread(
+                lambda: (tf_ucudnn.rewrite_settings(), self.rewritten()))
+            self.assertIsNone(settings)
+            self.assertEqual(rewritten, 0)
+
+        def enable_here():
+            tf_ucudnn.enable_rewrite(batch_size_policy="all")
+            try:
+                return tf_ucudnn.rewrite_settings(), self.rewritten()
+            finally:
+                tf_ucudnn.disable_rewrite()
+
+        settings, rewritten = self.in_thread(enable_here)
+        self.assertEqual(settings.batch_size_policy, "all")
+        self.assertEqual(rewritten, 3)
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+        self.assertEqual(self.rewritten(), 0)
 
 
 class EnableRewriteTest(RewriteTestCase):

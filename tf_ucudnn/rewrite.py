@@ -13,7 +13,8 @@ convolution, a ``BiasAdd`` and optionally ``Relu``/``Relu6``/``Elu``/
 convolution followed by the same ``BiasAdd`` and activation; other fused
 convolutions (batch-norm fusions) are left alone and counted in
 :func:`rewrite_stats`. The layout optimizer runs before the rewrite, so its
-transposes and NCHW convolutions are kept as they are.
+transposes and NCHW convolutions are kept as they are. Like TF's
+function-call options it is set through, the rewrite is per thread.
 
 XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
 on a GPU for models of stock layers) are compiled by XLA and are not
@@ -40,7 +41,13 @@ _DEVICE_TYPES = ("CPU", "GPU")
 
 _log = logging.getLogger("tf_ucudnn")
 _lock = threading.Lock()
-_state = {"settings": None, "warned_xla": set()}
+_state = {"warned_xla": set()}
+# The settings in force, per thread, as TF keeps function-call options per thread.
+_local = threading.local()
+
+
+def _settings():
+    return getattr(_local, "settings", None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,12 +122,24 @@ def _function_config(settings):
 
 
 def _apply(settings):
+    """Sets the calling thread's function-call options (TF keeps them per thread)."""
     ctx = _context.context()
     ctx.ensure_initialized()
     # None gives TF's own default options back (recomputed from the context).
     ctx.function_call_options = None if settings is None else _context.FunctionCallOptions(
         config_proto=_function_config(settings))
-    _state["settings"] = settings
+    _local.settings = settings
+
+
+def _rewriting_here():
+    """Whether the calling thread's function-call options hold the rewriter,
+    whatever the bookkeeping says."""
+    from tensorflow.core.protobuf import config_pb2
+
+    serialized = _context.context().function_call_options.config_proto_serialized
+    config = config_pb2.ConfigProto.FromString(serialized)
+    return any(c.name == OPTIMIZER_NAME
+               for c in config.graph_options.rewrite_options.custom_optimizers)
 
 
 def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
@@ -132,8 +151,13 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
     replaced by the tf_ucudnn ops, by a Grappler custom graph optimizer that
     runs after TF's own passes. Functions traced before enabling are
     re-instantiated with the rewrite the next time they are called. Enabling
-    again replaces the settings. The settings hold for the calling thread's
-    function calls (TF keeps function-call options per thread).
+    again replaces the settings.
+
+    Per thread: TF keeps function-call options per thread, and so does the
+    rewrite. It holds for the functions the calling thread runs; other
+    threads enable and disable it for themselves, and
+    :func:`rewrite_settings` and :func:`disable_rewrite` act on the calling
+    thread only.
 
     Usable as a context manager, which restores the previous state on exit::
 
@@ -181,23 +205,27 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
     # The substituted kernels plan from (and save to) the benchmark database too.
     from tf_ucudnn import cache
     cache.load()
+    previous = _settings()
+    _apply(settings)
     with _lock:
-        previous = _state["settings"]
-        _apply(settings)
         _install_xla_warning()
     return _Enabled(previous)
 
 
 def disable_rewrite():
-    """Turns the rewrite off for functions called from now on (harmless when off)."""
-    with _lock:
-        if _state["settings"] is not None:
-            _apply(None)
+    """Turns the rewrite off for the functions the calling thread calls from now on.
+
+    Per thread, as :func:`enable_rewrite`: other threads keep their own state.
+    Harmless when off.
+    """
+    if _settings() is not None or _rewriting_here():
+        _apply(None)
 
 
 def rewrite_settings():
-    """The :class:`RewriteSettings` in force, or None when the rewrite is off."""
-    return _state["settings"]
+    """The :class:`RewriteSettings` in force for the calling thread, or None
+    when the rewrite is off there."""
+    return _settings()
 
 
 def rewrite_stats():
@@ -237,7 +265,7 @@ def _install_xla_warning():
 
 
 def _warn_if_xla(model):
-    if _state["settings"] is None or not getattr(model, "jit_compile", False):
+    if _settings() is None or not getattr(model, "jit_compile", False):
         return
     key = id(model)
     if key in _state["warned_xla"]:
