@@ -24,13 +24,14 @@ Two ways in:
 import dataclasses
 import json
 import logging
+import numbers
 import os
 import threading
 
 import tensorflow as tf
 
 from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
-from tf_ucudnn.planner import check_bytes, divide_workspace
+from tf_ucudnn.planner import check_bytes, check_int, divide_workspace
 from tf_ucudnn.plan_registry import describe_micro_batches, format_bytes
 
 
@@ -57,7 +58,8 @@ def set_kernel_limit(kernel_id, workspace_limit):
     import ctypes
 
     error = ctypes.create_string_buffer(1024)
-    if clib.ucudnn_set_kernel_limit(int(kernel_id), check_bytes(workspace_limit, "workspace_limit"),
+    if clib.ucudnn_set_kernel_limit(check_int(kernel_id, "kernel_id", 0),
+                                    check_bytes(workspace_limit, "workspace_limit"),
                                     error, len(error)) != 0:
         raise ValueError(error.value.decode())
 
@@ -288,8 +290,10 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
       RuntimeError: no GPU (the division plans cuDNN kernels).
     """
     total_workspace = check_bytes(total_workspace, "total_workspace")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+            or not 0 < batch_size < 1 << 63):
+        raise ValueError(f"batch_size must be a positive int (at most 2**63 - 1), got {batch_size!r}")
+    batch_size = int(batch_size)
     layers = _ucudnn_layers(model)
     if not layers:
         raise ValueError("the model has no tf_ucudnn.layers.Conv2D layer to divide a budget among")

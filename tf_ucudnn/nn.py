@@ -2,11 +2,14 @@
 
 import numbers
 
+import numpy as np
 import tensorflow as tf
 
 from tf_ucudnn import cache
 from tf_ucudnn._ops import ops as _ops
-from tf_ucudnn.planner import POLICIES, check_bytes
+from tf_ucudnn.planner import POLICIES, check_bytes, check_int
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
 
 MiB = 1 << 20
 DEFAULT_WORKSPACE_LIMIT = 64 * MiB  # bytes; UCUDNN_DEFAULT_WORKSPACE_LIMIT overrides it
@@ -17,9 +20,10 @@ def _spatial_list(value, name, data_format):
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     try:
-        value = [int(v) for v in value]
-    except (TypeError, ValueError):
+        value = list(value)
+    except TypeError:
         raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}") from None
+    value = _check_ints(value, name)
     if len(value) == 1:
         value = value * 2
     if len(value) == 2:
@@ -27,6 +31,30 @@ def _spatial_list(value, name, data_format):
     if len(value) == 4:
         return value
     raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}")
+
+
+def _check_ints(values, name, low=None, high=None):
+    """Each value checked by :func:`tf_ucudnn.planner.check_int` (int64's
+    range unless given), named ``name[i]`` (``name`` for a single value)."""
+    bounds = {} if low is None else dict(low=low, high=high)
+    return [check_int(v, name if len(values) == 1 else f"{name}[{i}]", **bounds)
+            for i, v in enumerate(values)]
+
+
+def _sizes(value, name):
+    """``input_sizes`` / ``filter_sizes`` as the op's int32 tensor. Values known
+    now (Python, NumPy, constant tensors) must be whole numbers within int32:
+    3.5 or 2**32 + 3 are errors, not truncated or wrapped. A tensor known only
+    when the op runs must be an integer tensor; int64 values beyond int32
+    saturate, so that the kernel rejects them."""
+    static = tf.get_static_value(value) if tf.is_tensor(value) else value
+    if static is None:
+        if not value.dtype.is_integer:
+            raise ValueError(f"{name} must be an integer tensor, got {value.dtype.name}")
+        return value if value.dtype == tf.int32 else tf.saturate_cast(value, tf.int32)
+    array = np.asarray(static, dtype=object)
+    flat = _check_ints(list(array.reshape(-1)), name, *_INT32)
+    return tf.constant(np.asarray(flat, dtype=np.int32).reshape(array.shape))
 
 
 def _padding_attrs(padding, data_format):
@@ -38,10 +66,11 @@ def _padding_attrs(padding, data_format):
                              f"pairs, got {padding!r}")
         return upper, []
     try:
-        pairs = [[int(a), int(b)] for a, b in padding]
+        pairs = [[a, b] for a, b in padding]
     except (TypeError, ValueError):
         raise ValueError(f"explicit padding must be 4 [before, after] pairs in {data_format} "
                          f"order, got {padding!r}") from None
+    pairs = [_check_ints(pair, f"explicit padding[{i}]") for i, pair in enumerate(pairs)]
     if len(pairs) != 4:
         raise ValueError(f"explicit padding must have 4 [before, after] pairs, got {len(pairs)}")
     channel = 3 if data_format == "NHWC" else 1
@@ -79,8 +108,9 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
     if micro_batch_size is None:
         micro_batch_size = 0
     elif (isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, numbers.Integral)
-          or micro_batch_size < 0):
-        raise ValueError(f"micro_batch_size must be None, 0 or a positive int, got {micro_batch_size!r}")
+          or not 0 <= micro_batch_size < 1 << 63):
+        raise ValueError(f"micro_batch_size must be None, 0 or a positive int (at most 2**63 - 1), "
+                         f"got {micro_batch_size!r}")
     return dict(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                 micro_batch_size=int(micro_batch_size))
 
@@ -170,7 +200,7 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
         return _ops.ucudnn_conv2d_backprop_input(
-            input_sizes=tf.cast(input_sizes, tf.int32), filter=filters,
+            input_sizes=_sizes(input_sizes, "input_sizes"), filter=filters,
             out_backprop=out_backprop, **attrs)
 
 
@@ -196,7 +226,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
         return _ops.ucudnn_conv2d_backprop_filter(
-            input=input, filter_sizes=tf.cast(filter_sizes, tf.int32),
+            input=input, filter_sizes=_sizes(filter_sizes, "filter_sizes"),
             out_backprop=out_backprop, **attrs)
 
 

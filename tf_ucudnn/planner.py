@@ -61,6 +61,37 @@ class Plan:
 
 
 _INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+
+
+def _bound_text(value):
+    """-2**63, 2**31 - 1, 0 ...: a bound as a reader would write it."""
+    for power in (63, 31):
+        if value == (1 << power) - 1:
+            return f"2**{power} - 1"
+        if value == -(1 << power):
+            return f"-2**{power}"
+    return str(value)
+
+
+def check_int(value, name, low=_INT64_MIN, high=_INT64_MAX):
+    """Validates an integer argument: an int, a NumPy integer, or a float with
+    an integral value (3.0, not 3.5: nothing is truncated), in [low, high]
+    (by default int64's range, so that nothing wraps or overflows later).
+
+    Returns:
+      The value as int.
+
+    Raises:
+      ValueError: naming ``name`` and the allowed range.
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if ok and not isinstance(value, numbers.Integral):
+        ok = math.isfinite(value) and float(value).is_integer()
+    if not ok or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number in [{_bound_text(low)}, "
+                         f"{_bound_text(high)}], got {value!r}")
+    return int(value)
 
 
 def check_bytes(value, name):
@@ -88,8 +119,9 @@ def _check_policy(policy):
 
 
 def _check_batch_size(batch_size):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+            or not 0 < batch_size <= _INT64_MAX):
+        raise ValueError(f"batch_size must be a positive int (at most 2**63 - 1), got {batch_size!r}")
     return int(batch_size)
 
 
@@ -121,8 +153,9 @@ def _flatten(table):
                          f"got {type(table).__name__}")
     rows = []
     for size, entries in table.items():
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
-            raise ValueError(f"table keys must be positive micro-batch sizes, got {size!r}")
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or not 0 < size <= _INT64_MAX:
+            raise ValueError(f"table keys must be positive micro-batch sizes (at most 2**63 - 1), "
+                             f"got {size!r}")
         if not isinstance(entries, (list, tuple)):
             raise ValueError(f"table[{size}] must be a list of (algo, time_ms, workspace_bytes), "
                              f"got {entries!r}")
