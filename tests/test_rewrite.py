@@ -10,15 +10,22 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 
 import tf_ucudnn
-from testing_utils import rel_l2, run_python
+from testing_utils import ONEDNN_CONV_OPS, registered_op_names, rel_l2, run_python, stock_op_name
 
 MiB = 1 << 20
+# Under their stock names: executed_ops maps oneDNN's names back to these.
 STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D"}
 UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
 
 
 def executed_ops(fn, *args):
-    """Runs fn(*args) and returns (result, the op types of the graphs that ran)."""
+    """Runs fn(*args) and returns (result, the op types of the graphs that ran).
+
+    oneDNN's convolutions (TensorFlow renames them after Grappler when oneDNN
+    is on) are given under the stock name they stand for
+    (``_MklNativeFusedConv2D`` -> ``_FusedConv2D``), so that the sets compare
+    the same with oneDNN on and off.
+    """
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
@@ -29,7 +36,7 @@ def executed_ops(fn, *args):
     ops = set()
     for function_graph in metadata.function_graphs:
         for graph in function_graph.partition_graphs:
-            ops.update(node.op for node in graph.node)
+            ops.update(stock_op_name(node.op) for node in graph.node)
     return result, ops
 
 
@@ -73,6 +80,21 @@ class RewriteTestCase(tf.test.TestCase):
         self.x = tf.constant(rng.standard_normal((4, 12, 12, 3)), tf.float32)
         self.w = tf.constant(rng.standard_normal((3, 3, 3, 5)), tf.float32)
         self.b = tf.constant(rng.standard_normal((5,)), tf.float32)
+
+
+class OneDnnNamesTest(tf.test.TestCase):
+
+    def test_every_onednn_name_the_tests_map_is_a_registered_op(self):
+        # A misspelt name would never match and a oneDNN op would pass as "no stock op".
+        registered = registered_op_names()
+        self.assertEqual(set(ONEDNN_CONV_OPS) - registered, set())
+        self.assertLessEqual(set(ONEDNN_CONV_OPS.values()), registered)
+
+    def test_every_registered_onednn_float_convolution_is_mapped(self):
+        # A oneDNN rename that TensorFlow adds later must be added to the table.
+        onednn = {name for name in registered_op_names()
+                  if name.startswith("_Mkl") and "Conv2D" in name and "Quantized" not in name}
+        self.assertEqual(onednn - set(ONEDNN_CONV_OPS), set())
 
 
 class EnableRewriteTest(RewriteTestCase):
