@@ -180,7 +180,7 @@ class EnableRewriteTest(RewriteTestCase):
     def test_bad_arguments_raise_value_error(self):
         cases = [
             (dict(workspace_limit=-1), "workspace_limit"),
-            (dict(workspace_limit="64MiB"), "workspace_limit"),
+            (dict(workspace_limit="64MB"), "workspace_limit"),  # decimal units are refused
             (dict(total_workspace=-5), "total_workspace"),
             (dict(total_workspace=0), "total_workspace must be positive"),
             (dict(workspace_limit=MiB, total_workspace=MiB), "not both"),

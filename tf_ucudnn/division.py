@@ -24,14 +24,16 @@ Two ways in:
 import dataclasses
 import json
 import logging
+import numbers
 import os
 import threading
 
 import tensorflow as tf
 
 from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
-from tf_ucudnn.planner import check_bytes, divide_workspace
+from tf_ucudnn.planner import divide_workspace
 from tf_ucudnn.plan_registry import describe_micro_batches, format_bytes
+from tf_ucudnn.units import to_bytes
 
 
 def kernels():
@@ -57,7 +59,7 @@ def set_kernel_limit(kernel_id, workspace_limit):
     import ctypes
 
     error = ctypes.create_string_buffer(1024)
-    if clib.ucudnn_set_kernel_limit(int(kernel_id), check_bytes(workspace_limit, "workspace_limit"),
+    if clib.ucudnn_set_kernel_limit(int(kernel_id), to_bytes(workspace_limit, "workspace_limit"),
                                     error, len(error)) != 0:
         raise ValueError(error.value.decode())
 
@@ -271,8 +273,9 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     Args:
       model: a built ``keras.Model`` with ``tf_ucudnn.layers.Conv2D`` layers;
         inputs of shape ``[batch, ...]`` as ``model.inputs`` declares.
-      total_workspace: bytes for all kernels together.
-      batch_size: the mini-batch size training will use.
+      total_workspace: bytes for all kernels together, an int or a string
+        such as ``"256MiB"``.
+      batch_size: the mini-batch size training will use (an int).
       verbose: 1 shows a progress bar while the kernels are benchmarked
         (one step per kernel), 0 shows none.
 
@@ -284,9 +287,11 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
         below the smallest feasible one (named in the message).
       RuntimeError: no GPU (the division plans cuDNN kernels).
     """
-    total_workspace = check_bytes(total_workspace, "total_workspace")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+    total_workspace = to_bytes(total_workspace, "total_workspace")
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+            or batch_size <= 0):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = int(batch_size)
     layers = _ucudnn_layers(model)
     if not layers:
         raise ValueError("the model has no tf_ucudnn.layers.Conv2D layer to divide a budget among")

@@ -16,7 +16,8 @@ class Conv2D(keras.layers.Conv2D):
 
     Args:
       workspace_limit: bytes of cuDNN workspace per kernel (forward,
-        backward-data and backward-filter each); None uses
+        backward-data and backward-filter each): an int or a string such as
+        ``"64MiB"`` (kept as given in ``get_config``); None uses
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
         uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).

@@ -1,24 +1,37 @@
 """`conv2d` and its gradients: micro-batched convolution with tf.nn.conv2d's interface."""
 
 import numbers
+import operator
 
+import numpy as np
 import tensorflow as tf
 
 from tf_ucudnn import cache
 from tf_ucudnn._ops import ops as _ops
-from tf_ucudnn.planner import POLICIES, check_bytes
+from tf_ucudnn.planner import POLICIES
+from tf_ucudnn.units import to_bytes
 
 MiB = 1 << 20
 DEFAULT_WORKSPACE_LIMIT = 64 * MiB  # bytes; UCUDNN_DEFAULT_WORKSPACE_LIMIT overrides it
 
 
+def _index(value):
+    """An integer argument as int: Python and numpy integers, 0-d integer arrays
+    and eager integer tensors (anything with ``__index__``), but not bools."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("a bool is not an int here")
+    return operator.index(value)
+
+
 def _spatial_list(value, name, data_format):
     """tf.nn.conv2d's forms (int, 1, 2 or 4 ints) -> 4 ints in data_format order."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
     try:
-        value = [int(v) for v in value]
-    except (TypeError, ValueError):
+        value = [_index(value)]
+    except TypeError:
+        pass
+    try:
+        value = [_index(v) for v in value]
+    except TypeError:
         raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}") from None
     if len(value) == 1:
         value = value * 2
@@ -38,7 +51,7 @@ def _padding_attrs(padding, data_format):
                              f"pairs, got {padding!r}")
         return upper, []
     try:
-        pairs = [[int(a), int(b)] for a, b in padding]
+        pairs = [[_index(a), _index(b)] for a, b in padding]
     except (TypeError, ValueError):
         raise ValueError(f"explicit padding must be 4 [before, after] pairs in {data_format} "
                          f"order, got {padding!r}") from None
@@ -57,7 +70,8 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
     """Validates μ-cuDNN's knobs and returns them as op attributes.
 
     Args:
-      workspace_limit: bytes of workspace per kernel; None uses
+      workspace_limit: bytes of workspace per kernel, an int or a string
+        such as ``"64MiB"`` (:func:`tf_ucudnn.units.parse_bytes`); None uses
         UCUDNN_DEFAULT_WORKSPACE_LIMIT (default 64 MiB).
       batch_size_policy: "undivided", "powerOfTwo" or "all"; None uses
         UCUDNN_BATCH_SIZE_POLICY (default "powerOfTwo").
@@ -65,12 +79,13 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
         micro-batches of k samples (the last one takes the remainder).
 
     Returns:
-      A dict with keys workspace_limit, batch_size_policy, micro_batch_size.
+      A dict with keys workspace_limit (bytes, -1 for the default),
+      batch_size_policy, micro_batch_size.
 
     Raises:
-      ValueError: a knob out of range.
+      ValueError: a knob out of range, naming it.
     """
-    workspace_limit = -1 if workspace_limit is None else check_bytes(workspace_limit, "workspace_limit")
+    workspace_limit = -1 if workspace_limit is None else to_bytes(workspace_limit, "workspace_limit")
     if batch_size_policy is None:
         batch_size_policy = ""
     elif batch_size_policy not in POLICIES:
@@ -103,8 +118,8 @@ def _check_rank(tensor, name):
         raise ValueError(f"{name} must be 4-dimensional, got shape {tensor.shape}")
 
 
-def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, *,  # noqa: A002
-           workspace_limit=None, batch_size_policy=None, micro_batch_size=None, name=None):
+def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,  # noqa: A002
+           name=None, *, workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Micro-batched 2-D convolution: the same result as ``tf.nn.conv2d``.
 
     On the GPU each call's mini-batch is split into micro-batches so that fast
@@ -113,23 +128,28 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     2018, §III-B), once per convolution shape. On the CPU, micro-batches of
     ``micro_batch_size`` (else the whole batch) with an im2col + GEMM kernel.
 
+    The arguments up to ``name`` are ``tf.nn.conv2d``'s, in its order;
+    μ-cuDNN's knobs are keyword-only.
+
     Args:
       input: float32, float16 or bfloat16 tensor, ``[batch, height, width,
         channels]`` (NHWC) or ``[batch, channels, height, width]`` (NCHW).
       filters: ``[filter_height, filter_width, in_channels / groups,
         out_channels]``; ``groups = channels / filters.shape[2]``.
-      strides: int or list of 1, 2 or 4 ints (as ``tf.nn.conv2d``).
+      strides: int or list of 1, 2 or 4 ints (as ``tf.nn.conv2d``; numpy
+        integers too).
       padding: ``"SAME"``, ``"VALID"``, or explicit ``[[0, 0], [top, bottom],
         [left, right], [0, 0]]`` pairs in ``data_format`` order.
       data_format: ``"NHWC"`` or ``"NCHW"``.
       dilations: int or list of 1, 2 or 4 ints; None means 1.
-      workspace_limit: bytes of cuDNN workspace per kernel; None uses
+      name: op name (a name scope around the op).
+      workspace_limit: bytes of cuDNN workspace per kernel: an int or a
+        string such as ``"64MiB"`` or ``"1GiB"``; None uses
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None uses
         ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
       micro_batch_size: None lets the planner decide; k > 0 forces micro-batches
         of k samples (the last takes the remainder).
-      name: op name.
 
     Returns:
       The output tensor, ``[batch, out_height, out_width, out_channels]``
@@ -152,18 +172,27 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
-                          data_format="NHWC", dilations=None, *, workspace_limit=None,
-                          batch_size_policy=None, micro_batch_size=None, name=None):
+                          data_format="NHWC", dilations=None, name=None, *,
+                          workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Backward-data: the gradient of :func:`conv2d` with respect to its input.
+
+    The arguments up to ``name`` are in the order of
+    ``tf.compat.v1.nn.conv2d_backprop_input`` without ``use_cudnn_on_gpu``
+    (TensorFlow 2 has no ``tf.nn`` version); μ-cuDNN's knobs are keyword-only.
 
     Args:
       input_sizes: int32 1-D tensor of 4: the input's shape.
       filters: ``[filter_height, filter_width, in_channels / groups, out_channels]``.
       out_backprop: gradient of the output, shaped like conv2d's output.
-      Others: as :func:`conv2d`.
+      strides, padding, data_format, dilations, name: as :func:`conv2d`.
+      workspace_limit, batch_size_policy, micro_batch_size: as :func:`conv2d`.
 
     Returns:
       The input gradient, shaped ``input_sizes``.
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_input"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,
@@ -175,21 +204,29 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
-                           data_format="NHWC", dilations=None, *, workspace_limit=None,
-                           batch_size_policy=None, micro_batch_size=None, name=None):
+                           data_format="NHWC", dilations=None, name=None, *,
+                           workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Backward-filter: the gradient of :func:`conv2d` with respect to its filters.
 
     Every micro-batch adds its share to the whole filter gradient (the first
     overwrites, the rest accumulate), so the result equals the undivided one.
+    The arguments up to ``name`` are in the order of
+    ``tf.compat.v1.nn.conv2d_backprop_filter`` without ``use_cudnn_on_gpu``;
+    μ-cuDNN's knobs are keyword-only.
 
     Args:
       input: the forward input.
       filter_sizes: int32 1-D tensor of 4: the filter's shape.
       out_backprop: gradient of the output, shaped like conv2d's output.
-      Others: as :func:`conv2d`.
+      strides, padding, data_format, dilations, name: as :func:`conv2d`.
+      workspace_limit, batch_size_policy, micro_batch_size: as :func:`conv2d`.
 
     Returns:
       The filter gradient, shaped ``filter_sizes``.
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_filter"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,

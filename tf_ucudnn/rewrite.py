@@ -33,7 +33,7 @@ from tensorflow.python.eager import context as _context
 
 from tf_ucudnn import nn
 from tf_ucudnn._ops import clib
-from tf_ucudnn.planner import check_bytes
+from tf_ucudnn.units import to_bytes
 
 OPTIMIZER_NAME = "UcudnnRewriter"
 _DEVICE_TYPES = ("CPU", "GPU")
@@ -142,10 +142,11 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
 
     Args:
       workspace_limit: bytes of workspace per kernel (forward, backward-data,
-        backward-filter each); None: ``UCUDNN_DEFAULT_WORKSPACE_LIMIT``
-        (default 64 MiB).
-      total_workspace: bytes shared by all substituted kernels of a device,
-        divided among them by Workspace Division (Oyama et al. 2018, §III-C):
+        backward-filter each), an int or a string such as ``"64MiB"``; None:
+        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      total_workspace: bytes shared by all substituted kernels of a device (an
+        int or e.g. ``"256MiB"``), divided among them by Workspace Division
+        (Oyama et al. 2018, §III-C):
         each kernel is benchmarked within the whole budget on its first run,
         and after one step the ILP of
         :func:`tf_ucudnn.planner.divide_workspace` gives each its share.
@@ -169,7 +170,7 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
                          "(bytes shared by all kernels), not both")
     knobs = nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if total_workspace is not None:
-        total_workspace = check_bytes(total_workspace, "total_workspace")
+        total_workspace = to_bytes(total_workspace, "total_workspace")
         if total_workspace == 0:
             raise ValueError("total_workspace must be positive (bytes); use workspace_limit=0 "
                              "for kernels without workspace")
@@ -259,8 +260,9 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
 
     Args:
       model: a built ``keras.Model`` (Sequential or functional).
-      workspace_limit: bytes per kernel for the new layers; None: the op's
-        default (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
+      workspace_limit: bytes per kernel for the new layers, an int or a
+        string such as ``"64MiB"``; None: the op's default
+        (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
       batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
 
     Returns:
