@@ -1,5 +1,7 @@
 """tf_ucudnn.enable_rewrite (the Grappler rewriter) and tf_ucudnn.rewrite_model."""
 
+import contextlib
+import io
 import os
 import tempfile
 
@@ -248,6 +250,74 @@ class RewriteModelTest(RewriteTestCase):
         x = np.random.default_rng(2).standard_normal((4, 16, 16, 3)).astype("float32")
         self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
         self.assertNotIsInstance(model.layers[0], tf_ucudnn.layers.Conv2D)
+
+    def test_nested_models_are_rewritten_at_any_depth_and_counted(self):
+        keras.utils.set_random_seed(4)
+        deepest = keras.Sequential([keras.Input((8, 8, 4)), keras.layers.Conv2D(4, 3, padding="same")],
+                                   name="deepest")
+        inner_in = keras.Input((8, 8, 4))
+        inner = keras.Model(inner_in, deepest(keras.layers.Conv2D(4, 1)(inner_in)), name="inner")
+        block = keras.Sequential([keras.Input((8, 8, 4)), keras.layers.Conv2D(4, 3, padding="same"),
+                                  inner], name="block")
+        inputs = keras.Input((8, 8, 3))
+        outputs = block(keras.layers.Conv2D(4, 3, padding="same", activation="relu")(inputs))
+        model = keras.Model(inputs, keras.layers.Flatten()(outputs))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            new = tf_ucudnn.rewrite_model(model, workspace_limit="1MiB")
+        self.assertEqual(out.getvalue().strip(),
+                         "tf_ucudnn.rewrite_model: replaced 4 keras.layers.Conv2D layer(s) with "
+                         "tf_ucudnn.layers.Conv2D (3 in nested models)")
+        convs = [l for l in new._flatten_layers() if isinstance(l, keras.layers.Conv2D)]
+        self.assertLen(convs, 4)
+        for layer in convs:
+            self.assertIsInstance(layer, tf_ucudnn.layers.Conv2D)
+            self.assertEqual(layer.workspace_limit, "1MiB")
+        x = np.random.default_rng(5).standard_normal((2, 8, 8, 3)).astype("float32")
+        self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
+        for a, b in zip(new.get_weights(), model.get_weights()):
+            self.assertAllEqual(a, b)
+
+    def test_verbose_0_prints_nothing(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            tf_ucudnn.rewrite_model(small_keras_cnn(), verbose=0)
+        self.assertEqual(out.getvalue(), "")
+
+    def test_conv2d_subclasses_and_convolutions_inside_subclassed_layers_stay_with_a_warning(self):
+        class MyConv(keras.layers.Conv2D):
+            pass
+
+        class Wrapper(keras.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                self.conv = keras.layers.Conv2D(2, 1, name="hidden_conv")
+
+            def call(self, x):
+                return self.conv(x)
+
+        inputs = keras.Input((6, 6, 2))
+        x = keras.layers.Conv2D(2, 3, padding="same", name="plain")(inputs)
+        x = MyConv(2, 1, name="mine")(x)
+        model = keras.Model(inputs, Wrapper(name="wrapper")(x))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), \
+                self.assertWarnsRegex(UserWarning, r"left 2 convolution layer\(s\) stock: "
+                                                   r"mine \(MyConv\), hidden_conv \(inside wrapper"):
+            new = tf_ucudnn.rewrite_model(model)
+        self.assertIn("replaced 1 keras.layers.Conv2D layer(s)", out.getvalue())
+        self.assertIn("left 2 stock", out.getvalue())
+        by_name = {l.name: l for l in new.layers}
+        self.assertIsInstance(by_name["plain"], tf_ucudnn.layers.Conv2D)
+        self.assertIs(type(by_name["mine"]), MyConv)
+
+    def test_tf_ucudnn_layers_keep_their_own_knobs(self):
+        model = keras.Sequential([keras.Input((6, 6, 1)),
+                                  tf_ucudnn.layers.Conv2D(2, 3, workspace_limit=5, name="ours"),
+                                  keras.layers.Conv2D(2, 3, name="stock")])
+        new = tf_ucudnn.rewrite_model(model, workspace_limit=7, verbose=0)
+        self.assertEqual(new.get_layer("ours").workspace_limit, 5)
+        self.assertEqual(new.get_layer("stock").workspace_limit, 7)
 
     def test_unbuilt_model_and_bad_knobs_raise_value_error(self):
         with self.assertRaisesRegex(ValueError, "built"):

@@ -27,6 +27,7 @@ while the rewrite is on.
 import dataclasses
 import logging
 import threading
+import warnings
 
 import keras
 from tensorflow.python.eager import context as _context
@@ -251,12 +252,17 @@ def _warn_if_xla(model):
         getattr(model, "_jit_compile", model.jit_compile))
 
 
-def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
+def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
     ``tf_ucudnn.layers.Conv2D`` of the same configuration and weights.
 
-    Works for Sequential and functional models (``keras.models.clone_model``);
-    other layers are cloned unchanged and keep their weights.
+    Works for Sequential and functional models, and for the Sequential and
+    functional models nested in them, at any depth
+    (``keras.models.clone_model(..., recursive=True)``); other layers are
+    cloned unchanged and keep their weights. Layers already
+    ``tf_ucudnn.layers.Conv2D`` keep their own knobs. Subclasses of
+    ``keras.layers.Conv2D`` (whose ``call`` may differ) and convolutions inside
+    subclassed layers or models are left stock, with a warning naming them.
 
     Args:
       model: a built ``keras.Model`` (Sequential or functional).
@@ -264,6 +270,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
         string such as ``"64MiB"``; None: the op's default
         (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
       batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
+      verbose: 1 prints one line saying how many layers were replaced
+        (and how many of them in nested models); 0 prints nothing.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -276,14 +284,58 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if not model.built:
         raise ValueError("rewrite_model needs a built model (call it once or build it first)")
+    replaced, skipped, nested = [], [], set()
+    for outer in _nested_models(model):
+        nested.update(id(layer) for layer in outer.layers)
 
     def clone(layer):
         config = layer.get_config()
         if type(layer) is keras.layers.Conv2D:
+            replaced.append(layer)
             return layers.Conv2D.from_config(dict(config, workspace_limit=workspace_limit,
                                                   batch_size_policy=batch_size_policy))
+        if isinstance(layer, keras.layers.Conv2D) and not isinstance(layer, layers.Conv2D):
+            skipped.append(f"{layer.name} ({type(layer).__name__})")
+        else:
+            skipped.extend(f"{inner.name} (inside {layer.name}, {type(layer).__name__})"
+                           for inner in _stock_convolutions_within(layer))
         return layer.__class__.from_config(config)
 
-    new = keras.models.clone_model(model, clone_function=clone)
+    new = keras.models.clone_model(model, clone_function=clone, recursive=True)
     new.set_weights(model.get_weights())
+    if skipped:
+        warnings.warn(f"tf_ucudnn.rewrite_model left {len(skipped)} convolution layer(s) stock: "
+                      f"{', '.join(skipped)}. It replaces keras.layers.Conv2D itself (not its "
+                      f"subclasses, whose call may differ) in Sequential and functional "
+                      f"models; to run those through tf_ucudnn, derive them from (or build "
+                      f"them with) tf_ucudnn.layers.Conv2D.", stacklevel=2)
+    if verbose:
+        inside = sum(id(layer) in nested for layer in replaced)
+        print(f"tf_ucudnn.rewrite_model: replaced {len(replaced)} keras.layers.Conv2D "
+              f"layer(s) with tf_ucudnn.layers.Conv2D"
+              + (f" ({inside} in nested models)" if inside else "")
+              + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
+
+
+def _nested_models(model):
+    """The Sequential and functional models nested in ``model``, at any depth."""
+    found, stack = [], [model]
+    while stack:
+        for layer in stack.pop().layers:
+            if isinstance(layer, (keras.Sequential, keras.Model)) and hasattr(layer, "layers"):
+                found.append(layer)
+                stack.append(layer)
+    return found
+
+
+def _stock_convolutions_within(layer):
+    """``keras.layers.Conv2D`` layers (and subclasses) held inside a layer that
+    clone_model copies as a whole (a subclassed layer or model)."""
+    flatten = getattr(layer, "_flatten_layers", None)  # Keras 3's walk over tracked sublayers
+    if flatten is None:
+        return []
+    from tf_ucudnn import layers
+
+    return [inner for inner in flatten(include_self=False, recursive=True)
+            if isinstance(inner, keras.layers.Conv2D) and not isinstance(inner, layers.Conv2D)]
