@@ -43,8 +43,9 @@ import sys
 import tempfile
 import time
 
-from tf_ucudnn.cli_args import at_least, parse_bytes, positive_int
-from tf_ucudnn.plan_registry import format_bytes
+from tf_ucudnn import table
+from tf_ucudnn.cli_args import at_least, positive_int
+from tf_ucudnn.units import format_bytes, parse_bytes
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_CSV = os.path.join(DATA_DIR, "model_convs.csv")
@@ -685,7 +686,7 @@ def _fmt_ms(value):
 def _print_table(rows):
     header = ("layer", "shape", "limit", "stock ms", "tf_ucudnn ms", "speedup", "8 GiB ms",
               "tf_ucudnn plan (F forward | D backward-data | W backward-filter)")
-    cells = [header]
+    cells = []
     for r in rows:
         plan = " | ".join(f"{_PASS_LABELS[p]}: {r['plan'][p]}" for p in PASSES
                           if p in (r["plan"] or {}))
@@ -693,14 +694,7 @@ def _print_table(rows):
                       _fmt_ms(r["ucudnn_ms"]),
                       "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
                       _fmt_ms(r["reference_ms"]), plan or "-"))
-    widths = [max(len(str(c[i])) for c in cells) for i in range(len(header) - 1)]
-    right = {3, 4, 5, 6}
-    for n, c in enumerate(cells):
-        parts = [str(v).rjust(w) if i in right else str(v).ljust(w)
-                 for i, (v, w) in enumerate(zip(c, widths))]
-        print("  ".join(parts + [str(c[-1])]).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths) + "  " + "-" * 20)
+    print(table.render(header, cells, align="lllrrrrl"))
 
 
 def geometric_mean(values):

@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 
-from tf_ucudnn.plan_registry import format_bytes
+from tf_ucudnn import table
+from tf_ucudnn.units import format_bytes
 
 MODELS = ("alexnet", "resnet18", "vgg16")
 DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64}
@@ -171,7 +172,7 @@ def print_table(results):
     """Prints one row per run: model, setting, step ms, first step s, peak GiB."""
     header = ("model", "setting", "step ms", "vs stock 8 GiB", "first step s", "peak GiB",
               "run peak GiB")
-    rows = [header]
+    rows = []
     reference = {r["model"]: r.get("step_ms") for r in results
                  if r["mode"] == "stock" and r["bytes"] == REFERENCE_LIMIT}
     for r in results:
@@ -182,12 +183,7 @@ def print_table(results):
         rows.append((r["model"], _label(r), f"{r['step_ms']:.1f}",
                      f"{r['step_ms'] / ref:.2f}x" if ref else "", f"{r['first_step_s']:.2f}",
                      f"{r['peak_bytes'] / 2**30:.2f}", f"{r['run_peak_bytes'] / 2**30:.2f}"))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
-    for i, row in enumerate(rows):
-        print("  ".join(str(c).ljust(w) if j < 2 else str(c).rjust(w)
-                        for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print(table.render(header, rows, align="llrrrrr"))
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600):

@@ -265,8 +265,10 @@ def main(argv=None):
         print(f"{path}: {e}", file=sys.stderr)
         return 1
     print(f"{path}: {len(rows)} kernels")
-    for gpu, cudnn, tf_version, pass_name, shape, entries in rows:
-        print(f"  {gpu} | cuDNN {cudnn} | TF {tf_version} | {pass_name:15s} {shape} | "
-              f"{entries} measurements")
+    if rows:
+        from tf_ucudnn import table
+        print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "measurements"),
+                           [(*r[:4], r[4].split(" "), r[5]) for r in rows], align="lllllr",
+                           max_width=120))
     return 0
 

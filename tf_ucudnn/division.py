@@ -30,10 +30,11 @@ import threading
 
 import tensorflow as tf
 
+from tf_ucudnn import table
 from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
 from tf_ucudnn.planner import divide_workspace
-from tf_ucudnn.plan_registry import describe_micro_batches, format_bytes
-from tf_ucudnn.units import to_bytes
+from tf_ucudnn.plan_registry import format_ms, micro_batch_pieces
+from tf_ucudnn.units import format_bytes, to_bytes
 
 
 def kernels():
@@ -106,19 +107,22 @@ class DivisionReport:
                 f.write(text)
         return text
 
+    def to_string(self, max_width=120):
+        """The report as a table and a total line, cells wrapped to fit
+        ``max_width`` columns where they can (None: one line per kernel)."""
+        rows = [([f"{name}," for name in k.layers[:-1]] + k.layers[-1:] or "?", k.pass_name,
+                 micro_batch_pieces(k.micro_batches), format_bytes(k.workspace_bytes),
+                 format_ms(k.time_ms),
+                 f"{format_ms(k.fastest_ms)} ({format_bytes(k.fastest_workspace_bytes)})")
+                for k in self.kernels]
+        text = table.render(("layers", "pass", "micro-batches", "workspace", "ms",
+                             "fastest ms (workspace)"), rows, align="lllrrr", max_width=max_width)
+        return (f"{text}\ntotal: {format_bytes(self.workspace_bytes)} of "
+                f"{format_bytes(self.total_workspace)} workspace, {format_ms(self.time_ms)} ms "
+                f"predicted, batch {self.batch_size}")
+
     def __str__(self):
-        header = ("layers", "pass", "micro-batches", "workspace", "ms", "fastest ms (workspace)")
-        rows = [header]
-        for k in self.kernels:
-            rows.append((",".join(k.layers) or "?", k.pass_name, describe_micro_batches(k.micro_batches),
-                         format_bytes(k.workspace_bytes), f"{k.time_ms:.3f}",
-                         f"{k.fastest_ms:.3f} ({format_bytes(k.fastest_workspace_bytes)})"))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        lines.append(f"total: {format_bytes(self.workspace_bytes)} of {format_bytes(self.total_workspace)}"
-                     f" workspace, {self.time_ms:.3f} ms predicted, batch {self.batch_size}")
-        return "\n".join(lines)
+        return self.to_string()
 
 
 _log = logging.getLogger("tf_ucudnn")
