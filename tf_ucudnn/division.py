@@ -26,6 +26,7 @@ import json
 import logging
 import numbers
 import os
+import sys
 import threading
 
 import tensorflow as tf
@@ -181,7 +182,9 @@ def _divide_group(device, total_workspace):
                   format_bytes(total_workspace), len(group), device,
                   format_bytes(report.workspace_bytes), report.time_ms)
         if os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0"):
-            print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", flush=True)
+            # Where the engine prints its plan lines under UCUDNN_DEBUG_OUTPUT: stderr.
+            print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", file=sys.stderr,
+                  flush=True)
     except Exception as e:  # noqa: BLE001
         _log.warning("tf_ucudnn: Workspace Division on GPU:%d failed: %s", device, e)
 
@@ -201,7 +204,13 @@ def division_reports():
 
 class _Progress:
     """A Keras progress bar advanced by the engine's plan listener (one step
-    per planned kernel) while :func:`divide_workspace_budget` benchmarks."""
+    per planned kernel) while :func:`divide_workspace_budget` benchmarks.
+
+    The target is the number of distinct kernels in the traced step (see
+    :func:`_distinct_kernels`). Kernels planned before (by an earlier call in
+    this process) are not planned again, so on success the bar is completed
+    at the end: every kernel of the step has a plan then.
+    """
 
     active = None
 
@@ -209,6 +218,7 @@ class _Progress:
         import keras
 
         self.bar = keras.utils.Progbar(target, unit_name="kernel", verbose=verbose)
+        self.target = target
         self.count = 0
         self.lock = threading.Lock()
 
@@ -216,8 +226,11 @@ class _Progress:
         _Progress.active = self
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         _Progress.active = None
+        with self.lock:
+            if exc_type is None and self.count < self.target:
+                self.bar.update(self.target, finalize=True)
         return False
 
     def planned(self):
@@ -256,6 +269,58 @@ def _layer_signature(layer):
     r, s, cg, k = layer.kernel.shape
     return (int(cg) * layer.groups, int(k), int(r), int(s), *layer.strides, *layer.dilation_rate,
             layer.groups)
+
+
+_UCUDNN_OP_TYPES = ("Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter")
+
+
+def _distinct_kernels(function):
+    """How many kernels the engine will plan for the tf_ucudnn ops that a
+    traced function (a ``ConcreteFunction``) runs.
+
+    The engine plans one kernel per pass and convolution (shapes and
+    attributes), however many ops share it. Ops whose results the function
+    does not return are pruned and never run: the backward-data op of the
+    first layer is one (the model's input needs no gradient), so a model of n
+    layers of distinct shapes has 3n - 1 kernels, not 3n.
+    """
+    graph = function.graph
+    stack = [t.op for t in function.outputs] + list(graph.control_outputs)
+    seen = set()
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    kernels = set()
+    for op in graph.get_operations():
+        if op.name in seen and op.type in _UCUDNN_OP_TYPES:
+            shapes = tuple(tuple(t.shape.as_list()) for t in (*op.inputs, *op.outputs))
+            attrs = tuple(sorted((k, v.SerializeToString()) for k, v in op.node_def.attr.items()))
+            kernels.add((op.type, op.device, shapes, attrs))
+    return len(kernels)
+
+
+def _plan_forward_backward(model, batch_size, verbose):
+    """Runs one forward and backward pass of ``model`` on random data of
+    ``batch_size`` samples, which plans every kernel, with a progress bar of
+    one step per kernel. Returns the :class:`_Progress` (count, target)."""
+    inputs = [tf.random.normal([batch_size, *t.shape[1:]], dtype=t.dtype) for t in model.inputs]
+
+    @tf.function
+    def forward_backward(inputs):
+        with tf.GradientTape() as tape:
+            outputs = tf.nest.flatten(model(inputs if len(inputs) > 1 else inputs[0], training=True))
+            # Squared, so the gradient needs every output: no forward kernel is pruned.
+            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
+        return tape.gradient(loss, model.trainable_variables)
+
+    traced = forward_backward.get_concrete_function(inputs)
+    with _Progress(target=_distinct_kernels(traced), verbose=verbose) as progress:
+        forward_backward(inputs)
+    return progress
 
 
 def _kernel_signature(conv):
@@ -306,20 +371,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     for name in ("train_function", "test_function", "predict_function"):
         if hasattr(model, name):
             setattr(model, name, None)
-
-    inputs = [tf.random.normal([batch_size, *t.shape[1:]], dtype=t.dtype) for t in model.inputs]
-
-    @tf.function
-    def forward_backward(inputs):
-        with tf.GradientTape() as tape:
-            outputs = tf.nest.flatten(model(inputs if len(inputs) > 1 else inputs[0], training=True))
-            # Squared, so the gradient needs every output: no forward kernel is pruned.
-            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
-        return tape.gradient(loss, model.trainable_variables)
-
-    # About three kernels per layer (the first layer needs no backward-data).
-    with _Progress(target=3 * len(layers), verbose=verbose):
-        forward_backward(inputs)
+    _plan_forward_backward(model, batch_size, verbose)
     by_signature = {}
     for layer in layers:
         by_signature.setdefault(_layer_signature(layer), []).append(layer.name)
