@@ -271,7 +271,7 @@ def parse_args(argv=None):
       An argparse.Namespace.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m tf_ucudnn.bench",
+        prog="tf-ucudnn bench",
         description="Time forward + backward-data + backward-filter per convolution layer: "
                     "stock TF with TF_CUDNN_WORKSPACE_LIMIT_IN_MB = limit, tf_ucudnn with "
                     "workspace_limit = limit, and stock TF at 8 GiB (its default) as the "

@@ -45,7 +45,7 @@ def parse_args(argv=None):
       An argparse.Namespace.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m tf_ucudnn.demo",
+        prog="tf-ucudnn demo",
         description="Train one small CNN on scikit-learn's digits twice, with "
                     "tf_ucudnn.layers.Conv2D and with keras.layers.Conv2D, from the same "
                     "initial weights and under the same cuDNN workspace limit; compare "
