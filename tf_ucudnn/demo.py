@@ -1,8 +1,9 @@
 """Demo: train the same small CNN with tf_ucudnn and with stock Keras, side by side.
 
-Run as ``python -m tf_ucudnn.demo`` (``make run``). Both models are built with
-the same architecture and start from the same weights; the only difference is
-the convolution layer (``tf_ucudnn.layers.Conv2D`` vs ``keras.layers.Conv2D``).
+Run as ``tf-ucudnn demo`` (``python -m tf_ucudnn demo``, ``make run``). Both
+models are built with the same architecture and start from the same weights;
+the only difference is the convolution layer (``tf_ucudnn.layers.Conv2D`` vs
+``keras.layers.Conv2D``).
 Both get the same workspace limit: tf_ucudnn through ``workspace_limit``, stock
 TensorFlow through ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` (set before the first
 convolution runs). Both are compiled with ``jit_compile=False``: tf_ucudnn's
