@@ -11,7 +11,7 @@ from unittest import mock
 import tensorflow as tf
 
 import tf_ucudnn
-from testing_utils import ROOT
+from testing_utils import ROOT, run_python
 from tf_ucudnn import cache, cli
 
 COMMANDS = ("demo", "bench", "cache")
@@ -143,6 +143,25 @@ class ImportTest(tf.test.TestCase):
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         self.assertEqual(done.stdout.split(), ["True", "True", "True"])
+
+    def test_inside_the_command_the_api_and_submodules_bind_on_first_use(self):
+        done = run_python("""
+            import sys
+            sys.argv = ["/usr/bin/tf-ucudnn", "demo"]  # as the console script starts
+            import tf_ucudnn
+            print("tensorflow" in sys.modules)
+            print(tf_ucudnn.units.parse_bytes("1KiB"), "tensorflow" in sys.modules)
+            try:
+                tf_ucudnn.no_such_thing
+            except AttributeError as e:
+                print("AttributeError", "no_such_thing" in str(e))
+            print(tf_ucudnn.division.division_reports(), callable(tf_ucudnn.conv2d))
+            from tensorflow.python.framework import op_def_registry
+            print(op_def_registry.get("Ucudnn>Conv2D") is not None)
+        """, TF_CPP_MIN_LOG_LEVEL="3")
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertEqual(done.stdout.split(), ["False", "1024", "False", "AttributeError", "True",
+                                               "{}", "True", "True"])
 
     def test_python_dash_m_of_another_package_imports_tf_ucudnn_eagerly(self):
         # Only `python -m tf_ucudnn` itself defers the API, not another package run with

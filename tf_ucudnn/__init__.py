@@ -59,13 +59,16 @@ def _bind_api():
 
 if _started_as_the_command():
     def __getattr__(name):  # PEP 562: the command binds the API when it is first used
-        if name in ("cache", "layers", "planner"):  # modules: import just that one
-            import importlib
+        if name in __all__ and name not in ("cache", "layers", "planner"):
+            _bind_api()
+            return globals()[name]
+        import importlib
 
+        try:  # a submodule (tf_ucudnn.cache, .division, ...): just that one
             return importlib.import_module(f"{__name__}.{name}")
-        if name not in __all__:  # other submodules: `from tf_ucudnn import x` imports them
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        _bind_api()
-        return globals()[name]
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 else:
     _bind_api()
