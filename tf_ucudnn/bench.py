@@ -291,9 +291,12 @@ def parse_args(argv=None):
     parser.add_argument("--plot", metavar="JSON",
                         help="only draw the figures of a saved --json result (no GPU needed)")
     parser.add_argument("--models", type=_model_list, default=None,
-                        help="model mode: comma list of alexnet, resnet18, vgg16; one training "
-                             "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
-                             "Workspace Division at --totals, stock TF at 8 GiB)")
+                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
+                             "training step per setting (stock TF and tf_ucudnn's rewrite at "
+                             "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--xla", action="store_true",
+                        help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
+                             "(rewrite_model, jit_compile=True) at --limits")
     parser.add_argument("--totals", type=_optional_limit_list, default="",
                         help="model mode: total workspace budgets for Workspace Division")
     parser.add_argument("--overhead", action="store_true",
@@ -983,14 +986,16 @@ def _run_models(args, on_gpu):
         return _no_gpu()
     environment = _environment(on_gpu)
     print(f"tf_ucudnn.bench --models: {', '.join(environment['gpus'])}; TensorFlow "
-          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step, no XLA")
+          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step"
+          + (", with and without XLA" if args.xla else ", no XLA"))
     # Only --totals given: no per-kernel limits.
     limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
-                                      planning=args.planning, timeout=args.worker_timeout)
+                                      planning=args.planning, timeout=args.worker_timeout,
+                                      xla=args.xla)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(environment=environment, models=args.models, limits=limits,
+            json.dump(dict(environment=environment, models=args.models, limits=limits, xla=args.xla,
                            totals=args.totals, results=results), f, indent=2)
         print(f"wrote {args.json}")
     return 1 if any("error" in r for r in results) else 0
