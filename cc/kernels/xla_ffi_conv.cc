@@ -30,8 +30,9 @@ class FfiScratch : public ucudnn::ScratchAllocator {
   explicit FfiScratch(ffi::ScratchAllocator* scratch) : scratch_(scratch) {}
   void* Allocate(int64_t bytes) override {
     if (bytes <= 0) return nullptr;
-    // 256 bytes: cuDNN's and TF's alignment for workspaces.
-    std::optional<void*> p = scratch_->Allocate(static_cast<size_t>(bytes), 256);
+    // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
+    // under TF) returns blocks aligned to 256 bytes anyway, as cuDNN wants.
+    std::optional<void*> p = scratch_->Allocate(static_cast<size_t>(bytes), 16);
     return p.has_value() ? *p : nullptr;
   }
 
