@@ -1,10 +1,11 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
-# On the device machine after ../shared/gpu/stage.sh's parts (see README):
+# On the device machine after ../shared/gpu/stage.sh's parts (see ../shared/gpu/README.md):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
 #                                 transposed|overhead_graph
-# Results go to $OUT (or ./gpu_out).
+# Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
+# under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 source /root/tfgpu/env.sh
