@@ -645,7 +645,7 @@ def _timing_variables():
       cuDNN settings (``TF_CUDNN_*``, which workers set per limit as well) and
       ``CUDA_MODULE_LOADING`` (with CUDA's default, lazy loading, stock TF's
       autotuner can time candidates' first, module-loading runs and pick a
-      slower engine; see the README's DeepBench notes).
+      slower engine; see docs/benchmarks.md, §2).
     """
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith(("UCUDNN_", "TF_CUDNN_")) or k == "CUDA_MODULE_LOADING"}
