@@ -246,3 +246,46 @@ class XlaDeterminismTest(tf.test.TestCase):
         result = json.loads(line[len("RESULT "):])
         self.assertEqual(result["identical"], [True, True, True], result)
         self.assertTrue(any(d.endswith("(XLA)") for d in result["devices"]), result)
+
+
+@pytest.mark.gpu
+class XlaWorkspaceDivisionTest(tf.test.TestCase):
+
+    def test_xla_kernels_join_a_workspace_division_group(self):
+        # UCUDNN_TOTAL_WORKSPACE_SIZE puts ops without their own workspace_limit
+        # into the GPU's group; XLA's custom calls carry it as an attribute.
+        total = 48 << 20
+        done = run_python(f"""
+            import json, numpy as np, tensorflow as tf, tf_ucudnn
+            rng = np.random.default_rng(0)
+            x = tf.constant(rng.standard_normal((64, 28, 28, 32)), tf.float32)
+            w1 = tf.constant(rng.standard_normal((3, 3, 32, 64)), tf.float32)
+            w2 = tf.constant(rng.standard_normal((5, 5, 64, 64)), tf.float32)
+
+            @tf.function(jit_compile=True)
+            def step(x, w1, w2):
+                with tf.GradientTape() as tape:
+                    tape.watch([x, w1, w2])
+                    y = tf_ucudnn.conv2d(tf.nn.relu(tf_ucudnn.conv2d(x, w1, 1, "SAME")), w2, 1,
+                                         "SAME")
+                    loss = tf.reduce_sum(y * y)
+                return tape.gradient(loss, [x, w1, w2])
+
+            with tf.device("/GPU:0"):
+                for _ in range(3):  # the group is divided after one whole step
+                    grads = step(x, w1, w2)
+                grads[0].numpy()
+            reports = tf_ucudnn.division.division_reports()
+            print("RESULT", json.dumps(dict(
+                groups=[[k[1], r.workspace_bytes, len(r.kernels)] for k, r in reports.items()],
+                devices=sorted({{r["device"] for r in tf_ucudnn.plans()}}))))
+        """, UCUDNN_TOTAL_WORKSPACE_SIZE=str(total))
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT")][-1]
+        result = json.loads(line[len("RESULT "):])
+        self.assertTrue(all(d.endswith("(XLA)") for d in result["devices"]), result)
+        self.assertLen(result["groups"], 1, result)
+        group_total, used, kernels = result["groups"][0]
+        self.assertEqual(group_total, total)
+        self.assertEqual(kernels, 6, "two layers x three passes")
+        self.assertLessEqual(used, total, result)
