@@ -147,3 +147,23 @@ class OverheadTableTest(tf.test.TestCase):
         # its filter transform.
         self.assertIn("overhead 1.8% over all 2 kernels' time; 1 of 2 kernels within 3%, "
                       "worst 10.0% (b forward); without the filter transform, worst 2.0%", text)
+
+
+def test_model_modes_select_the_settings_that_run(monkeypatch):
+    """--modes keeps only the named settings; --xla adds the two XLA settings."""
+    from tf_ucudnn import bench_models
+
+    launched = []
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None):
+        launched.append((model, mode, bytes_))
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
+                    first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
+
+    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    bench_models.run_models(["vgg16"], [64 << 20], [], xla=True)
+    assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "stock-xla", "ucudnn-xla"]
+    launched.clear()
+    bench_models.run_models(["vgg16"], [64 << 20], [64 << 20], xla=True,
+                            modes=["rewrite", "rewrite-wd"])
+    assert launched == [("vgg16", "rewrite", 64 << 20), ("vgg16", "rewrite-wd", 64 << 20)]

@@ -242,6 +242,17 @@ def _model_list(text):
     return models
 
 
+def _mode_list(text):
+    from tf_ucudnn.bench_models import MODES
+
+    modes = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(
+            f"modes must be a comma list of {', '.join(MODES)}, got {text!r}")
+    return modes
+
+
 def _limit_list(text):
     try:
         limits = [parse_bytes(t) for t in text.split(",") if t.strip()]
@@ -294,6 +305,9 @@ def parse_args(argv=None):
                         help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
                              "training step per setting (stock TF and tf_ucudnn's rewrite at "
                              "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--modes", type=_mode_list, default=None,
+                        help="model mode: only these settings, a comma list of "
+                             "stock, rewrite, rewrite-wd, stock-xla, ucudnn-xla (default: all)")
     parser.add_argument("--xla", action="store_true",
                         help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
                              "(rewrite_model, jit_compile=True) at --limits")
@@ -992,7 +1006,7 @@ def _run_models(args, on_gpu):
     limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
                                       planning=args.planning, timeout=args.worker_timeout,
-                                      xla=args.xla)
+                                      xla=args.xla, modes=args.modes)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(environment=environment, models=args.models, limits=limits, xla=args.xla,

@@ -202,7 +202,11 @@ def print_table(results):
             print("  ".join("-" * w for w in widths))
 
 
-def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False):
+MODES = ("stock", "rewrite", "rewrite-wd", "stock-xla", "ucudnn-xla")
+
+
+def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
+               modes=None):
     """Runs every (model, setting) in its own process; prints the table.
 
     Args:
@@ -214,6 +218,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         (or 64 MiB) cold and with a warm benchmark database, for the first model.
       timeout: seconds per process.
       xla: also stock TF compiled with XLA, and tf_ucudnn under XLA at each limit.
+      modes: None for every setting above, else only the settings of these
+        modes (names from :data:`MODES`).
 
     Returns:
       The list of result dicts (``error`` set where a run failed).
@@ -226,6 +232,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         runs += [("rewrite", b) for b in limits] + [("rewrite-wd", b) for b in totals]
         if xla:
             runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
+        if modes:
+            runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:
             r = _launch(model, mode, bytes_, n, timeout)
             print(f"  {model} {_label(r)}: "
