@@ -5,6 +5,7 @@ PY ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := tf_ucudnn/_ucudnn_ops.so
+APT_PACKAGES := bazel-bootstrap libhighwayhash-dev libfarmhash-dev
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
 .PHONY: setup build run test test-onednn bench wheel wheel-test clean
@@ -21,11 +22,12 @@ $(VENV)/.done: requirements.txt requirements-dev.txt
 
 build: $(LIB)
 $(LIB): .tf_configure.bazelrc $(SRCS)
-	@command -v bazel >/dev/null || { \
+	@# Bazel, and the highwayhash and farmhash headers that TF's tf2xla headers include.
+	@{ command -v bazel >/dev/null && [ -f /usr/include/farmhash.h ] && [ -d /usr/include/highwayhash ]; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Bazel (Debian's bazel-bootstrap)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -q && apt-get install -y -q bazel-bootstrap; \
-	  else echo "bazel not found: sudo apt-get install bazel-bootstrap"; exit 1; fi; }
+	    echo "installing Bazel (Debian's bazel-bootstrap) and the highwayhash/farmhash headers"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && apt-get install -y -q $(APT_PACKAGES); \
+	  else echo "missing build tools: sudo apt-get install $(APT_PACKAGES)"; exit 1; fi; }
 	bazel build //:_ucudnn_ops.so
 	@# A new file, renamed into place: processes that loaded the old one keep it.
 	cp -f bazel-bin/_ucudnn_ops.so $(LIB).tmp && chmod u+w $(LIB).tmp && mv -f $(LIB).tmp $(LIB)

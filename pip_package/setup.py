@@ -8,13 +8,13 @@ platform (linux_x86_64) but for any Python 3, since it uses no Python C API
 
 Not manylinux: ``auditwheel show`` (auditwheel 6.8) reports the wheel as
 consistent with ``linux_x86_64`` only, because the library needs
-``libtensorflow_framework.so.2``, which no manylinux policy lists; and it must
-not be bundled, since it has to be the very library of the installed
-TensorFlow. Its glibc and libstdc++ symbol versions alone would allow
-``manylinux_2_34_x86_64`` on a Debian 12 build: ``auditwheel repair --exclude
-libtensorflow_framework.so.2`` (with patchelf) retags it so, which would be the
-way to a wheel that PyPI accepts; `make wheel` does not, as that tag would rest
-on skipping auditwheel's check of the one library that matters.
+``libtensorflow_framework.so.2`` and ``libtensorflow_cc.so.2``, which no
+manylinux policy lists; and they must not be bundled, since they have to be
+the very libraries of the installed TensorFlow. Its glibc and libstdc++ symbol
+versions alone would allow ``manylinux_2_34_x86_64`` on a Debian 12 build:
+``auditwheel repair --exclude`` of those two (with patchelf) retags it so,
+which would be the way to a wheel that PyPI accepts; `make wheel` does not, as
+that tag would rest on skipping auditwheel's check of the libraries that matter.
 """
 
 from setuptools import Distribution, setup

@@ -172,7 +172,6 @@ class ResultTablesTest(tf.test.TestCase):
         for title, value in (("stock ms", "12.50"), ("tf_ucudnn ms", "8.250"), ("speedup", "1.52x")):
             self.assertEqual(lines[0].index(title) + len(title), lines[2].index(value) + len(value),
                              f"{value} right-aligned under {title}")
-        self.assertIn("F: 2x128 ALGO_1 | W: 1x256 ALGO_0", lines[2])
         self.assertIn("error", lines[3])
 
     def test_model_table(self):
@@ -186,3 +185,23 @@ class ResultTablesTest(tf.test.TestCase):
         self.assertTrue(lines[3].endswith("80.0           0.80x          3.00      6.00"
                                           "          7.00"), lines[3])  # right-aligned
         self.assertIn("error", lines[4])
+
+
+def test_model_modes_select_the_settings_that_run(monkeypatch):
+    """--modes keeps only the named settings; --xla adds the two XLA settings."""
+    from tf_ucudnn import bench_models
+
+    launched = []
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None):
+        launched.append((model, mode, bytes_))
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
+                    first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
+
+    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    bench_models.run_models(["vgg16"], [64 << 20], [], xla=True)
+    assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "stock-xla", "ucudnn-xla"]
+    launched.clear()
+    bench_models.run_models(["vgg16"], [64 << 20], [64 << 20], xla=True,
+                            modes=["rewrite", "rewrite-wd"])
+    assert launched == [("vgg16", "rewrite", 64 << 20), ("vgg16", "rewrite-wd", 64 << 20)]

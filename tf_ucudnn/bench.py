@@ -243,6 +243,17 @@ def _model_list(text):
     return models
 
 
+def _mode_list(text):
+    from tf_ucudnn.bench_models import MODES
+
+    modes = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(
+            f"modes must be a comma list of {', '.join(MODES)}, got {text!r}")
+    return modes
+
+
 def _limit_list(text):
     try:
         limits = [parse_bytes(t) for t in text.split(",") if t.strip()]
@@ -292,9 +303,15 @@ def parse_args(argv=None):
     parser.add_argument("--plot", metavar="JSON",
                         help="only draw the figures of a saved --json result (no GPU needed)")
     parser.add_argument("--models", type=_model_list, default=None,
-                        help="model mode: comma list of alexnet, resnet18, vgg16; one training "
-                             "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
-                             "Workspace Division at --totals, stock TF at 8 GiB)")
+                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
+                             "training step per setting (stock TF and tf_ucudnn's rewrite at "
+                             "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--modes", type=_mode_list, default=None,
+                        help="model mode: only these settings, a comma list of "
+                             "stock, rewrite, rewrite-wd, stock-xla, ucudnn-xla (default: all)")
+    parser.add_argument("--xla", action="store_true",
+                        help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
+                             "(rewrite_model, jit_compile=True) at --limits")
     parser.add_argument("--totals", type=_optional_limit_list, default="",
                         help="model mode: total workspace budgets for Workspace Division")
     parser.add_argument("--overhead", action="store_true",
@@ -643,7 +660,7 @@ def _timing_variables():
       cuDNN settings (``TF_CUDNN_*``, which workers set per limit as well) and
       ``CUDA_MODULE_LOADING`` (with CUDA's default, lazy loading, stock TF's
       autotuner can time candidates' first, module-loading runs and pick a
-      slower engine; see the README's DeepBench notes).
+      slower engine; see docs/benchmarks.md, §2).
     """
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith(("UCUDNN_", "TF_CUDNN_")) or k == "CUDA_MODULE_LOADING"}
@@ -977,14 +994,16 @@ def _run_models(args, on_gpu):
         return _no_gpu()
     environment = _environment(on_gpu)
     print(f"tf_ucudnn.bench --models: {', '.join(environment['gpus'])}; TensorFlow "
-          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step, no XLA")
+          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step"
+          + (", with and without XLA" if args.xla else ", no XLA"))
     # Only --totals given: no per-kernel limits.
     limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
-                                      planning=args.planning, timeout=args.worker_timeout)
+                                      planning=args.planning, timeout=args.worker_timeout,
+                                      xla=args.xla, modes=args.modes)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(environment=environment, models=args.models, limits=limits,
+            json.dump(dict(environment=environment, models=args.models, limits=limits, xla=args.xla,
                            totals=args.totals, results=results), f, indent=2)
         print(f"wrote {args.json}")
     return 1 if any("error" in r for r in results) else 0

@@ -1,16 +1,20 @@
 """Model mode of the benchmark: one Keras training step per model and setting.
 
 ``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
-times one training step (SGD, softmax cross-entropy, 224x224x3 inputs, no
-XLA) of models built from ``keras.layers.Conv2D`` (VGG-16 is
-``keras.applications.VGG16(weights=None)``), each setting in its own process:
+times one training step (SGD, softmax cross-entropy, 224x224x3 inputs) of
+models built from ``keras.layers.Conv2D`` (VGG-16 and ResNet-50 are
+``keras.applications``' with ``weights=None``), each setting in its own process:
 
 * ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
 * ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
   (Workspace Reuse, one limit per kernel);
 * ``rewrite-wd`` at each total: ``enable_rewrite(total_workspace=total)``
   (Workspace Division: the kernels share the total);
-* ``stock`` at 8 GiB, TF's default, the reference.
+* ``stock`` at 8 GiB, TF's default, the reference;
+* with ``--xla``: ``stock-xla`` (the step compiled with ``jit_compile=True``;
+  XLA's convolutions have no run-time workspace limit) and ``ucudnn-xla`` at
+  each limit (``tf_ucudnn.rewrite_model(model, workspace_limit=limit)``,
+  compiled with XLA: each pass is a custom call running the micro-batched plan).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the
@@ -30,8 +34,8 @@ import time
 from tf_ucudnn import table
 from tf_ucudnn.units import format_bytes
 
-MODELS = ("alexnet", "resnet18", "vgg16")
-DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64}
+MODELS = ("alexnet", "resnet18", "vgg16", "resnet50")
+DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128}
 REFERENCE_LIMIT = 8 << 30
 
 
@@ -40,8 +44,9 @@ def build_model(name):
 
     Args:
       name: ``"alexnet"`` (the torchvision variant's convolutions),
-        ``"resnet18"`` (basic blocks with batch normalization) or ``"vgg16"``
-        (``keras.applications.VGG16(weights=None)``).
+        ``"resnet18"`` (basic blocks with batch normalization), ``"vgg16"``
+        (``keras.applications.VGG16(weights=None)``) or ``"resnet50"``
+        (``keras.applications.ResNet50(weights=None)``).
 
     Raises:
       ValueError: an unknown name.
@@ -51,6 +56,8 @@ def build_model(name):
     L = keras.layers
     if name == "vgg16":
         return keras.applications.VGG16(weights=None)
+    if name == "resnet50":
+        return keras.applications.ResNet50(weights=None)
     inputs = keras.Input((224, 224, 3))
     if name == "alexnet":
         x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)
@@ -94,12 +101,14 @@ def run_worker(model_name, mode, bytes_, batch):
     elif mode == "rewrite-wd":
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
     model = build_model(model_name)
+    if mode == "ucudnn-xla":
+        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_)
     x = tf.random.normal([batch, 224, 224, 3], seed=1)
     y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
     optimizer = keras.optimizers.SGD(0.01)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function(jit_compile=False)
+    @tf.function(jit_compile=mode.endswith("xla"))
     def step():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
@@ -130,7 +139,7 @@ def run_worker(model_name, mode, bytes_, batch):
                   step_ms=float(np.median(times)), step_ms_repeats=times,
                   first_step_s=first_step_s, peak_bytes=steady_peak,
                   run_peak_bytes=max(run_peak, steady_peak), loss=float(loss))
-    if mode.startswith("rewrite"):
+    if mode.startswith("rewrite") or mode == "ucudnn-xla":
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
         result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
                                       for r in tf_ucudnn.plans())
@@ -164,7 +173,10 @@ def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None):
 def _label(r):
     where = "8 GiB" if r["bytes"] == REFERENCE_LIMIT else format_bytes(r["bytes"])
     kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
-            "rewrite-wd": "tf_ucudnn WD (total)"}.get(r["mode"], r["mode"])
+            "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
+            "ucudnn-xla": "tf_ucudnn WR under XLA"}.get(r["mode"], r["mode"])
+    if r["mode"] == "stock-xla":
+        return kind  # XLA's convolutions take no workspace limit
     return f"{kind} at {where}"
 
 
@@ -186,7 +198,11 @@ def print_table(results):
     print(table.render(header, rows, align="llrrrrr"))
 
 
-def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
+MODES = ("stock", "rewrite", "rewrite-wd", "stock-xla", "ucudnn-xla")
+
+
+def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
+               modes=None):
     """Runs every (model, setting) in its own process; prints the table.
 
     Args:
@@ -197,6 +213,9 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
       planning: also time the first step of ``rewrite`` at the first limit
         (or 64 MiB) cold and with a warm benchmark database, for the first model.
       timeout: seconds per process.
+      xla: also stock TF compiled with XLA, and tf_ucudnn under XLA at each limit.
+      modes: None for every setting above, else only the settings of these
+        modes (names from :data:`MODES`).
 
     Returns:
       The list of result dicts (``error`` set where a run failed).
@@ -207,6 +226,10 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
         runs = [("stock", REFERENCE_LIMIT)]
         runs += [("stock", b) for b in sorted(set(limits) | set(totals))]
         runs += [("rewrite", b) for b in limits] + [("rewrite-wd", b) for b in totals]
+        if xla:
+            runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
+        if modes:
+            runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:
             r = _launch(model, mode, bytes_, n, timeout)
             print(f"  {model} {_label(r)}: "

@@ -246,10 +246,11 @@ def _warn_if_xla(model):
         return
     _state["warned_xla"].add(key)
     _log.warning(
-        "tf_ucudnn.enable_rewrite: model %r is compiled with XLA (jit_compile=%r), and XLA "
-        "graphs are not rewritten, so its convolutions run without tf_ucudnn. Compile it with "
-        "model.compile(..., jit_compile=False) to use tf_ucudnn.", model.name,
-        getattr(model, "_jit_compile", model.jit_compile))
+        "tf_ucudnn.enable_rewrite: model %r is compiled with XLA (jit_compile=%r), and the graph "
+        "rewrite does not reach XLA-compiled functions (Grappler never sees their bodies), so its "
+        "convolutions run without tf_ucudnn. Under XLA use model = tf_ucudnn.rewrite_model(model) "
+        "(its layers compile to tf_ucudnn's XLA custom calls), or compile with "
+        "jit_compile=False.", model.name, getattr(model, "_jit_compile", model.jit_compile))
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
