@@ -66,7 +66,7 @@ def run(model, batch):
                        PYTHONPATH=os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")]
                                                   if p))
             done = subprocess.run([sys.executable, "-m", "tf_ucudnn.bench_models", "--worker",
-                                   model, mode, str(64 << 20), str(batch)],
+                                   model, mode, str(64 << 20), str(batch), "float32"],
                                   env=env, capture_output=True, text=True, timeout=400)
             lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
             step = json.loads(lines[-1][7:]) if lines else dict(error=done.stderr[-800:])

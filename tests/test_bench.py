@@ -193,7 +193,7 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
 
     launched = []
 
-    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None):
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
         launched.append((model, mode, bytes_))
         return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
                     first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
@@ -205,3 +205,19 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
     bench_models.run_models(["vgg16"], [64 << 20], [64 << 20], xla=True,
                             modes=["rewrite", "rewrite-wd"])
     assert launched == [("vgg16", "rewrite", 64 << 20), ("vgg16", "rewrite-wd", 64 << 20)]
+
+
+def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
+    from tf_ucudnn import bench_models
+
+    seen = []
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
+        seen.append(precision)
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
+                    first_step_s=1.0, peak_bytes=1, run_peak_bytes=1, precision=precision)
+
+    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    results = bench_models.run_models(["vgg16"], [64 << 20], [], precision="mixed_bfloat16")
+    assert seen and set(seen) == {"mixed_bfloat16"}
+    assert all(bench_models._label(r).endswith(", mixed_bfloat16") for r in results)

@@ -306,6 +306,9 @@ def parse_args(argv=None):
                         help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
                              "training step per setting (stock TF and tf_ucudnn's rewrite at "
                              "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--precision", default="float32",
+                        choices=("float32", "mixed_float16", "mixed_bfloat16"),
+                        help="model mode: the Keras dtype policy of every run (default float32)")
     parser.add_argument("--modes", type=_mode_list, default=None,
                         help="model mode: only these settings, a comma list of "
                              "stock, rewrite, rewrite-wd, stock-xla, ucudnn-xla (default: all)")
@@ -1000,10 +1003,11 @@ def _run_models(args, on_gpu):
     limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
                                       planning=args.planning, timeout=args.worker_timeout,
-                                      xla=args.xla, modes=args.modes)
+                                      xla=args.xla, modes=args.modes, precision=args.precision)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(environment=environment, models=args.models, limits=limits, xla=args.xla,
+                           precision=args.precision,
                            totals=args.totals, results=results), f, indent=2)
         print(f"wrote {args.json}")
     return 1 if any("error" in r for r in results) else 0

@@ -88,13 +88,22 @@ def build_model(name):
     return keras.Model(inputs, L.Dense(1000)(x))
 
 
-def run_worker(model_name, mode, bytes_, batch):
-    """One (model, mode, limit) in this process; returns the result dict."""
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def run_worker(model_name, mode, bytes_, batch, precision="float32"):
+    """One (model, mode, limit) in this process; returns the result dict.
+
+    ``precision`` is a Keras dtype policy from :data:`PRECISIONS`; with
+    ``mixed_float16`` the loss is scaled (``keras.optimizers.LossScaleOptimizer``).
+    """
     import keras
     import numpy as np
     import tensorflow as tf
 
     import tf_ucudnn
+
+    keras.mixed_precision.set_global_policy(precision)
 
     if mode == "rewrite":
         tf_ucudnn.enable_rewrite(workspace_limit=bytes_)
@@ -102,17 +111,21 @@ def run_worker(model_name, mode, bytes_, batch):
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
     model = build_model(model_name)
     if mode == "ucudnn-xla":
-        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_)
+        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
     x = tf.random.normal([batch, 224, 224, 3], seed=1)
     y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
     optimizer = keras.optimizers.SGD(0.01)
+    scaled = precision == "mixed_float16"
+    if scaled:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     @tf.function(jit_compile=mode.endswith("xla"))
     def step():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
+            target = optimizer.scale_loss(loss) if scaled else loss
+        grads = tape.gradient(target, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
@@ -135,7 +148,7 @@ def run_worker(model_name, mode, bytes_, batch):
         sync()
         times.append((time.perf_counter() - start) / 5 * 1e3)
     steady_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
-    result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch,
+    result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch, precision=precision,
                   step_ms=float(np.median(times)), step_ms_repeats=times,
                   first_step_s=first_step_s, peak_bytes=steady_peak,
                   run_peak_bytes=max(run_peak, steady_peak), loss=float(loss))
@@ -151,14 +164,14 @@ def run_worker(model_name, mode, bytes_, batch):
     return result
 
 
-def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None):
+def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env.setdefault("UCUDNN_DATABASE", "off")
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
     cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
-           str(bytes_), str(batch)]
+           str(bytes_), str(batch), precision]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -175,9 +188,9 @@ def _label(r):
     kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
             "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
             "ucudnn-xla": "tf_ucudnn WR under XLA"}.get(r["mode"], r["mode"])
-    if r["mode"] == "stock-xla":
-        return kind  # XLA's convolutions take no workspace limit
-    return f"{kind} at {where}"
+    label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
+    precision = r.get("precision", "float32")
+    return label if precision == "float32" else f"{label}, {precision}"
 
 
 def print_table(results):
@@ -202,7 +215,7 @@ MODES = ("stock", "rewrite", "rewrite-wd", "stock-xla", "ucudnn-xla")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
-               modes=None):
+               modes=None, precision="float32"):
     """Runs every (model, setting) in its own process; prints the table.
 
     Args:
@@ -216,6 +229,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
       xla: also stock TF compiled with XLA, and tf_ucudnn under XLA at each limit.
       modes: None for every setting above, else only the settings of these
         modes (names from :data:`MODES`).
+      precision: the Keras dtype policy of every run (:data:`PRECISIONS`).
 
     Returns:
       The list of result dicts (``error`` set where a run failed).
@@ -231,7 +245,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         if modes:
             runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:
-            r = _launch(model, mode, bytes_, n, timeout)
+            r = _launch(model, mode, bytes_, n, timeout, precision=precision)
             print(f"  {model} {_label(r)}: "
                   + (r["error"] if "error" in r else f"{r['step_ms']:.1f} ms"), flush=True)
             results.append(r)
@@ -241,7 +255,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
             db = os.path.join(tmp, "benchmarks.sqlite3")
             for label in ("cold", "warm"):
                 r = _launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
-                            timeout, {"UCUDNN_DATABASE": db})
+                            timeout, {"UCUDNN_DATABASE": db}, precision=precision)
                 r["planning"] = label
                 print(f"  planning {label}: {models[0]} first step "
                       + (r["error"] if "error" in r else
@@ -255,8 +269,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
-        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    if len(sys.argv) == 7 and sys.argv[1] == "--worker":
+        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
         print("RESULT " + json.dumps(out), flush=True)
         sys.exit(0)
     print("run through `tf-ucudnn bench --models ...`", file=sys.stderr)
