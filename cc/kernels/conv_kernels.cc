@@ -349,6 +349,16 @@ class UcudnnConvOp : public OpKernel {
                                                                      : filter_shape;
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
+    if (params.empty()) {
+      // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
+      // channels), as tf.nn.conv2d: the result has its shape and, where it has
+      // elements (e.g. the filter gradient of an empty batch), is zero. No
+      // planning, no engine call.
+      if (out->NumElements() > 0) {
+        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
+      }
+      return;
+    }
     OP_REQUIRES_OK(ctx, LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, out));
   }
 

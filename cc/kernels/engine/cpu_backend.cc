@@ -1,5 +1,6 @@
 #include "cc/kernels/engine/cpu_backend.h"
 
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -102,9 +103,16 @@ Matrix LoadFilter(const ConvParams& p, const T* filter) {
   return m;
 }
 
+// Multiply-adds per sample, a hint for the thread pool's sharding: saturates
+// instead of overflowing (the product of the output and filter sizes can
+// exceed 2^63 even where each tensor fits).
 int64_t SampleCost(const ConvParams& p) {
-  return p.out_height * p.out_width * p.filter_height * p.filter_width *
-         p.group_in_channels() * p.out_channels;
+  int64_t cost = 1;
+  for (int64_t v : {p.out_height, p.out_width, p.filter_height, p.filter_width,
+                    p.group_in_channels(), p.out_channels}) {
+    if (__builtin_mul_overflow(cost, v, &cost)) return std::numeric_limits<int64_t>::max();
+  }
+  return cost;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -28,6 +29,14 @@ struct TensorDesc {
   TensorDesc& operator=(const TensorDesc&) = delete;
   // A [n, c, h, w] view with explicit strides.
   Status Set(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t s[4]) {
+    // The legacy descriptor takes int: a larger value would wrap silently.
+    for (int64_t v : {n, c, h, w, s[0], s[1], s[2], s[3]}) {
+      if (v > std::numeric_limits<int>::max()) {
+        return Status::InvalidArgument("a tensor dimension or stride (" + std::to_string(v) +
+                                       ") exceeds 2^31 - 1, which cuDNN's legacy API cannot "
+                                       "describe");
+      }
+    }
     UCUDNN_CUDNN_OK(cudnnSetTensor4dDescriptorEx(
         d, CudnnDataType(dtype), static_cast<int>(n), static_cast<int>(c), static_cast<int>(h),
         static_cast<int>(w), static_cast<int>(s[0]), static_cast<int>(s[1]),
@@ -596,6 +605,12 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   std::unique_lock<std::mutex> bench_lock(bench_mu_);
   *planned_now = false;
   if (benchmarked_) return Status();
+  if (params_.empty()) {
+    // Front ends return the empty or zero result of a zero-size convolution
+    // themselves (ConvParams::empty()); there is nothing to benchmark.
+    return Status::InvalidArgument("zero-size convolution " + params_.ToString() +
+                                   " reached the cuDNN engine");
+  }
   const std::vector<int64_t> sizes =
       forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
                              : MicroBatchSizes(policy, params_.batch);

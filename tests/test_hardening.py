@@ -1,0 +1,280 @@
+"""Issue 19's hardening of the ops: inputs that used to kill the process, and
+zero-size inputs.
+
+- 0 input channels (0 groups) was a division by zero (SIGFPE) in all three
+  ops, and under ``enable_rewrite()`` in a stock ``tf.nn.conv2d`` with
+  dynamic shapes.
+- Sizes whose element count overflows int64 (explicit padding of 2^40,
+  ``input_sizes`` of [65536] * 4, ``filter_sizes`` of [2^31 - 1] * 4) reached
+  a ``TensorShape`` unchecked and aborted on TF's CHECK, in eager mode and
+  through the shape functions in graph mode; padding near 2^62 overflowed
+  signed arithmetic (undefined behaviour).
+- Zero-size inputs (batch 0, an empty spatial dimension, 0 output channels)
+  were rejected where ``tf.nn.conv2d`` returns empty tensors.
+
+Each input that used to crash runs in a child process, so that a regression
+fails its own test instead of killing the test run.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_ucudnn
+from testing_utils import run_python
+
+_CHILD_PRELUDE = """
+import re
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import tf_ucudnn
+from tf_ucudnn._ops import ops as raw_ops
+
+S1 = [1, 1, 1, 1]
+
+
+def expect(error, pattern, fn):
+    # The call must raise `error` whose message matches `pattern`.
+    try:
+        fn()
+    except error as e:
+        if not re.search(pattern, str(e)):
+            sys.exit(f"{type(e).__name__} does not match {pattern!r}: {e}")
+        print("raised as expected:", type(e).__name__, str(e).splitlines()[0][:300])
+        return
+    sys.exit(f"no {error.__name__} matching {pattern!r} was raised")
+"""
+
+
+def run_in_child(test, body, device="/CPU:0"):
+    """Runs `body` (which calls ``expect``) under ``tf.device(device)`` in a
+    fresh Python; fails `test` with the exit status and output unless it exits 0."""
+    code = _CHILD_PRELUDE + f"\nwith tf.device({device!r}):\n" + "".join(
+        "    " + line + "\n" for line in body.strip("\n").splitlines())
+    done = run_python(code, TF_CPP_MIN_LOG_LEVEL="2", UCUDNN_DATABASE="off")
+    signal = f" (killed by signal {-done.returncode})" if done.returncode < 0 else ""
+    test.assertEqual(done.returncode, 0,
+                     f"child exited with {done.returncode}{signal}\nstdout: {done.stdout[-1500:]}"
+                     f"\nstderr: {done.stderr[-3000:]}")
+
+
+_X0C = "tf.zeros((2, 5, 5, 0))"            # NHWC, 0 channels
+_W = "tf.ones((3, 3, 2, 4))"              # filter in_channels 2
+_GROUPS = "at least one group"
+
+
+class ZeroInputChannelsTest(parameterized.TestCase, tf.test.TestCase):
+    """0 input channels with a filter of in_channels 2 makes 0 groups."""
+
+    @parameterized.named_parameters(
+        ("forward", f"raw_ops.ucudnn_conv2d(input={_X0C}, filter={_W}, strides=S1, "
+                    f"padding='SAME')"),
+        ("backprop_input",
+         f"raw_ops.ucudnn_conv2d_backprop_input(input_sizes=[2, 5, 5, 0], filter={_W}, "
+         f"out_backprop=tf.ones((2, 5, 5, 4)), strides=S1, padding='SAME')"),
+        ("backprop_filter",
+         f"raw_ops.ucudnn_conv2d_backprop_filter(input={_X0C}, filter_sizes=[3, 3, 2, 4], "
+         f"out_backprop=tf.ones((2, 5, 5, 4)), strides=S1, padding='SAME')"),
+        ("forward_nchw", f"raw_ops.ucudnn_conv2d(input=tf.zeros((2, 0, 5, 5)), filter={_W}, "
+                         f"strides=S1, padding='VALID', data_format='NCHW')"),
+    )
+    def test_is_invalid_argument_not_sigfpe(self, call):
+        run_in_child(self, f"expect(tf.errors.InvalidArgumentError, {_GROUPS!r}, lambda: {call})")
+
+    def test_stock_conv2d_with_dynamic_shapes_under_the_rewrite(self):
+        # The shapes are unknown when the graph is built, so the rewritten op's
+        # kernel is what sees the 0 groups (stock TF's oneDNN kernel says
+        # "grouped convolution must have at least one group").
+        run_in_child(self, f"""
+tf_ucudnn.enable_rewrite()
+w = {_W}
+@tf.function(input_signature=[tf.TensorSpec([None, None, None, None], tf.float32)])
+def f(x):
+    return tf.nn.conv2d(x, w, 1, "SAME")
+expect(tf.errors.InvalidArgumentError, {_GROUPS!r}, lambda: f({_X0C}))
+assert tf_ucudnn.rewrite_stats()["rewritten"] > 0, tf_ucudnn.rewrite_stats()
+""")
+
+
+_ELEMENTS = r"would have more than 2\*\*63 - 1 elements"
+
+
+class ShapeOverflowTest(parameterized.TestCase, tf.test.TestCase):
+    """Sizes from attributes and size tensors are checked before any TensorShape."""
+
+    @parameterized.named_parameters(
+        ("explicit_padding_2_40",
+         "tf_ucudnn.conv2d(tf.ones((2, 5, 5, 2)), tf.ones((3, 3, 2, 4)), 1, "
+         "[[0, 0], [2**40, 2**40], [2**40, 2**40], [0, 0]])",
+         r"output shape \[2, 2199023255555, 2199023255555, 4\] " + _ELEMENTS),
+        ("explicit_padding_2_62",  # 5 + 2^62 + 2^62 overflows int64
+         "tf_ucudnn.conv2d(tf.ones((2, 5, 5, 2)), tf.ones((3, 3, 2, 4)), 1, "
+         "[[0, 0], [2**62, 2**62], [1, 1], [0, 0]])",
+         r"padded input height \(5 \+ 4611686018427387904 \+ 4611686018427387904\) "
+         r"exceeds 2\^63 - 1"),
+        ("input_sizes_65536",
+         "tf_ucudnn.conv2d_backprop_input([65536] * 4, tf.ones((3, 3, 2, 4)), "
+         "tf.ones((2, 5, 5, 4)), 1, 'SAME')",
+         r"input_sizes \[65536, 65536, 65536, 65536\] " + _ELEMENTS),
+        ("filter_sizes_int32_max",
+         "tf_ucudnn.conv2d_backprop_filter(tf.ones((2, 5, 5, 2)), [2**31 - 1] * 4, "
+         "tf.ones((2, 5, 5, 4)), 1, 'SAME')",
+         r"filter_sizes \[2147483647, 2147483647, 2147483647, 2147483647\] " + _ELEMENTS),
+        ("huge_output_height_that_cudnn_cannot_describe",
+         "tf_ucudnn.conv2d(tf.ones((1, 5, 5, 2)), tf.ones((3, 3, 2, 4)), 1, "
+         "[[0, 0], [2**31, 2**31], [1, 1], [0, 0]])",
+         r"output height \(4294967299\) exceeds 2\^31 - 1"),
+    )
+    def test_eager_is_invalid_argument_not_abort(self, call, pattern):
+        run_in_child(self, f"expect(tf.errors.InvalidArgumentError, {pattern!r}, lambda: {call})")
+
+    @parameterized.named_parameters(
+        ("explicit_padding_2_40",
+         "lambda x, w: tf_ucudnn.conv2d(x, w, 1, [[0, 0], [2**40, 2**40], [2**40, 2**40], "
+         "[0, 0]])",
+         "tf.ones((2, 5, 5, 2)), tf.ones((3, 3, 2, 4))", r"output shape .*" + _ELEMENTS),
+        ("explicit_padding_2_62",
+         "lambda x, w: tf_ucudnn.conv2d(x, w, 1, [[0, 0], [2**62, 2**62], [1, 1], [0, 0]])",
+         "tf.ones((2, 5, 5, 2)), tf.ones((3, 3, 2, 4))",
+         r"explicit_paddings 4611686018427387904 \+ 4611686018427387904 \(dimension 1\) "
+         r"exceeds 2\^63 - 1"),
+        ("input_sizes_65536",
+         "lambda w, dy: tf_ucudnn.conv2d_backprop_input(tf.constant([65536] * 4), w, dy, 1, "
+         "'SAME')",
+         "tf.ones((3, 3, 2, 4)), tf.ones((2, 5, 5, 4))", r"input_sizes .*" + _ELEMENTS),
+        ("filter_sizes_int32_max",
+         "lambda x, dy: tf_ucudnn.conv2d_backprop_filter(x, tf.constant([2**31 - 1] * 4), dy, 1, "
+         "'SAME')",
+         "tf.ones((2, 5, 5, 2)), tf.ones((2, 5, 5, 4))", r"filter_sizes .*" + _ELEMENTS),
+    )
+    def test_graph_mode_shape_function_rejects(self, fn, args, pattern):
+        # Traced with static shapes: the op's shape function sees the sizes
+        # first and raises ValueError when the function is traced.
+        run_in_child(self, f"expect(ValueError, {pattern!r}, lambda: tf.function({fn})({args}))")
+
+    def test_graph_mode_sizes_known_only_when_running(self):
+        # input_sizes computed at run time: the shape function lets it through
+        # (unknown), the kernel must reject it.
+        run_in_child(self, r"""
+@tf.function(input_signature=[tf.TensorSpec([4], tf.int32)])
+def f(sizes):
+    return tf_ucudnn.conv2d_backprop_input(sizes, tf.ones((3, 3, 2, 4)), tf.ones((2, 5, 5, 4)),
+                                           1, "SAME")
+expect(tf.errors.InvalidArgumentError, r"input_sizes \[65536, 65536, 65536, 65536\] would have",
+       lambda: f(tf.constant([65536] * 4)))
+""")
+
+
+def _cpu_conv(*args, **kwargs):
+    with tf.device("/CPU:0"):
+        return tf_ucudnn.conv2d(*args, **kwargs)
+
+
+class ZeroSizeTest(parameterized.TestCase, tf.test.TestCase):
+    """Zero-size inputs give what tf.nn.conv2d gives: empty tensors of the
+    right shape, a zero filter gradient, and no plan."""
+
+    device = "/CPU:0"
+
+    # (input NHWC, filter, padding, strides): each gives an empty output or
+    # an empty input in stock TF (NHWC on the CPU).
+    CASES = (
+        ("batch_0_same", (0, 5, 5, 2), (3, 3, 2, 4), "SAME", 1),
+        ("batch_0_valid", (0, 5, 5, 2), (3, 3, 2, 4), "VALID", 1),
+        ("height_0_same", (2, 0, 5, 2), (3, 3, 2, 4), "SAME", 1),
+        ("width_0_same_strided", (2, 5, 0, 2), (3, 3, 2, 4), "SAME", 2),
+        ("out_channels_0", (2, 5, 5, 2), (3, 3, 2, 0), "SAME", 1),
+        ("grouped_batch_0", (0, 5, 5, 4), (3, 3, 2, 6), "SAME", 1),
+        # Only padding: the output has elements, and they are all zero.
+        ("height_0_padded", (2, 0, 5, 2), (3, 3, 2, 4), [[0, 0], [2, 2], [1, 1], [0, 0]], 1),
+    )
+
+    def _stock(self, x, w, padding, strides):
+        # Stock TF runs grouped convolutions only on GPUs: compare shapes of
+        # an ungrouped stand-in there.
+        if x.shape[-1] != w.shape[2]:
+            w = tf.zeros(w.shape[:2] + (x.shape[-1], w.shape[3]), w.dtype)
+        with tf.device("/CPU:0"):
+            return tf.nn.conv2d(x, w, strides, padding)
+
+    @parameterized.named_parameters(*CASES)
+    def test_all_three_passes_match_tensorflow(self, x_shape, w_shape, padding, strides):
+        rng = np.random.default_rng(0)
+        x = tf.constant(rng.standard_normal(x_shape), tf.float32)
+        w = tf.constant(rng.standard_normal(w_shape), tf.float32)
+        want = self._stock(x, w, padding, strides)
+        tf_ucudnn.clear_plans()
+        with tf.device(self.device):
+            with tf.GradientTape(persistent=True) as tape:
+                tape.watch([x, w])
+                y = tf_ucudnn.conv2d(x, w, strides, padding, micro_batch_size=1)
+                loss = tf.reduce_sum(y)
+            dx, dw = tape.gradient(loss, [x, w])
+            dy = tf.ones_like(y)
+            dx_direct = tf_ucudnn.conv2d_backprop_input(tf.shape(x), w, dy, strides, padding)
+            dw_direct = tf_ucudnn.conv2d_backprop_filter(x, tf.shape(w), dy, strides, padding)
+        self.assertEqual(tuple(y.shape), tuple(want.shape), f"output of {x_shape} * {w_shape}")
+        self.assertAllEqual(y, tf.zeros_like(y))
+        for name, got in (("dx", dx), ("dx direct", dx_direct)):
+            self.assertEqual(tuple(got.shape), x_shape, name)
+            self.assertAllEqual(got, tf.zeros_like(got), msg=name)
+        for name, got in (("dw", dw), ("dw direct", dw_direct)):
+            self.assertEqual(tuple(got.shape), w_shape, name)
+            self.assertAllEqual(got, tf.zeros_like(got),
+                                msg=f"{name} of an empty convolution must be zero")
+        self.assertEqual(list(tf_ucudnn.plans()), [],
+                         "a zero-size convolution must not be planned")
+
+    @parameterized.named_parameters(("float16", tf.float16), ("bfloat16", tf.bfloat16))
+    def test_reduced_precision_and_nchw(self, dtype):
+        x = tf.zeros((0, 2, 5, 5), dtype)  # NCHW, batch 0
+        w = tf.ones((3, 3, 2, 4), dtype)
+        with tf.device(self.device):
+            y = tf_ucudnn.conv2d(x, w, 1, "SAME", data_format="NCHW")
+            dw = tf_ucudnn.conv2d_backprop_filter(x, [3, 3, 2, 4], tf.zeros((0, 4, 5, 5), dtype),
+                                                  1, "SAME", data_format="NCHW")
+        self.assertEqual(tuple(y.shape), (0, 4, 5, 5))
+        self.assertEqual(y.dtype, dtype)
+        self.assertAllEqual(tf.cast(dw, tf.float32), tf.zeros((3, 3, 2, 4)))
+
+    def test_huge_dimension_of_an_empty_input(self):
+        # A tensor with 0 elements may have a dimension near 2^62: the output
+        # shape is computed without overflow and is empty, as stock TF's.
+        with tf.device(self.device):
+            y = tf_ucudnn.conv2d(tf.zeros((0, 2**62, 5, 2)), tf.ones((3, 3, 2, 4)), 1, "SAME")
+        self.assertEqual(tuple(y.shape), (0, 2**62, 5, 4))
+
+    def test_valid_padding_of_an_empty_height_is_still_an_error(self):
+        # tf.nn.conv2d: "Computed output size would be negative".
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    r"the dilated filter \(3x3\) is larger than the padded "
+                                    r"input \(0x5\)"):
+            with tf.device(self.device):
+                tf_ucudnn.conv2d(tf.zeros((2, 0, 5, 2)), tf.ones((3, 3, 2, 4)), 1, "VALID")
+
+
+@pytest.mark.gpu
+class ZeroSizeGpuTest(ZeroSizeTest):
+    """The same on the GPU: the result is zeroed with cudaMemsetAsync on the
+    op's stream and cuDNN is never called (it rejects zero-sized descriptors)."""
+
+    device = "/GPU:0"
+
+
+@pytest.mark.gpu
+class ZeroInputChannelsGpuTest(tf.test.TestCase):
+    """0 groups on the GPU kernels (the validation is shared; the device is not)."""
+
+    def test_is_invalid_argument_on_the_gpu(self):
+        run_in_child(self, f"""
+expect(tf.errors.InvalidArgumentError, {_GROUPS!r},
+       lambda: raw_ops.ucudnn_conv2d(input={_X0C}, filter={_W}, strides=S1, padding="SAME"))
+expect(tf.errors.InvalidArgumentError, {_GROUPS!r},
+       lambda: raw_ops.ucudnn_conv2d_backprop_filter(
+           input={_X0C}, filter_sizes=[3, 3, 2, 4], out_backprop=tf.ones((2, 5, 5, 4)),
+           strides=S1, padding="SAME"))
+""", device="/GPU:0")
