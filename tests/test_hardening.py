@@ -278,3 +278,56 @@ expect(tf.errors.InvalidArgumentError, {_GROUPS!r},
            input={_X0C}, filter_sizes=[3, 3, 2, 4], out_backprop=tf.ones((2, 5, 5, 4)),
            strides=S1, padding="SAME"))
 """, device="/GPU:0")
+
+
+class PlannerMemoryTest(tf.test.TestCase):
+    """Planning allocates by the answer and the allowed sizes, never per sample
+    of N (issue 19: N = 10**7 took 11 GB and 70 s; powerOfTwo sizes of 2**40
+    raised MemoryError)."""
+
+    def test_power_of_two_sizes_of_2_40(self):
+        from tf_ucudnn import planner
+        self.assertEqual(planner.micro_batch_sizes("powerOfTwo", 2**40), [2**k for k in range(41)])
+        self.assertEqual(planner.micro_batch_sizes("undivided", 2**62), [2**62])
+        self.assertLen(planner.micro_batch_sizes("powerOfTwo", 2**63 - 1), 64)
+
+    def test_large_batches_plan_in_little_time_and_memory(self):
+        # In a child: a regression would allocate gigabytes.
+        done = run_python("""
+            import resource, time
+            from tf_ucudnn import planner
+
+            def peak_mib():
+                return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+            base, start = peak_mib(), time.perf_counter()
+            n = 10**7
+            table = {b: [("zero", 2.0 * b, 0), ("fast", 0.5 * b, 1 << 20)]
+                     for b in planner.micro_batch_sizes("powerOfTwo", n)}
+            best = planner.best_plan(table, n, 1 << 19)
+            front = planner.pareto_front(table, n)
+            assert best.sizes == [n] and best.time_ms == 2.0 * n, best
+            assert [(p.workspace_bytes, p.time_ms) for p in front] == [(0, 2.0 * n),
+                                                                      (1 << 20, 0.5 * n)], front
+            # N = 2**40: the whole batch is slow, 2**39 is fast.
+            big = {2**k: [("a", 3.0 * 2**k, 0)] for k in range(39)}
+            big[2**39] = [("fast", 1.0, 4096)]
+            big[2**40] = [("whole", 5.0, 0)]
+            plan = planner.best_plan(big, 2**40, 1 << 20)
+            assert plan.sizes == [2**39, 2**39] and plan.workspace_bytes == 4096, plan
+            assert planner.pareto_front(big, 2**40)[0].sizes == [2**40]
+            odd = planner.best_plan(big, 10**12 + 7, 1 << 20)
+            assert sum(odd.sizes) == 10**12 + 7 and odd.sizes[0] == 2**39, odd.sizes
+            print(f"{time.perf_counter() - start:.3f} s {peak_mib() - base:.1f} MiB")
+            """, timeout=120)
+        self.assertEqual(done.returncode, 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}")
+        seconds, _, mib, _ = done.stdout.split()
+        self.assertLess(float(seconds), 10.0, f"planning took {done.stdout}")
+        self.assertLess(float(mib), 200.0, f"planning grew the peak RSS by {done.stdout}")
+
+    def test_too_large_for_a_table_of_other_sizes_names_batch_size(self):
+        from tf_ucudnn import planner
+        with self.assertRaisesRegex(ValueError, r"batch_size 3221225472 is too large to plan"):
+            planner.best_plan({3: [("a", 1.0, 0)]}, 3 * 2**30, 0, policy="all")
+        with self.assertRaisesRegex(ValueError, r"batch_size 3221225472 is too large to plan"):
+            planner.pareto_front({3: [("a", 1.0, 0)]}, 3 * 2**30, policy="all")
