@@ -331,3 +331,107 @@ class PlannerMemoryTest(tf.test.TestCase):
             planner.best_plan({3: [("a", 1.0, 0)]}, 3 * 2**30, 0, policy="all")
         with self.assertRaisesRegex(ValueError, r"batch_size 3221225472 is too large to plan"):
             planner.pareto_front({3: [("a", 1.0, 0)]}, 3 * 2**30, policy="all")
+
+
+# Unit roundoff of the element types: 2^-8 (bfloat16), 2^-11 (float16).
+_UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
+
+# Issue 19 measured on the CPU, bfloat16, N = 128: relative error 2.9e-3
+# undivided, 1.2e-2 with micro-batches of 1 (float16: 3.6e-4 -> 1.5e-3),
+# because every micro-batch's partial sum was rounded to the element type.
+_ACCUMULATION_CHILD = """
+import json
+import numpy as np
+import tensorflow as tf
+import tf_ucudnn
+
+rng = np.random.default_rng(13)
+n, results = 128, {}
+x64 = rng.standard_normal((n, 8, 8, 4))
+dy64 = rng.standard_normal((n, 8, 8, 8))
+for dtype in (tf.bfloat16, tf.float16):
+    x, dy = tf.constant(x64, dtype), tf.constant(dy64, dtype)
+    with tf.device("/CPU:0"):  # float64 reference on the same (rounded) inputs
+        want = tf.raw_ops.Conv2DBackpropFilter(
+            input=tf.cast(x, tf.float64), filter_sizes=[3, 3, 4, 8],
+            out_backprop=tf.cast(dy, tf.float64), strides=[1, 1, 1, 1], padding="SAME")
+    errors = {}
+    for name, knobs in KNOBS.items():
+        with tf.device(DEVICE):
+            got = tf_ucudnn.conv2d_backprop_filter(x, [3, 3, 4, 8], dy, 1, "SAME", **knobs)
+        errors[name] = float(np.linalg.norm(tf.cast(got, tf.float64) - want) /
+                             np.linalg.norm(want))
+    results[dtype.name] = errors
+records = [dict(r) for r in tf_ucudnn.plans() if r["pass"] == "backward-filter"]
+print(json.dumps({"errors": results, "records": records}))
+"""
+
+
+class FloatAccumulationTest(tf.test.TestCase):
+    """float16/bfloat16 backward-filter adds its micro-batches in float32, so
+    splitting the mini-batch does not grow the error."""
+
+    device = "/CPU:0"
+    knobs = {"undivided": {"batch_size_policy": "undivided"},
+             "micro-batches of 1": {"micro_batch_size": 1},
+             "micro-batches of 8": {"micro_batch_size": 8}}
+
+    def _run(self, **env):
+        import json
+        code = (f"DEVICE = {self.device!r}\nKNOBS = {self.knobs!r}\n" + _ACCUMULATION_CHILD)
+        done = run_python(code, TF_CPP_MIN_LOG_LEVEL="2", UCUDNN_DATABASE="off", **env)
+        self.assertEqual(done.returncode, 0, f"exit {done.returncode}\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+    def check_errors(self, errors):
+        for dtype, by_plan in errors.items():
+            whole = by_plan["undivided"]
+            # Both round the float32 sum to the element type once; only the
+            # summation order differs.
+            bound = 1.5 * whole + 0.25 * _UNIT_ROUNDOFF[dtype]
+            for name, err in by_plan.items():
+                self.assertLessEqual(err, bound,
+                                     f"{dtype} {name}: relative error {err:.3e} > {bound:.3e} "
+                                     f"(undivided {whole:.3e}; all: {by_plan})")
+
+    def test_micro_batches_do_not_grow_the_error(self):
+        result, _ = self._run()
+        self.check_errors(result["errors"])
+
+
+@pytest.mark.gpu
+class FloatAccumulationGpuTest(FloatAccumulationTest):
+    """On the GPU: cudnnOpTensor adds each micro-batch's gradient (T) into a
+    float32 sum in the plan's workspace; the sum counts against the limit."""
+
+    device = "/GPU:0"
+    knobs = {"undivided": {"batch_size_policy": "undivided"},
+             "micro-batches of 1": {"micro_batch_size": 1},
+             "micro-batches of 8": {"micro_batch_size": 8},
+             "powerOfTwo within 64 MiB": {"batch_size_policy": "powerOfTwo"}}
+
+    def test_micro_batches_do_not_grow_the_error(self):
+        result, stderr = self._run()
+        self.assertNotIn("does not add", stderr,
+                         "cuDNN refused float32 accumulation; the errors were "
+                         f"{result['errors']}")
+        self.check_errors(result["errors"])
+        # The forced plans of several micro-batches hold the float32 filter
+        # (3*3*4*8 floats, rounded up to 256 bytes, and a 256-byte zero).
+        for r in result["records"]:
+            if len(r["micro_batches"]) > 1:
+                self.assertGreaterEqual(r["workspace_bytes"], 1280 + 256, f"record {r}")
+                self.assertLessEqual(r["workspace_bytes"], r["workspace_limit"], f"record {r}")
+
+    def test_the_accumulator_counts_against_the_workspace_limit(self):
+        # Within 1 KiB there is no room for a 1.5 KiB accumulator: every
+        # plan must fit the limit, so none divides.
+        self.knobs = {"undivided": {"batch_size_policy": "undivided", "workspace_limit": 1024},
+                      "powerOfTwo within 1 KiB": {"batch_size_policy": "powerOfTwo",
+                                                  "workspace_limit": 1024}}
+        result, _ = self._run()
+        self.check_errors(result["errors"])
+        for r in result["records"]:
+            self.assertLessEqual(r["workspace_bytes"], 1024, f"record {r}")
+            if r["dtype"] != "float32":
+                self.assertLen(r["micro_batches"], 1, f"no room for the accumulator: {r}")

@@ -161,7 +161,7 @@ void CpuBackwardData(const ConvParams& p, int64_t size, const T* out_backprop,
 
 template <typename T>
 void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
-                       const T* out_backprop, T* filter_backprop, bool accumulate,
+                       const T* out_backprop, float* filter_backprop, bool accumulate,
                        const ParallelFor& parallel_for) {
   const int64_t kg = p.group_out_channels();
   const int64_t rows = p.filter_height * p.filter_width * p.group_in_channels();
@@ -180,9 +180,14 @@ void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
     total += partial;
   });
   for (int64_t i = 0; i < total.size(); ++i) {
-    const float previous = accumulate ? static_cast<float>(filter_backprop[i]) : 0.0f;
-    filter_backprop[i] = static_cast<T>(previous + total.data()[i]);
+    filter_backprop[i] = accumulate ? filter_backprop[i] + total.data()[i] : total.data()[i];
   }
+}
+
+template <typename T>
+void CpuStoreFilter(const ConvParams& p, const float* filter_backprop, T* out) {
+  const int64_t n = p.filter_size();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(filter_backprop[i]);
 }
 
 #define UCUDNN_INSTANTIATE_CPU(T)                                                      \
@@ -191,7 +196,8 @@ void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
   template void CpuBackwardData<T>(const ConvParams&, int64_t, const T*, const T*, T*, \
                                    const ParallelFor&);                                \
   template void CpuBackwardFilter<T>(const ConvParams&, int64_t, const T*, const T*,   \
-                                     T*, bool, const ParallelFor&);
+                                     float*, bool, const ParallelFor&);                \
+  template void CpuStoreFilter<T>(const ConvParams&, const float*, T*);
 
 UCUDNN_INSTANTIATE_CPU(float)
 UCUDNN_INSTANTIATE_CPU(Eigen::half)

@@ -74,7 +74,12 @@ struct MicroBatch {
 struct Plan {
   std::vector<MicroBatch> micro_batches;  // in execution order, larger first
   double time_ms = 0;                     // sum over micro-batches
-  int64_t workspace_bytes = 0;            // max over micro-batches
+  int64_t workspace_bytes = 0;            // max over micro-batches (+ accumulator_bytes)
+  // Bytes at the end of the workspace that hold a float32 accumulator: a
+  // float16/bfloat16 backward-filter plan of several micro-batches adds them
+  // up in float32 (see CudnnKernel), counted against the workspace limit.
+  // 0 otherwise; the planner itself never sets it.
+  int64_t accumulator_bytes = 0;
   bool empty() const { return micro_batches.empty(); }
 };
 
