@@ -16,6 +16,8 @@ Each input that used to crash runs in a child process, so that a regression
 fails its own test instead of killing the test run.
 """
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -23,6 +25,7 @@ from absl.testing import parameterized
 
 import tf_ucudnn
 from testing_utils import run_python
+from tf_ucudnn import planner
 
 _CHILD_PRELUDE = """
 import re
@@ -169,11 +172,6 @@ expect(tf.errors.InvalidArgumentError, r"input_sizes \[65536, 65536, 65536, 6553
 """)
 
 
-def _cpu_conv(*args, **kwargs):
-    with tf.device("/CPU:0"):
-        return tf_ucudnn.conv2d(*args, **kwargs)
-
-
 class ZeroSizeTest(parameterized.TestCase, tf.test.TestCase):
     """Zero-size inputs give what tf.nn.conv2d gives: empty tensors of the
     right shape, a zero filter gradient, and no plan."""
@@ -286,7 +284,6 @@ class PlannerMemoryTest(tf.test.TestCase):
     raised MemoryError)."""
 
     def test_power_of_two_sizes_of_2_40(self):
-        from tf_ucudnn import planner
         self.assertEqual(planner.micro_batch_sizes("powerOfTwo", 2**40), [2**k for k in range(41)])
         self.assertEqual(planner.micro_batch_sizes("undivided", 2**62), [2**62])
         self.assertLen(planner.micro_batch_sizes("powerOfTwo", 2**63 - 1), 64)
@@ -296,7 +293,7 @@ class PlannerMemoryTest(tf.test.TestCase):
         done = run_python("""
             import resource, time
             from tf_ucudnn import planner
-
+    
             def peak_mib():
                 return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -320,13 +317,13 @@ class PlannerMemoryTest(tf.test.TestCase):
             assert sum(odd.sizes) == 10**12 + 7 and odd.sizes[0] == 2**39, odd.sizes
             print(f"{time.perf_counter() - start:.3f} s {peak_mib() - base:.1f} MiB")
             """, timeout=120)
-        self.assertEqual(done.returncode, 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}")
+        self.assertEqual(done.returncode, 0,
+                         f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}")
         seconds, _, mib, _ = done.stdout.split()
         self.assertLess(float(seconds), 10.0, f"planning took {done.stdout}")
         self.assertLess(float(mib), 200.0, f"planning grew the peak RSS by {done.stdout}")
 
     def test_too_large_for_a_table_of_other_sizes_names_batch_size(self):
-        from tf_ucudnn import planner
         with self.assertRaisesRegex(ValueError, r"batch_size 3221225472 is too large to plan"):
             planner.best_plan({3: [("a", 1.0, 0)]}, 3 * 2**30, 0, policy="all")
         with self.assertRaisesRegex(ValueError, r"batch_size 3221225472 is too large to plan"):
@@ -377,7 +374,6 @@ class FloatAccumulationTest(tf.test.TestCase):
              "micro-batches of 8": {"micro_batch_size": 8}}
 
     def _run(self, **env):
-        import json
         code = (f"DEVICE = {self.device!r}\nKNOBS = {self.knobs!r}\n" + _ACCUMULATION_CHILD)
         done = run_python(code, TF_CPP_MIN_LOG_LEVEL="2", UCUDNN_DATABASE="off", **env)
         self.assertEqual(done.returncode, 0, f"exit {done.returncode}\n{done.stderr[-3000:]}")
