@@ -289,3 +289,26 @@ class XlaWorkspaceDivisionTest(tf.test.TestCase):
         self.assertEqual(group_total, total)
         self.assertEqual(kernels, 6, "two layers x three passes")
         self.assertLessEqual(used, total, result)
+
+
+class XlaZeroSizeTest(tf.test.TestCase, parameterized.TestCase):
+    """Zero-size inputs under XLA give stock TF's empty results and zero filter gradients."""
+
+    @parameterized.named_parameters(("batch_0", (0, 6, 6, 3)), ("height_0", (2, 0, 6, 3)))
+    def test_zero_size_matches_tf_nn_conv2d(self, shape):
+        x = tf.zeros(shape)
+        f = tf.ones((3, 3, 3, 4))
+
+        @tf.function(jit_compile=True)
+        def ours(x, f):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf_ucudnn.conv2d(x, f, 1, "SAME")
+                loss = tf.reduce_sum(y)
+            return (y, *tape.gradient(loss, [x, f]))
+
+        with tf.device(_device()):
+            y, dx, df = ours(x, f)
+        self.assertEqual(y.shape, tf.nn.conv2d(x, f, 1, "SAME").shape)
+        self.assertEqual(dx.shape, x.shape)
+        self.assertAllEqual(df, tf.zeros_like(f))

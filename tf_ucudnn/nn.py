@@ -158,7 +158,9 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     Raises:
       ValueError: bad arguments known when the graph is built.
       tf.errors.InvalidArgumentError: bad shapes found when the op runs
-        (channel mismatch, groups not dividing, empty batch).
+        (channel mismatch, groups not dividing, 0 input channels, sizes whose
+        element count exceeds 2**63 - 1). Zero-size inputs (batch 0, an empty
+        spatial dimension) give empty outputs, as ``tf.nn.conv2d``.
     """
     with tf.name_scope(name or "ucudnn_conv2d"):
         input = tf.convert_to_tensor(input)

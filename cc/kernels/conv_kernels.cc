@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
@@ -79,7 +80,19 @@ struct LaunchConv<CPUDevice, T> {
     const T* a_ptr = a.flat<T>().data();
     const T* b_ptr = b.flat<T>().data();
     T* out_ptr = out->flat<T>().data();
-    return ToTfStatus(ucudnn::ExecutePlan(
+    // Backward-filter micro-batches add up in float32 (see CpuBackwardFilter):
+    // in the output itself for float32, else in a temporary rounded to T once.
+    float* filter_acc = nullptr;
+    Tensor acc;
+    if (pass == Pass::kBackwardFilter) {
+      if constexpr (std::is_same_v<T, float>) {
+        filter_acc = out_ptr;
+      } else {
+        TF_RETURN_IF_ERROR(ctx->allocate_temp(DT_FLOAT, out->shape(), &acc));
+        filter_acc = acc.flat<float>().data();
+      }
+    }
+    TF_RETURN_IF_ERROR(ToTfStatus(ucudnn::ExecutePlan(
         plan, pass, [&](int64_t offset, const ucudnn::MicroBatch& mb, bool accumulate) {
           const int64_t in_off = offset * p.input_sample_size();
           const int64_t out_off = offset * p.output_sample_size();
@@ -93,12 +106,16 @@ struct LaunchConv<CPUDevice, T> {
                                          parallel_for);
               break;
             case Pass::kBackwardFilter:
-              ucudnn::CpuBackwardFilter<T>(p, mb.size, a_ptr + in_off, b_ptr + out_off, out_ptr,
-                                           accumulate, parallel_for);
+              ucudnn::CpuBackwardFilter<T>(p, mb.size, a_ptr + in_off, b_ptr + out_off,
+                                           filter_acc, accumulate, parallel_for);
               break;
           }
           return ucudnn::Status();
-        }));
+        })));
+    if constexpr (!std::is_same_v<T, float>) {
+      if (pass == Pass::kBackwardFilter) ucudnn::CpuStoreFilter<T>(p, filter_acc, out_ptr);
+    }
+    return absl::OkStatus();
   }
 
   static void RecordOnce(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
@@ -251,6 +268,16 @@ class UcudnnConvOp : public OpKernel {
                                                                      : filter_shape;
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
+    if (params.empty()) {
+      // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
+      // channels), as tf.nn.conv2d: the result has its shape and, where it has
+      // elements (e.g. the filter gradient of an empty batch), is zero. No
+      // planning, no engine call.
+      if (out->NumElements() > 0) {
+        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
+      }
+      return;
+    }
     OP_REQUIRES_OK(ctx, LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, out));
   }
 

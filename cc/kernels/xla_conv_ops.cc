@@ -73,6 +73,16 @@ class UcudnnXlaConvOp : public XlaOpKernel {
                       "out_backprop has shape ", got.DebugString(),
                       " but the convolution's output shape is ", output_shape.DebugString())));
     }
+    if (params.empty()) {
+      // As stock TF: an empty result, or a zero filter gradient; nothing to plan.
+      const TensorShape& result = kPass == Pass::kForward        ? output_shape
+                                  : kPass == Pass::kBackwardData ? input_shape
+                                                                 : filter_shape;
+      xla::PrimitiveType type;
+      OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
+      ctx->SetOutput(0, xla::Broadcast(xla::Zero(ctx->builder(), type), result.dim_sizes()));
+      return;
+    }
     if (kGpu) {
       CompileCustomCall(ctx, params, input_shape, filter_shape, output_shape);
     } else {
