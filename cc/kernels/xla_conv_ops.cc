@@ -20,6 +20,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tsl/platform/tensor_float_32_utils.h"
+#include "xla/hlo/builder/lib/constants.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
 
