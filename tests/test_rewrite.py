@@ -224,15 +224,43 @@ class EnableRewriteTest(RewriteTestCase):
         self.assertNotIn("Conv2D", ops)
         self.assertLessEqual(rel_l2(got, want), 1e-5)
 
-    def test_a_model_compiled_with_xla_gets_one_warning(self):
-        model = small_keras_cnn()
-        model.compile(loss="mse", jit_compile=True)
-        with tf_ucudnn.enable_rewrite():
-            with self.assertLogs("tf_ucudnn", level="WARNING") as logs:
-                model.make_predict_function(force=True)
-                model.make_test_function(force=True)
-        self.assertLen(logs.records, 1)
-        self.assertIn("jit_compile=False", logs.output[0])
+    def test_a_model_compiled_with_xla_runs_tf_ucudnn_while_the_rewrite_is_on(self):
+        from unittest import mock
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16, 16, 16, 3)).astype("float32")
+        y = rng.standard_normal((16, 4)).astype("float32")
+        model, twin = small_keras_cnn(), small_keras_cnn()
+        twin.set_weights(model.get_weights())
+        for m in (model, twin):
+            m.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=True)
+        traced = []
+        original = tf_ucudnn.nn.ucudnn_conv2d_op
+
+        def spy(*args, **kwargs):
+            traced.append(args[2])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_op", spy):
+            with tf_ucudnn.enable_rewrite(workspace_limit=2 * MiB):
+                with self.assertLogs("tf_ucudnn", level="INFO") as logs:
+                    ours = model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertTrue(model.jit_compile)
+            self.assertIn("2 keras.layers.Conv2D layers run tf_ucudnn's XLA kernels",
+                          "\n".join(logs.output))
+            # Both layers were traced into the XLA function, with the rewrite's limit.
+            self.assertGreaterEqual(len(traced), 2)
+            self.assertTrue(all(a["workspace_limit"] == 2 * MiB for a in traced), traced)
+            stock = twin.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            np.testing.assert_allclose(ours.history["loss"], stock.history["loss"], rtol=1e-5)
+            # Off again: the layers are stock and the function is traced anew without tf_ucudnn.
+            rewritten_function = model.train_function
+            traced.clear()
+            model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertIsNot(model.train_function, rewritten_function)
+            self.assertEqual(traced, [])
+            for layer in model.layers:
+                self.assertNotIn("convolution_op", vars(layer))
 
 
 class RewriteModelTest(RewriteTestCase):

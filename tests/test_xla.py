@@ -215,6 +215,24 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
             self.assertLessEqual(r["workspace_bytes"], limit, r)
 
 
+    def test_enable_rewrite_routes_a_keras_model_under_xla_to_the_custom_calls(self):
+        import keras
+
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((16, 16, 8)),
+                                  keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+                                  keras.layers.Flatten(), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((32, 16, 16, 8)).astype("float32")
+        y = rng.standard_normal((32, 2)).astype("float32")
+        tf_ucudnn.clear_plans()
+        with tf_ucudnn.enable_rewrite(workspace_limit=1 << 20):
+            model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+        passes = sorted(r["pass"] for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)"))
+        self.assertEqual(passes, ["backward-filter", "forward"], list(tf_ucudnn.plans()))
+
+
 @pytest.mark.gpu
 class XlaDeterminismTest(tf.test.TestCase):
 

@@ -170,7 +170,13 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
+        return ucudnn_conv2d_op(input, filters, attrs)
+
+
+def ucudnn_conv2d_op(input, filters, attrs):  # noqa: A002
+    """The ``Ucudnn>Conv2D`` op with attributes from ``_conv_attrs`` (and
+    optionally ``total_workspace``, bytes); its gradients are registered below."""
+    return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,

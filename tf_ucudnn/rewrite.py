@@ -16,15 +16,19 @@ convolutions (batch-norm fusions) are left alone and counted in
 transposes and NCHW convolutions are kept as they are.
 
 XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
-on a GPU for models of stock layers) are compiled by XLA and are not
-rewritten; a one-time warning says so when a Keras model compiles with XLA
-while the rewrite is on.
+on a GPU) are compiled by XLA from their TF graph, which Grappler never sees.
+For Keras models the rewrite takes another route there: while it is on, the
+stock ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
+convolutions through tf_ucudnn's op, whose XLA kernel is the micro-batched
+custom call, and the model's functions are traced again when that changes.
+Other ``jit_compile`` functions keep XLA's own convolutions.
 
 ``rewrite_model`` is the Keras-level alternative: a copy of a model whose
 ``keras.layers.Conv2D`` layers are ``tf_ucudnn.layers.Conv2D``.
 """
 
 import dataclasses
+import functools
 import logging
 import threading
 import warnings
@@ -41,7 +45,7 @@ _DEVICE_TYPES = ("CPU", "GPU")
 
 _log = logging.getLogger("tf_ucudnn")
 _lock = threading.Lock()
-_state = {"settings": None, "warned_xla": set()}
+_state = {"settings": None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,11 +223,11 @@ def rewrite_stats():
 
 
 def _install_xla_warning():
-    """Wraps Keras' TF trainer so that a model compiled with XLA while the rewrite
-    is on gets one warning (XLA graphs are not rewritten)."""
+    """Wraps Keras' TF trainer so that models compiled with XLA are routed
+    through tf_ucudnn while the rewrite is on (see :func:`_route_xla`)."""
     try:
         from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-    except ImportError:  # another Keras layout: no warning, nothing else changes
+    except ImportError:  # another Keras layout: no XLA route, nothing else changes
         return
     if getattr(TensorFlowTrainer, "_tf_ucudnn_wrapped", False):
         return
@@ -231,26 +235,57 @@ def _install_xla_warning():
         original = getattr(TensorFlowTrainer, name)
 
         def wrapped(self, *args, _original=original, **kwargs):
-            _warn_if_xla(self)
+            _route_xla(self)
             return _original(self, *args, **kwargs)
 
         setattr(TensorFlowTrainer, name, wrapped)
     TensorFlowTrainer._tf_ucudnn_wrapped = True
 
 
-def _warn_if_xla(model):
-    if _state["settings"] is None or not getattr(model, "jit_compile", False):
-        return
-    key = id(model)
-    if key in _state["warned_xla"]:
-        return
-    _state["warned_xla"].add(key)
-    _log.warning(
-        "tf_ucudnn.enable_rewrite: model %r is compiled with XLA (jit_compile=%r), and the graph "
-        "rewrite does not reach XLA-compiled functions (Grappler never sees their bodies), so its "
-        "convolutions run without tf_ucudnn. Under XLA use model = tf_ucudnn.rewrite_model(model) "
-        "(its layers compile to tf_ucudnn's XLA custom calls), or compile with "
-        "jit_compile=False.", model.name, getattr(model, "_jit_compile", model.jit_compile))
+def _xla_convolution(layer, settings, inputs, kernel):
+    """``keras.layers.Conv2D.convolution_op`` through tf_ucudnn, with the rewrite's settings."""
+    data_format = "NHWC" if layer.data_format == "channels_last" else "NCHW"
+    attrs = nn._conv_attrs(list(layer.strides), layer.padding.upper(), data_format,
+                           list(layer.dilation_rate), workspace_limit=settings.workspace_limit,
+                           batch_size_policy=settings.batch_size_policy)
+    if settings.total_workspace is not None:
+        attrs["total_workspace"] = settings.total_workspace
+    return nn.ucudnn_conv2d_op(inputs, kernel, attrs)
+
+
+def _route_xla(model):
+    """The XLA route of ``enable_rewrite``: Grappler never sees the body of an
+    XLA-compiled function, so while the rewrite is on, the stock
+    ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
+    convolution through tf_ucudnn's op (whose XLA kernel is the micro-batched
+    custom call); when the rewrite is off again, or its settings change, they
+    go back (or over) and the model's compiled functions are traced anew.
+    Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
+    settings = _state["settings"]
+    if settings is not None and settings.devices is not None and not any(
+            d.startswith("GPU") for d in settings.devices):
+        settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
+    wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    layers = [layer for layer in model._flatten_layers(include_self=False)
+              if type(layer) is keras.layers.Conv2D]
+    changed = False
+    for layer in layers:
+        if getattr(layer, "_tf_ucudnn_xla", None) == wanted:
+            continue
+        changed = True
+        if wanted is None:
+            del layer.convolution_op
+            del layer._tf_ucudnn_xla
+        else:
+            layer.convolution_op = functools.partial(_xla_convolution, layer, wanted)
+            layer._tf_ucudnn_xla = wanted
+    if changed:
+        # Traced with the other convolution: trace again when next needed.
+        model.train_function = model.test_function = model.predict_function = None
+        if wanted is not None:
+            _log.info("tf_ucudnn.enable_rewrite: model %r is compiled with XLA; its %d "
+                      "keras.layers.Conv2D layers run tf_ucudnn's XLA kernels while the rewrite "
+                      "is on", model.name, len(layers))
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
