@@ -301,7 +301,9 @@ class XlaWorkspaceDivisionTest(tf.test.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         line = [s for s in done.stdout.splitlines() if s.startswith("RESULT")][-1]
         result = json.loads(line[len("RESULT "):])
-        self.assertTrue(all(d.endswith("(XLA)") for d in result["devices"]), result)
+        # Planned by the custom calls (replans after the division are recorded
+        # as "/device:GPU:0 ... Workspace Division").
+        self.assertTrue(any(d.endswith("(XLA)") for d in result["devices"]), result)
         self.assertLen(result["groups"], 1, result)
         group_total, used, kernels = result["groups"][0]
         self.assertEqual(group_total, total)
