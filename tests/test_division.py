@@ -1,7 +1,9 @@
 """Workspace Division: tf_ucudnn.planner.divide_workspace against brute force."""
 
 import itertools
+import math
 import time
+import warnings
 
 import numpy as np
 import tensorflow as tf
@@ -27,6 +29,45 @@ def brute_force(fronts, budget):
             t = sum(t for t, _ in choice)
             best = t if best is None else min(best, t)
     return best
+
+
+def byte_front(rng, points, max_bytes, slow_ms):
+    """A Pareto front of about `points` points with byte-exact workspaces from 0
+    to max_bytes (what cuDNN reports: any number of bytes) and times falling
+    from slow_ms to a quarter of it."""
+    workspace = [0] + [int(w) for w in np.unique(rng.integers(1, max_bytes, size=points - 1))]
+    speedups = np.sort(rng.uniform(1.0, 4.0, size=len(workspace) - 1))
+    return [(slow_ms, 0)] + [(float(slow_ms / s), w) for s, w in zip(speedups, workspace[1:])]
+
+
+def resnet152_fronts(seed=152):
+    """The fronts of a ResNet-152 training step: 155 convolutions (stem, 50
+    bottleneck blocks of 1x1, 3x3, 1x1, four projections), three passes each
+    but the stem's backward-data: 464 kernels. Layers of the same shape have
+    the same front; 25 distinct layers give 74 distinct fronts of 5-30 points,
+    workspaces up to 3 GiB."""
+    rng = np.random.default_rng(seed)
+    layers = [("stem", 1)]
+    for stage, blocks in ((2, 3), (3, 8), (4, 36), (5, 3)):
+        layers += [(f"conv{stage}_reduce_first", 1), (f"conv{stage}_3x3_first", 1),
+                   (f"conv{stage}_projection", 1), (f"conv{stage}_reduce", blocks - 1),
+                   (f"conv{stage}_3x3", blocks - 1), (f"conv{stage}_expand", blocks)]
+    fronts = []
+    for name, count in layers:
+        for pass_name in ("forward", "backward-data", "backward-filter"):
+            if name == "stem" and pass_name == "backward-data":
+                continue
+            front = byte_front(rng, int(rng.integers(5, 31)), int(rng.integers(64 * MiB, 3 << 30)),
+                               float(rng.uniform(0.5, 20.0)))
+            fronts += [front] * count
+    return fronts
+
+
+def budget_between(fronts, fraction):
+    """The budget `fraction` of the way from the least to the most workspace."""
+    least = sum(min(w for _, w in f) for f in fronts)
+    most = sum(max(w for _, w in f) for f in fronts)
+    return least + int((most - least) * fraction)
 
 
 class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
@@ -105,3 +146,179 @@ class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
     def test_bad_arguments_raise_value_error(self, fronts, budget, message):
         with self.assertRaisesRegex(ValueError, message):
             planner.divide_workspace(fronts, budget)
+
+
+class SolverTimeTest(tf.test.TestCase):
+    """Issue 19 §3: identical fronts, a time limit, and the gap when it is hit."""
+
+    def test_resnet152_sized_instance_divides_within_seconds(self):
+        fronts = resnet152_fronts()
+        self.assertLen(fronts, 464)
+        for fraction in (0.05, 0.2, 0.5):
+            budget = budget_between(fronts, fraction)
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)  # no time-limit warning
+                chosen = planner.divide_workspace(fronts, budget)
+            seconds = time.perf_counter() - start
+            print(f"ResNet-152-sized division ({len(fronts)} kernels, {chosen.distinct_fronts} "
+                  f"distinct fronts) at {fraction:.0%} of the range: {seconds:.2f} s")
+            self.assertEqual(chosen.distinct_fronts, 74)
+            self.assertEqual(chosen.status, "optimal")
+            self.assertLessEqual(sum(w for _, w in chosen), budget)
+            self.assertEqual(chosen.workspace_bytes, sum(w for _, w in chosen))
+            self.assertLess(seconds, 30.0, f"{seconds:.1f} s (the target is 5 s)")
+
+    def test_160_kernels_with_20_distinct_fronts_divide_quickly(self):
+        # The issue's case: 20 distinct 20-point fronts, 8 kernels each, ran
+        # over 590 s with one binary variable per kernel and point.
+        rng = np.random.default_rng(160)
+        distinct = [random_front(rng, 20) for _ in range(20)]
+        fronts = [f for f in distinct for _ in range(8)]
+        for fraction in (0.05, 0.2, 0.5):
+            budget = budget_between(fronts, fraction)
+            start = time.perf_counter()
+            chosen = planner.divide_workspace(fronts, budget)
+            seconds = time.perf_counter() - start
+            print(f"160 kernels, 20 distinct fronts, at {fraction:.0%} of the range: {seconds:.2f} s")
+            self.assertEqual(chosen.distinct_fronts, 20)
+            self.assertEqual(chosen.status, "optimal")
+            self.assertLessEqual(sum(w for _, w in chosen), budget)
+            self.assertLess(seconds, 30.0)
+
+    def test_identical_kernels_may_take_different_points(self):
+        # Two identical kernels, room for one fast point: one takes it, one does not.
+        front = [(10.0, 0), (1.0, 100)]
+        chosen = planner.divide_workspace([front, front, [(5.0, 0)]], 150)
+        self.assertCountEqual(chosen[:2], [(10.0, 0), (1.0, 100)])
+        self.assertEqual(chosen[2], (5.0, 0))
+        self.assertEqual(chosen.distinct_fronts, 2)
+        self.assertEqual((chosen.time_ms, chosen.workspace_bytes), (16.0, 100))
+
+    def test_time_limit_returns_the_best_division_with_its_gap(self):
+        # 20 kernels with 3,000-point fronts: minutes for an exact solution.
+        rng = np.random.default_rng(3000)
+        fronts = [byte_front(rng, 3000, int(rng.integers(64 * MiB, 2 << 30)),
+                             float(rng.uniform(0.5, 20.0))) for _ in range(20)]
+        budget = budget_between(fronts, 0.2)
+        start = time.perf_counter()
+        with self.assertWarnsRegex(RuntimeWarning, r"time limit of 0\.1 s.* at most [0-9.]+% above"):
+            chosen = planner.divide_workspace(fronts, budget, time_limit_s=0.1)
+        seconds = time.perf_counter() - start
+        self.assertLess(seconds, 5.0)
+        self.assertEqual(chosen.status, "time limit")
+        self.assertFalse(chosen.optimal)
+        self.assertLessEqual(sum(w for _, w in chosen), budget)
+        for point, front in zip(chosen, fronts):
+            self.assertIn(point, front)
+        # The gap bounds the distance to the optimum.
+        best = planner.divide_workspace(fronts, budget, time_limit_s=30)
+        self.assertEqual(best.status, "optimal")
+        self.assertGreater(chosen.gap, 0.0)
+        self.assertLess(chosen.gap, 0.01)
+        self.assertGreaterEqual(chosen.time_ms, best.time_ms * (1 - 1e-9))
+        self.assertLessEqual((chosen.time_ms - best.time_ms) / chosen.time_ms, chosen.gap + 1e-9)
+
+    def test_uses_highs_not_the_bundled_cbc(self):
+        import pulp
+
+        rng = np.random.default_rng(5)
+        fronts = [random_front(rng, 4) for _ in range(6)]
+        cbc = pulp.PULP_CBC_CMD
+        try:
+            pulp.PULP_CBC_CMD = None  # PuLP 4 removes it
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                chosen = planner.divide_workspace(fronts, budget_between(fronts, 0.3))
+        finally:
+            pulp.PULP_CBC_CMD = cbc
+        self.assertAllClose(sum(t for t, _ in chosen), brute_force(fronts, budget_between(fronts, 0.3)))
+
+    def test_bad_time_limit_raises_value_error(self):
+        for limit in (0, -1.0, float("nan"), float("inf"), "5", True):
+            with self.assertRaisesRegex(ValueError, "time_limit_s", msg=repr(limit)):
+                planner.divide_workspace([[(1.0, 0)]], 10, time_limit_s=limit)
+
+
+def gigabyte_front(rng, points):
+    """A front with a 0-byte point and up to points - 1 byte-exact points below 16 GiB."""
+    workspace = [0] + [int(w) for w in np.unique(rng.integers(1, 16 << 30, size=points - 1))]
+    times = np.sort(rng.uniform(0.1, 10.0, size=len(workspace)))[::-1]
+    return [(float(t), w) for t, w in zip(times, workspace)]
+
+
+class ExactWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
+    """Issue 19 §4: gigabyte workspaces in exact bytes; never a spurious "infeasible"."""
+
+    def assertMatchesBruteForce(self, fronts, budget):
+        chosen = planner.divide_workspace(fronts, budget)
+        what = f"budget {budget}, fronts {fronts}"
+        self.assertLessEqual(sum(w for _, w in chosen), budget, what)
+        for point, front in zip(chosen, fronts):
+            self.assertIn(point, front)
+        want = brute_force(fronts, budget)
+        self.assertLessEqual(abs(math.fsum(t for t, _ in chosen) - want), 1e-9 * want,
+                             f"{what}: {chosen} vs brute force {want}")
+        self.assertTrue(chosen.optimal)
+
+    @parameterized.parameters(range(54))
+    def test_budget_a_few_bytes_under_an_achievable_total(self, seed):
+        # 9 of 54 such instances were "Infeasible" or over the budget with CBC.
+        rng = np.random.default_rng(seed)
+        fronts = [gigabyte_front(rng, int(rng.integers(2, 6))) for _ in range(int(rng.integers(2, 8)))]
+        choice = [f[int(rng.integers(0, len(f)))] for f in fronts]
+        budget = max(0, sum(w for _, w in choice) - int(rng.integers(1, 8)))
+        self.assertMatchesBruteForce(fronts, budget)
+
+    @parameterized.parameters((40, 34), (50, 23), (50, 30), (50, 34))
+    def test_huge_points_do_not_make_a_21_gb_budget_infeasible(self, bits, seed):
+        # Every kernel has a 0-byte point; the others reach 2**bits bytes. CBC
+        # called these budgets of 21.3 GB infeasible.
+        rng = np.random.default_rng(seed)
+        fronts = []
+        for _ in range(int(rng.integers(3, 30))):
+            workspace = [0] + sorted(int(w) for w in np.unique(
+                rng.integers(1, 1 << bits, size=int(rng.integers(1, 8)))))
+            times = sorted(rng.uniform(0.1, 10.0, size=len(workspace)), reverse=True)
+            fronts.append([(float(t), w) for t, w in zip(times, workspace)])
+        self.assertMatchesBruteForce(fronts, 21_300_000_000)
+
+    def test_solver_cutting_off_the_optimum_is_caught(self):
+        # HiGHS 1.13-1.15 (presolve) proves 27 ms optimal here; 26.77 ms fits
+        # with 120 MB to spare. The exact search finds it.
+        a = [(9.0, 1175992584), (8.0, 1296457163), (5.768319664455789, 7916369113),
+             (5.0, 14541707327)]
+        b = [(18.0, 0), (3.0, 9902894738)]
+        self.assertMatchesBruteForce([a, b, a, a], 20291713591)
+
+    @parameterized.parameters(range(60))
+    def test_repeated_fronts_near_the_budget_match_brute_force(self, seed):
+        # Identical fronts (one group of variables), byte-exact workspaces from
+        # 2**10 to 2**60, times with ties, budgets within 8 bytes of a total.
+        rng = np.random.default_rng(1000 + seed)
+        bits = int(rng.choice([10, 20, 34, 40, 53, 60]))
+        distinct = []
+        for _ in range(int(rng.integers(1, 4))):
+            n = int(rng.integers(1, 5))
+            workspace = sorted(int(w) for w in rng.integers(0, 1 << bits, size=n))
+            if rng.random() < 0.5:
+                workspace[0] = 0
+            times = sorted((float(rng.integers(1, 20)) if rng.random() < 0.5
+                            else float(rng.uniform(0.1, 10))) for _ in range(n))[::-1]
+            distinct.append(list(zip(times, workspace)))
+        fronts = [distinct[int(rng.integers(0, len(distinct)))] for _ in range(int(rng.integers(1, 7)))]
+        least = sum(min(w for _, w in f) for f in fronts)
+        choice = [f[int(rng.integers(0, len(f)))] for f in fronts]
+        budget = min(max(least, sum(w for _, w in choice) + int(rng.integers(-8, 8))), (1 << 63) - 1)
+        self.assertMatchesBruteForce(fronts, budget)
+
+    def test_all_minimum_budget_is_never_infeasible(self):
+        rng = np.random.default_rng(9)
+        fronts = [gigabyte_front(rng, 5) for _ in range(30)]
+        fronts = [[(t, w + 3_000_000_007 * k) for t, w in f] for k, f in enumerate(fronts)]
+        least = sum(min(w for _, w in f) for f in fronts)
+        chosen = planner.divide_workspace(fronts, least)
+        self.assertEqual(list(chosen), [min(f, key=lambda p: p[1]) for f in fronts])
+        self.assertEqual(chosen.workspace_bytes, least)
+        with self.assertRaisesRegex(ValueError, f"smallest feasible budget, {least} bytes"):
+            planner.divide_workspace(fronts, least - 1)

@@ -87,6 +87,7 @@ class DivisionReport:
     total_workspace: int  # the budget, bytes
     batch_size: int
     kernels: list         # KernelShare per kernel
+    gap: float = 0.0      # the division's relative optimality gap (planner.Division.gap)
 
     @property
     def workspace_bytes(self):
@@ -102,7 +103,7 @@ class DivisionReport:
         """The report as a JSON string; also written to ``path`` if given."""
         text = json.dumps(dict(total_workspace=self.total_workspace, batch_size=self.batch_size,
                                workspace_bytes=self.workspace_bytes, time_ms=self.time_ms,
-                               kernels=[dataclasses.asdict(k) for k in self.kernels]), indent=1)
+                               gap=self.gap, kernels=[dataclasses.asdict(k) for k in self.kernels]), indent=1)
         if path:
             with open(path, "w") as f:
                 f.write(text)
@@ -142,7 +143,8 @@ def _share(kernel, point, layers=()):
 
 def _divide(group, total_workspace, layers_of=lambda kernel: ()):
     """Solves the ILP over the kernels' Pareto fronts, replans each kernel
-    within its share and returns the :class:`KernelShare` list.
+    within its share and returns the :class:`KernelShare` list and the
+    :class:`tf_ucudnn.planner.Division`.
 
     Raises:
       ValueError: the budget is below the smallest feasible one, or a kernel
@@ -151,7 +153,7 @@ def _divide(group, total_workspace, layers_of=lambda kernel: ()):
     chosen = divide_workspace([k["front"] for k in group], total_workspace)
     for kernel, point in zip(group, chosen):
         set_kernel_limit(kernel["id"], point["workspace_bytes"])
-    return [_share(k, p, layers_of(k)) for k, p in zip(group, chosen)]
+    return [_share(k, p, layers_of(k)) for k, p in zip(group, chosen)], chosen
 
 
 def _divide_group(device, total_workspace):
@@ -165,7 +167,7 @@ def _divide_group(device, total_workspace):
         if not group:
             return
         try:
-            shares = _divide(group, total_workspace)
+            shares, division = _divide(group, total_workspace)
         except Exception as e:  # noqa: BLE001  (the engine's thread must not see a Python error)
             even = total_workspace // len(group)
             _log.warning("tf_ucudnn: Workspace Division of %d bytes among %d kernels on GPU:%d "
@@ -175,7 +177,8 @@ def _divide_group(device, total_workspace):
                 set_kernel_limit(k["id"], even)
             return
         report = DivisionReport(total_workspace=total_workspace,
-                                batch_size=max(k["conv"][0] for k in group), kernels=shares)
+                                batch_size=max(k["conv"][0] for k in group), kernels=shares,
+                                gap=division.gap)
         with _reports_lock:
             _reports[(device, total_workspace)] = report
         _log.info("tf_ucudnn: divided %s among %d kernels on GPU:%d: %s in use, %.3f ms predicted",
@@ -379,6 +382,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
             if k["workspace_limit"] == total_workspace and not k.get("total_workspace")
             and k["conv"][0] == batch_size
             and _kernel_signature(k["conv"]) in by_signature]
-    shares = _divide(mine, total_workspace,
-                     lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
-    return DivisionReport(total_workspace=total_workspace, batch_size=batch_size, kernels=shares)
+    shares, division = _divide(mine, total_workspace,
+                               lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
+    return DivisionReport(total_workspace=total_workspace, batch_size=batch_size, kernels=shares,
+                          gap=division.gap)
