@@ -77,6 +77,15 @@ def _compare_under_xla(test, case, data_format, dtype, **knobs):
                   f"{what}: backward-filter")
 
 
+def _child_result(test, code, **env):
+    """Runs `code` in a child process and returns the JSON after its last "RESULT " line."""
+    done = run_python(code, **env)
+    test.assertEqual(done.returncode, 0, done.stderr[-3000:])
+    lines = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")]
+    test.assertNotEmpty(lines, done.stdout[-2000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
 def _hlo_of(fn, *args):
     return fn.experimental_get_compiler_ir(*args)(stage="hlo")
 
@@ -237,7 +246,7 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
 class XlaDeterminismTest(tf.test.TestCase):
 
     def test_op_determinism_under_xla_repeats_bitwise(self):
-        done = run_python("""
+        result = _child_result(self, """
             import json, numpy as np, tensorflow as tf, tf_ucudnn
             tf.config.experimental.enable_op_determinism()
             rng = np.random.default_rng(0)
@@ -259,9 +268,6 @@ class XlaDeterminismTest(tf.test.TestCase):
                 identical=[bool(np.array_equal(a, b)) for a, b in zip(first, second)],
                 devices=sorted({r["device"] for r in tf_ucudnn.plans()}))))
         """)
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT")][-1]
-        result = json.loads(line[len("RESULT "):])
         self.assertEqual(result["identical"], [True, True, True], result)
         self.assertTrue(any(d.endswith("(XLA)") for d in result["devices"]), result)
 
@@ -273,7 +279,7 @@ class XlaWorkspaceDivisionTest(tf.test.TestCase):
         # UCUDNN_TOTAL_WORKSPACE_SIZE puts ops without their own workspace_limit
         # into the GPU's group; XLA's custom calls carry it as an attribute.
         total = 48 << 20
-        done = run_python(f"""
+        result = _child_result(self, f"""
             import json, numpy as np, tensorflow as tf, tf_ucudnn
             rng = np.random.default_rng(0)
             x = tf.constant(rng.standard_normal((64, 28, 28, 32)), tf.float32)
@@ -298,9 +304,6 @@ class XlaWorkspaceDivisionTest(tf.test.TestCase):
                 groups=[[k[1], r.workspace_bytes, len(r.kernels)] for k, r in reports.items()],
                 devices=sorted({{r["device"] for r in tf_ucudnn.plans()}}))))
         """, UCUDNN_TOTAL_WORKSPACE_SIZE=str(total))
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT")][-1]
-        result = json.loads(line[len("RESULT "):])
         # Planned by the custom calls (replans after the division are recorded
         # as "/device:GPU:0 ... Workspace Division").
         self.assertTrue(any(d.endswith("(XLA)") for d in result["devices"]), result)

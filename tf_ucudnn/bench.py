@@ -232,26 +232,25 @@ def _pass_list(text):
     return [p for p in PASSES if p in passes]
 
 
+def _names(text, what, allowed):
+    """A comma list of names from `allowed` (argparse type), in the order given."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or any(n not in allowed for n in names):
+        raise argparse.ArgumentTypeError(
+            f"{what} must be a comma list of {', '.join(allowed)}, got {text!r}")
+    return names
+
+
 def _model_list(text):
     from tf_ucudnn.bench_models import MODELS
 
-    models = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [m for m in models if m not in MODELS]
-    if bad or not models:
-        raise argparse.ArgumentTypeError(
-            f"models must be a comma list of {', '.join(MODELS)}, got {text!r}")
-    return models
+    return _names(text, "models", MODELS)
 
 
 def _mode_list(text):
     from tf_ucudnn.bench_models import MODES
 
-    modes = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [m for m in modes if m not in MODES]
-    if bad or not modes:
-        raise argparse.ArgumentTypeError(
-            f"modes must be a comma list of {', '.join(MODES)}, got {text!r}")
-    return modes
+    return _names(text, "modes", MODES)
 
 
 def _limit_list(text):
