@@ -1,17 +1,20 @@
 # tf_ucudnn: one entry point. `make run` = the main job, `make test` = the tests.
+# The venv gets the runtime requirements and the development tools
+# (requirements.txt, requirements-dev.txt).
 PY ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := tf_ucudnn/_ucudnn_ops.so
+APT_PACKAGES := bazel-bootstrap libhighwayhash-dev libfarmhash-dev
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
-.PHONY: setup build run test bench wheel wheel-test clean
+.PHONY: setup build run test test-onednn bench wheel wheel-test clean
 
 setup: $(VENV)/.done
-$(VENV)/.done: requirements.txt
+$(VENV)/.done: requirements.txt requirements-dev.txt
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -m pip install -q -r requirements.txt -r requirements-dev.txt
 	touch $@
 
 .tf_configure.bazelrc: $(VENV)/.done configure.py
@@ -19,39 +22,47 @@ $(VENV)/.done: requirements.txt
 
 build: $(LIB)
 $(LIB): .tf_configure.bazelrc $(SRCS)
-	@command -v bazel >/dev/null || { \
+	@# Bazel, and the highwayhash and farmhash headers that TF's tf2xla headers include.
+	@{ command -v bazel >/dev/null && [ -f /usr/include/farmhash.h ] && [ -d /usr/include/highwayhash ]; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Bazel (Debian's bazel-bootstrap)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -q && apt-get install -y -q bazel-bootstrap; \
-	  else echo "bazel not found: sudo apt-get install bazel-bootstrap"; exit 1; fi; }
+	    echo "installing Bazel (Debian's bazel-bootstrap) and the highwayhash/farmhash headers"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && apt-get install -y -q $(APT_PACKAGES); \
+	  else echo "missing build tools: sudo apt-get install $(APT_PACKAGES)"; exit 1; fi; }
 	bazel build //:_ucudnn_ops.so
 	@# A new file, renamed into place: processes that loaded the old one keep it.
 	cp -f bazel-bin/_ucudnn_ops.so $(LIB).tmp && chmod u+w $(LIB).tmp && mv -f $(LIB).tmp $(LIB)
 
 run: build
-	$(VPY) -m tf_ucudnn.demo
+	$(VPY) -m tf_ucudnn demo
 
 test: build
 	bazel build //cc/kernels/engine:planner_test
 	./bazel-bin/cc/kernels/engine/planner_test
 	$(VPY) -m pytest tests -v -rs
 
+# The rewrite tests with TensorFlow's oneDNN forced on and off: oneDNN renames
+# the stock convolutions after Grappler (on by default on Intel CPUs only), so
+# both settings are covered whatever this CPU is.
+test-onednn: build
+	TF_ENABLE_ONEDNN_OPTS=1 $(VPY) -m pytest tests/test_rewrite.py -q -rs
+	TF_ENABLE_ONEDNN_OPTS=0 $(VPY) -m pytest tests/test_rewrite.py -q -rs
+
 bench: build
-	$(VPY) -m tf_ucudnn.bench
+	$(VPY) -m tf_ucudnn bench
 
 wheel: build
 	rm -rf build/pip dist && mkdir -p build/pip dist
-	cp pip_package/setup.py README.md LICENSE build/pip/
+	cp pip_package/pyproject.toml pip_package/setup.py README.md LICENSE build/pip/
 	cp -r tf_ucudnn build/pip/
-	rm -rf build/pip/tf_ucudnn/__pycache__
+	find build/pip -name __pycache__ -prune -exec rm -rf {} +
 	$(VPY) -m pip wheel -q --no-deps -w dist build/pip
 
 # The wheel in a fresh virtual environment, with the test suite run against the
-# installed package (not this checkout).
+# installed package (not this checkout), its `tf-ucudnn` command included.
 wheel-test: wheel
 	rm -rf build/wheel-venv build/wheel-tests && mkdir -p build/wheel-tests
 	$(PY) -m venv build/wheel-venv
-	build/wheel-venv/bin/python -m pip install -q "$$(ls dist/*.whl)[bench]" pytest hypothesis scikit-learn
+	build/wheel-venv/bin/python -m pip install -q "$$(ls dist/*.whl)[bench]" -r requirements-dev.txt
 	cp -r tests build/wheel-tests/
 	grep -v '^pythonpath' pytest.ini > build/wheel-tests/pytest.ini
 	cd build/wheel-tests && ../wheel-venv/bin/python -c "import tf_ucudnn, os; print('installed:', os.path.dirname(tf_ucudnn.__file__))"

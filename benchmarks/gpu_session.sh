@@ -1,10 +1,11 @@
 #!/bin/bash
 # One GPU session's measurements, in the order they were run for the notes.
-# On the device machine after ../shared/gpu/stage.sh's parts (see README):
+# On the device machine after ../shared/gpu/stage.sh's parts (see ../shared/gpu/README.md):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
-#                                 transposed|overhead_graph
-# Results go to $OUT (or ./gpu_out).
+#                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory
+# Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
+# under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 source /root/tfgpu/env.sh
@@ -17,7 +18,8 @@ fi
 export TF_CPP_MIN_LOG_LEVEL=2
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
-  tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -p no:cacheprovider 2>&1 | tail -60 | tee "$OUT/gpu_tests.log" ;;
+  tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
+            | grep -v "^E  \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
   models) timeout "${2:-580}" python3 -m tf_ucudnn.bench --models vgg16,alexnet,resnet18 \
             --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
   deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
@@ -105,6 +107,25 @@ case "$1" in
       --limits 64MiB --iters 5 --layers speakerid_54_5x5 --passes backward-data 2>&1 \
       | grep -v WARNING | tee -a "$OUT/speakerid_transposed.log"
     bash "$0" planning ;;
+  xla_tests)  # the XLA path: every case of tests/test_xla.py on the GPU (custom calls)
+    timeout "${2:-300}" python3 -m pytest tests/test_xla.py -q -p no:cacheprovider -x 2>&1 \
+      | tail -60 | tee "$OUT/xla_tests.log" ;;
+  xla_models)  # one model (default vgg16): stock TF and tf_ucudnn with and without XLA
+    timeout "${3:-560}" python3 -m tf_ucudnn.bench --models "${2:-vgg16}" --limits 64MiB --xla \
+      --json "$OUT/xla_models_${2:-vgg16}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_models_${2:-vgg16}.log" ;;
+  wd_vs_wr)  # Workspace Reuse at T per kernel against Workspace Division of a total T (VGG-16)
+    timeout "${2:-300}" python3 -m tf_ucudnn.bench --models vgg16 --limits 64MiB --totals 64MiB \
+      --modes rewrite,rewrite-wd --json "$OUT/wd_vs_wr.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/wd_vs_wr.log" ;;
+  xla_pair)  # stock XLA against tf_ucudnn under XLA only: MODEL [PRECISION]
+    timeout "${4:-400}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --xla \
+      --modes stock-xla,ucudnn-xla --precision "${3:-float32}" \
+      --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
+  xla_memory)  # where an XLA step's memory goes: buffer assignment, cuDNN workspace (dumps)
+    timeout "${3:-500}" python3 benchmarks/xla_memory.py "${2:-vgg16}" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_memory_${2:-vgg16}.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

@@ -1,46 +1,39 @@
-"""Builds the tf_ucudnn wheel (`make wheel`): the Python package plus the op
-library built by Bazel against the pip TensorFlow. `make wheel` copies this
-file, the package and the README into build/pip and runs `pip wheel` there."""
+"""The one thing pyproject.toml cannot say: the wheel's tag (all metadata is in
+pyproject.toml).
 
-import os
-import re
+The wheel carries ``_ucudnn_ops.so``, a TensorFlow op library: it is for one
+platform (linux_x86_64) but for any Python 3, since it uses no Python C API
+(TensorFlow loads it with ``tf.load_op_library`` and ctypes). So the tag is
+``py3-none-linux_x86_64``, not the ``cp3X-cp3X`` of an extension module.
 
-from setuptools import Distribution, find_packages, setup
+Not manylinux: ``auditwheel show`` (auditwheel 6.8) reports the wheel as
+consistent with ``linux_x86_64`` only, because the library needs
+``libtensorflow_framework.so.2`` and ``libtensorflow_cc.so.2``, which no
+manylinux policy lists; and they must not be bundled, since they have to be
+the very libraries of the installed TensorFlow. Its glibc and libstdc++ symbol
+versions alone would allow ``manylinux_2_34_x86_64`` on a Debian 12 build:
+``auditwheel repair --exclude`` of those two (with patchelf) retags it so,
+which would be the way to a wheel that PyPI accepts; `make wheel` does not, as
+that tag would rest on skipping auditwheel's check of the libraries that matter.
+"""
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def version():
-    with open(os.path.join(HERE, "tf_ucudnn", "__init__.py")) as f:
-        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+from setuptools import Distribution, setup
+from setuptools.command.bdist_wheel import bdist_wheel
 
 
 class BinaryDistribution(Distribution):
-    """The wheel carries a compiled library: tag it for this platform."""
+    """Carries a compiled library: installed as platform-specific (platlib)."""
 
     def has_ext_modules(self):
         return True
 
 
-setup(
-    name="tf_ucudnn",
-    version=version(),
-    description="μ-cuDNN for TensorFlow 2 and Keras 3: micro-batched convolutions that fit "
-                "fast cuDNN algorithms into a small workspace",
-    long_description=open(os.path.join(HERE, "README.md")).read(),
-    long_description_content_type="text/markdown",
-    packages=find_packages(include=["tf_ucudnn", "tf_ucudnn.*"]),
-    package_data={"tf_ucudnn": ["_ucudnn_ops.so", "data/*.csv"]},
-    license="Apache-2.0",
-    classifiers=["License :: OSI Approved :: Apache Software License",
-                 "Programming Language :: Python :: 3",
-                 "Topic :: Scientific/Engineering :: Artificial Intelligence"],
-    python_requires=">=3.10",
-    install_requires=["tensorflow==2.21.*", "keras>=3.15,<4", "numpy", "pulp>=3.3,<4",
-                      "highspy>=1.13,<1.16"],
-    # The benchmark's PNG figures (tf-ucudnn bench); the rest runs without it.
-    extras_require={"bench": ["matplotlib"]},
-    entry_points={"console_scripts": ["tf-ucudnn = tf_ucudnn.cli:main"]},
-    distclass=BinaryDistribution,
-    zip_safe=False,
-)
+class PlatformWheel(bdist_wheel):
+    """This machine's platform tag, for any Python 3 (no Python ABI in the library)."""
+
+    def get_tag(self):
+        _, _, platform = super().get_tag()
+        return "py3", "none", platform
+
+
+setup(distclass=BinaryDistribution, cmdclass={"bdist_wheel": PlatformWheel})

@@ -147,3 +147,77 @@ class OverheadTableTest(tf.test.TestCase):
         # its filter transform.
         self.assertIn("overhead 1.8% over all 2 kernels' time; 1 of 2 kernels within 3%, "
                       "worst 10.0% (b forward); without the filter transform, worst 2.0%", text)
+
+
+class ResultTablesTest(tf.test.TestCase):
+    """The layer and model tables print through tf_ucudnn.table: one line per row, numbers
+    right-aligned, errors in place."""
+
+    def printed(self, fn, *args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fn(*args)
+        return out.getvalue().splitlines()
+
+    def test_layer_table(self):
+        row = dict(name="resnet/conv2_1", shape="N=256 C=64 H=56 W=56 K=64 R=3 S=3", limit=64 << 20,
+                   stock_ms=12.5, ucudnn_ms=8.25, speedup=12.5 / 8.25, reference_ms=7.0,
+                   plan={"forward": "2x128 ALGO_1", "backward-filter": "1x256 ALGO_0"})
+        failed = dict(row, name="vgg/conv1", ucudnn_ms=None, speedup=None, plan=None)
+        lines = self.printed(bench._print_table, [row, failed])
+        self.assertLen(lines, 4)
+        self.assertTrue(lines[0].startswith("layer"))
+        self.assertIn("12.50 8.250 1.52x 7.000 F: 2x128 ALGO_1 | W: 1x256 ALGO_0",
+                      " ".join(lines[2].split()))
+        for title, value in (("stock ms", "12.50"), ("tf_ucudnn ms", "8.250"), ("speedup", "1.52x")):
+            self.assertEqual(lines[0].index(title) + len(title), lines[2].index(value) + len(value),
+                             f"{value} right-aligned under {title}")
+        self.assertIn("error", lines[3])
+
+    def test_model_table(self):
+        stock = dict(model="vgg16", mode="stock", bytes=bench_models.REFERENCE_LIMIT, step_ms=100.0,
+                     first_step_s=3.0, peak_bytes=6 << 30, run_peak_bytes=7 << 30)
+        ours = dict(stock, mode="rewrite", bytes=64 << 20, step_ms=80.0)
+        broken = dict(model="alexnet", mode="rewrite-wd", bytes=64 << 20, error="out of memory")
+        lines = self.printed(bench_models.print_table, [stock, ours, broken])
+        self.assertLen(lines, 5)
+        self.assertIn("tf_ucudnn WR (per kernel) at 64 MiB", lines[3])
+        self.assertTrue(lines[3].endswith("80.0           0.80x          3.00      6.00"
+                                          "          7.00"), lines[3])  # right-aligned
+        self.assertIn("error", lines[4])
+
+
+def test_model_modes_select_the_settings_that_run(monkeypatch):
+    """--modes keeps only the named settings; --xla adds the two XLA settings."""
+    from tf_ucudnn import bench_models
+
+    launched = []
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
+        launched.append((model, mode, bytes_))
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
+                    first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
+
+    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    bench_models.run_models(["vgg16"], [64 << 20], [], xla=True)
+    assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "stock-xla", "ucudnn-xla"]
+    launched.clear()
+    bench_models.run_models(["vgg16"], [64 << 20], [64 << 20], xla=True,
+                            modes=["rewrite", "rewrite-wd"])
+    assert launched == [("vgg16", "rewrite", 64 << 20), ("vgg16", "rewrite-wd", 64 << 20)]
+
+
+def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
+    from tf_ucudnn import bench_models
+
+    seen = []
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
+        seen.append(precision)
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
+                    first_step_s=1.0, peak_bytes=1, run_peak_bytes=1, precision=precision)
+
+    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    results = bench_models.run_models(["vgg16"], [64 << 20], [], precision="mixed_bfloat16")
+    assert seen and set(seen) == {"mixed_bfloat16"}
+    assert all(bench_models._label(r).endswith(", mixed_bfloat16") for r in results)

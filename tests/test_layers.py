@@ -148,9 +148,6 @@ class Conv2DLayerConfigTest(parameterized.TestCase, tf.test.TestCase):
             self.assertEqual(getattr(loaded.layers[0], knob), value, knob)
         self.assertAllEqual(loaded(x), model(x))
 
-    def test_supports_jit_is_false(self):
-        self.assertFalse(tf_ucudnn.layers.Conv2D(4, 3).supports_jit)
-
     @parameterized.named_parameters(
         ("negative_workspace_limit", dict(workspace_limit=-1), "workspace_limit"),
         ("fractional_workspace_limit", dict(workspace_limit=0.5), "workspace_limit"),

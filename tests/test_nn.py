@@ -6,6 +6,8 @@ with the reference of testing_utils.reference_conv2d, computed in float32 on
 the CPU from the same (rounded) inputs.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -352,3 +354,83 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
             sizes = [m["size"] for m in r["micro_batches"]]
             self.assertEqual(sum(sizes), batch, f"{r['pass']} plan sizes {sizes}")
             self.assertContainsSubset(sizes, allowed, f"{r['pass']} plan sizes {sizes}")
+
+
+class Conv2dSignatureTest(tf.test.TestCase):
+    """The arguments of tf.nn.conv2d, in its order; μ-cuDNN's knobs keyword-only."""
+
+    KNOBS = ["workspace_limit", "batch_size_policy", "micro_batch_size"]
+
+    def positional_and_keyword_only(self, fn):
+        params = inspect.signature(fn).parameters.values()
+        return ([p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD],
+                [p.name for p in params if p.kind == p.KEYWORD_ONLY])
+
+    def test_conv2d_takes_tf_nn_conv2d_arguments_in_its_order(self):
+        tf_params = inspect.signature(tf.nn.conv2d).parameters
+        params = inspect.signature(tf_ucudnn.conv2d).parameters
+        positional, keyword_only = self.positional_and_keyword_only(tf_ucudnn.conv2d)
+        self.assertEqual(positional, list(tf_params))
+        self.assertEqual(keyword_only, self.KNOBS)
+        for name in tf_params:
+            self.assertEqual(params[name].default, tf_params[name].default, name)
+
+    def test_backprop_functions_take_tf_v1s_arguments_without_use_cudnn_on_gpu(self):
+        # TensorFlow 2 has no tf.nn.conv2d_backprop_*: compare with tf.compat.v1.nn's,
+        # whose `filter` is our (and tf.nn.conv2d's) `filters`.
+        for ours, theirs in ((tf_ucudnn.conv2d_backprop_input, tf.compat.v1.nn.conv2d_backprop_input),
+                             (tf_ucudnn.conv2d_backprop_filter,
+                              tf.compat.v1.nn.conv2d_backprop_filter)):
+            with self.subTest(ours.__name__):
+                want = [{"filter": "filters"}.get(n, n) for n in inspect.signature(theirs).parameters
+                        if n not in ("use_cudnn_on_gpu", "filters")]
+                positional, keyword_only = self.positional_and_keyword_only(ours)
+                self.assertEqual(positional, want)
+                self.assertEqual(keyword_only, self.KNOBS)
+
+    def test_name_is_the_seventh_positional_argument(self):
+        @tf.function
+        def f(x, w, dy):
+            return (tf_ucudnn.conv2d(x, w, 1, "SAME", "NHWC", None, "fwd"),
+                    tf_ucudnn.conv2d_backprop_input(tf.shape(x), w, dy, 1, "SAME", "NHWC", None,
+                                                    "bwd_data"),
+                    tf_ucudnn.conv2d_backprop_filter(x, tf.shape(w), dy, 1, "SAME", "NHWC", None,
+                                                     "bwd_filter"))
+
+        graph = f.get_concrete_function(tf.TensorSpec([2, 5, 5, 3]), tf.TensorSpec([3, 3, 3, 4]),
+                                        tf.TensorSpec([2, 5, 5, 4])).graph
+        names = {op.type: op.name for op in graph.get_operations() if op.type.startswith("Ucudnn")}
+        self.assertStartsWith(names["Ucudnn>Conv2D"], "fwd/")
+        self.assertStartsWith(names["Ucudnn>Conv2DBackpropInput"], "bwd_data/")
+        self.assertStartsWith(names["Ucudnn>Conv2DBackpropFilter"], "bwd_filter/")
+
+
+class NumpyIntegerArgumentsTest(tf.test.TestCase):
+    """numpy integers are ints, as tf.nn.conv2d takes them."""
+
+    def test_numpy_integers_give_the_same_result_as_python_ints(self):
+        x = tf.constant(np.random.default_rng(0).standard_normal((2, 9, 9, 3)), tf.float32)
+        w = tf.constant(np.random.default_rng(1).standard_normal((3, 3, 3, 4)), tf.float32)
+        want = tf_ucudnn.conv2d(x, w, 2, [[0, 0], [1, 0], [0, 1], [0, 0]], dilations=[1, 2])
+        cases = {
+            "scalar strides": dict(strides=np.int64(2), dilations=[1, 2]),
+            "array strides": dict(strides=np.array([2, 2]), dilations=np.array([1, 2])),
+            "numpy list": dict(strides=[np.int32(2), np.int32(2)],
+                               dilations=(np.int64(1), np.int64(2))),
+            "4 numpy ints": dict(strides=np.array([1, 2, 2, 1]), dilations=[1, np.int8(2)]),
+        }
+        for label, kwargs in cases.items():
+            with self.subTest(label):
+                padding = np.array([[0, 0], [1, 0], [0, 1], [0, 0]])
+                got = tf_ucudnn.conv2d(x, w, padding=padding, micro_batch_size=np.int64(1),
+                                       **kwargs)
+                self.assertAllEqual(got, want)
+        self.assertAllClose(want, tf.nn.conv2d(x, w, np.int64(2), [[0, 0], [1, 0], [0, 1], [0, 0]],
+                                               dilations=[1, 2]), rtol=1e-5, atol=1e-5)
+
+    def test_bools_and_fractions_are_not_integers(self):
+        x, w = tf.ones([1, 4, 4, 1]), tf.ones([1, 1, 1, 1])
+        for strides in (True, np.bool_(True), 1.5, np.float32(1.0), "1"):
+            with self.subTest(strides=repr(strides)):
+                with self.assertRaisesRegex(ValueError, "strides must be an int"):
+                    tf_ucudnn.conv2d(x, w, strides, "SAME")

@@ -69,7 +69,7 @@ class CpuPlanRecordsTest(parameterized.TestCase, tf.test.TestCase):
 
     def test_plans_print_as_a_table_with_pass_names(self):
         run_all_passes(5, 109, micro_batch_size=2)
-        table = str(tf_ucudnn.plans())
+        table = tf_ucudnn.plans().to_string(max_width=None)  # one line per record
         lines = table.splitlines()
         self.assertEqual(lines[0].split()[:4], ["device", "pass", "convolution", "micro-batches"])
         self.assertTrue(set(lines[1]) <= {"-", " "}, f"rule line: {lines[1]!r}")
@@ -78,6 +78,18 @@ class CpuPlanRecordsTest(parameterized.TestCase, tf.test.TestCase):
             self.assertIn(name, table)
         self.assertIn("2x2 im2col-gemm + 1x1 im2col-gemm", table)  # runs of equal micro-batches
         self.assertIn("W=109", table)
+
+    def test_printed_plans_fit_120_columns_and_keep_every_field(self):
+        records = run_all_passes(5, 111, micro_batch_size=2)
+        self.assertLen(records, 3)
+        one_line = plan_registry.PlanTable(records).to_string(max_width=None)
+        self.assertGreater(max(len(l) for l in one_line.splitlines()), 120, one_line)
+        table = str(plan_registry.PlanTable(records))
+        self.assertLessEqual(max(len(l) for l in table.splitlines()), 120, table)
+        # Wrapping moves words to new lines and drops none (the rule line aside).
+        without_rule = lambda text: sorted(  # noqa: E731
+            " ".join(l for l in text.splitlines() if set(l) - {"-", " "}).split())
+        self.assertEqual(without_rule(table), without_rule(one_line))
 
     def test_runs_of_equal_micro_batches_print_once_with_a_count(self):
         steps = [dict(size=32, algo="ALGO_1"), dict(size=32, algo="ALGO_1"),

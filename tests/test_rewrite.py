@@ -1,5 +1,7 @@
 """tf_ucudnn.enable_rewrite (the Grappler rewriter) and tf_ucudnn.rewrite_model."""
 
+import contextlib
+import io
 import os
 import tempfile
 import threading
@@ -11,15 +13,22 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 
 import tf_ucudnn
-from testing_utils import rel_l2, run_python
+from testing_utils import ONEDNN_CONV_OPS, registered_op_names, rel_l2, run_python, stock_op_name
 
 MiB = 1 << 20
+# Under their stock names: executed_ops maps oneDNN's names back to these.
 STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D"}
 UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
 
 
 def executed_ops(fn, *args):
-    """Runs fn(*args) and returns (result, the op types of the graphs that ran)."""
+    """Runs fn(*args) and returns (result, the op types of the graphs that ran).
+
+    oneDNN's convolutions (TensorFlow renames them after Grappler when oneDNN
+    is on) are given under the stock name they stand for
+    (``_MklNativeFusedConv2D`` -> ``_FusedConv2D``), so that the sets compare
+    the same with oneDNN on and off.
+    """
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
@@ -30,7 +39,7 @@ def executed_ops(fn, *args):
     ops = set()
     for function_graph in metadata.function_graphs:
         for graph in function_graph.partition_graphs:
-            ops.update(node.op for node in graph.node)
+            ops.update(stock_op_name(node.op) for node in graph.node)
     return result, ops
 
 
@@ -142,6 +151,21 @@ class RewriteThreadsTest(RewriteTestCase):
         self.assertEqual(self.rewritten(), 0)
 
 
+class OneDnnNamesTest(tf.test.TestCase):
+
+    def test_every_onednn_name_the_tests_map_is_a_registered_op(self):
+        # A misspelt name would never match and a oneDNN op would pass as "no stock op".
+        registered = registered_op_names()
+        self.assertEqual(set(ONEDNN_CONV_OPS) - registered, set())
+        self.assertLessEqual(set(ONEDNN_CONV_OPS.values()), registered)
+
+    def test_every_registered_onednn_float_convolution_is_mapped(self):
+        # A oneDNN rename that TensorFlow adds later must be added to the table.
+        onednn = {name for name in registered_op_names()
+                  if name.startswith("_Mkl") and "Conv2D" in name and "Quantized" not in name}
+        self.assertEqual(onednn - set(ONEDNN_CONV_OPS), set())
+
+
 class EnableRewriteTest(RewriteTestCase):
 
     def test_enabled_graphs_run_tf_ucudnn_ops_and_disabled_graphs_stock_ops(self):
@@ -225,7 +249,7 @@ class EnableRewriteTest(RewriteTestCase):
     def test_bad_arguments_raise_value_error(self):
         cases = [
             (dict(workspace_limit=-1), "workspace_limit"),
-            (dict(workspace_limit="64MiB"), "workspace_limit"),
+            (dict(workspace_limit="64MB"), "workspace_limit"),  # decimal units are refused
             (dict(total_workspace=-5), "total_workspace"),
             (dict(total_workspace=0), "total_workspace must be positive"),
             (dict(workspace_limit=MiB, total_workspace=MiB), "not both"),
@@ -267,15 +291,43 @@ class EnableRewriteTest(RewriteTestCase):
         self.assertNotIn("Conv2D", ops)
         self.assertLessEqual(rel_l2(got, want), 1e-5)
 
-    def test_a_model_compiled_with_xla_gets_one_warning(self):
-        model = small_keras_cnn()
-        model.compile(loss="mse", jit_compile=True)
-        with tf_ucudnn.enable_rewrite():
-            with self.assertLogs("tf_ucudnn", level="WARNING") as logs:
-                model.make_predict_function(force=True)
-                model.make_test_function(force=True)
-        self.assertLen(logs.records, 1)
-        self.assertIn("jit_compile=False", logs.output[0])
+    def test_a_model_compiled_with_xla_runs_tf_ucudnn_while_the_rewrite_is_on(self):
+        from unittest import mock
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16, 16, 16, 3)).astype("float32")
+        y = rng.standard_normal((16, 4)).astype("float32")
+        model, twin = small_keras_cnn(), small_keras_cnn()
+        twin.set_weights(model.get_weights())
+        for m in (model, twin):
+            m.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=True)
+        traced = []
+        original = tf_ucudnn.nn.ucudnn_conv2d_op
+
+        def spy(*args, **kwargs):
+            traced.append(args[2])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_op", spy):
+            with tf_ucudnn.enable_rewrite(workspace_limit=2 * MiB):
+                with self.assertLogs("tf_ucudnn", level="INFO") as logs:
+                    ours = model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertTrue(model.jit_compile)
+            self.assertIn("2 keras.layers.Conv2D layers run tf_ucudnn's XLA kernels",
+                          "\n".join(logs.output))
+            # Both layers were traced into the XLA function, with the rewrite's limit.
+            self.assertGreaterEqual(len(traced), 2)
+            self.assertTrue(all(a["workspace_limit"] == 2 * MiB for a in traced), traced)
+            stock = twin.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            np.testing.assert_allclose(ours.history["loss"], stock.history["loss"], rtol=1e-5)
+            # Off again: the layers are stock and the function is traced anew without tf_ucudnn.
+            rewritten_function = model.train_function
+            traced.clear()
+            model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertIsNot(model.train_function, rewritten_function)
+            self.assertEqual(traced, [])
+            for layer in model.layers:
+                self.assertNotIn("convolution_op", vars(layer))
 
 
 class RewriteModelTest(RewriteTestCase):
@@ -293,6 +345,74 @@ class RewriteModelTest(RewriteTestCase):
         x = np.random.default_rng(2).standard_normal((4, 16, 16, 3)).astype("float32")
         self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
         self.assertNotIsInstance(model.layers[0], tf_ucudnn.layers.Conv2D)
+
+    def test_nested_models_are_rewritten_at_any_depth_and_counted(self):
+        keras.utils.set_random_seed(4)
+        deepest = keras.Sequential([keras.Input((8, 8, 4)), keras.layers.Conv2D(4, 3, padding="same")],
+                                   name="deepest")
+        inner_in = keras.Input((8, 8, 4))
+        inner = keras.Model(inner_in, deepest(keras.layers.Conv2D(4, 1)(inner_in)), name="inner")
+        block = keras.Sequential([keras.Input((8, 8, 4)), keras.layers.Conv2D(4, 3, padding="same"),
+                                  inner], name="block")
+        inputs = keras.Input((8, 8, 3))
+        outputs = block(keras.layers.Conv2D(4, 3, padding="same", activation="relu")(inputs))
+        model = keras.Model(inputs, keras.layers.Flatten()(outputs))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            new = tf_ucudnn.rewrite_model(model, workspace_limit="1MiB")
+        self.assertEqual(out.getvalue().strip(),
+                         "tf_ucudnn.rewrite_model: replaced 4 keras.layers.Conv2D layer(s) with "
+                         "tf_ucudnn.layers.Conv2D (3 in nested models)")
+        convs = [l for l in new._flatten_layers() if isinstance(l, keras.layers.Conv2D)]
+        self.assertLen(convs, 4)
+        for layer in convs:
+            self.assertIsInstance(layer, tf_ucudnn.layers.Conv2D)
+            self.assertEqual(layer.workspace_limit, "1MiB")
+        x = np.random.default_rng(5).standard_normal((2, 8, 8, 3)).astype("float32")
+        self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
+        for a, b in zip(new.get_weights(), model.get_weights()):
+            self.assertAllEqual(a, b)
+
+    def test_verbose_0_prints_nothing(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            tf_ucudnn.rewrite_model(small_keras_cnn(), verbose=0)
+        self.assertEqual(out.getvalue(), "")
+
+    def test_conv2d_subclasses_and_convolutions_inside_subclassed_layers_stay_with_a_warning(self):
+        class MyConv(keras.layers.Conv2D):
+            pass
+
+        class Wrapper(keras.layers.Layer):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                self.conv = keras.layers.Conv2D(2, 1, name="hidden_conv")
+
+            def call(self, x):
+                return self.conv(x)
+
+        inputs = keras.Input((6, 6, 2))
+        x = keras.layers.Conv2D(2, 3, padding="same", name="plain")(inputs)
+        x = MyConv(2, 1, name="mine")(x)
+        model = keras.Model(inputs, Wrapper(name="wrapper")(x))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), \
+                self.assertWarnsRegex(UserWarning, r"left 2 convolution layer\(s\) stock: "
+                                                   r"mine \(MyConv\), hidden_conv \(inside wrapper"):
+            new = tf_ucudnn.rewrite_model(model)
+        self.assertIn("replaced 1 keras.layers.Conv2D layer(s)", out.getvalue())
+        self.assertIn("left 2 stock", out.getvalue())
+        by_name = {l.name: l for l in new.layers}
+        self.assertIsInstance(by_name["plain"], tf_ucudnn.layers.Conv2D)
+        self.assertIs(type(by_name["mine"]), MyConv)
+
+    def test_tf_ucudnn_layers_keep_their_own_knobs(self):
+        model = keras.Sequential([keras.Input((6, 6, 1)),
+                                  tf_ucudnn.layers.Conv2D(2, 3, workspace_limit=5, name="ours"),
+                                  keras.layers.Conv2D(2, 3, name="stock")])
+        new = tf_ucudnn.rewrite_model(model, workspace_limit=7, verbose=0)
+        self.assertEqual(new.get_layer("ours").workspace_limit, 5)
+        self.assertEqual(new.get_layer("stock").workspace_limit, 7)
 
     def test_unbuilt_model_and_bad_knobs_raise_value_error(self):
         with self.assertRaisesRegex(ValueError, "built"):

@@ -34,13 +34,60 @@ def run_python(code, *, pythonpath=ROOT, timeout=300, **env):
                           env=dict(os.environ, PYTHONPATH=path, **env), cwd=pythonpath,
                           capture_output=True, text=True, timeout=timeout)
 
+# TensorFlow's oneDNN build (on by default on Intel CPUs, forced on by
+# TF_ENABLE_ONEDNN_OPTS=1 and off by =0) renames the stock convolutions after
+# Grappler has run, the tf_ucudnn rewrite included: these are their oneDNN
+# names and the stock op each stands for. "WithBias" forms fuse a BiasAdd
+# (forward: as _FusedConv2D does) or a BiasAddGrad (backward-filter);
+# "PadWith" forms fuse a preceding Pad.
+ONEDNN_CONV_OPS = {
+    "_MklConv2D": "Conv2D",
+    "_MklNativeConv2D": "Conv2D",
+    "_MklPadWithConv2D": "Conv2D",
+    "_MklNativePadWithConv2D": "Conv2D",
+    "_MklConv2DWithBias": "_FusedConv2D",
+    "_MklNativeConv2DWithBias": "_FusedConv2D",
+    "_MklFusedConv2D": "_FusedConv2D",
+    "_MklNativeFusedConv2D": "_FusedConv2D",
+    "_MklPadWithFusedConv2D": "_FusedConv2D",
+    "_MklNativePadWithFusedConv2D": "_FusedConv2D",
+    "_MklConv2DBackpropInput": "Conv2DBackpropInput",
+    "_MklNativeConv2DBackpropInput": "Conv2DBackpropInput",
+    "_MklConv2DBackpropFilter": "Conv2DBackpropFilter",
+    "_MklNativeConv2DBackpropFilter": "Conv2DBackpropFilter",
+    "_MklConv2DBackpropFilterWithBias": "Conv2DBackpropFilter",
+    "_MklNativeConv2DBackpropFilterWithBias": "Conv2DBackpropFilter",
+}
+
+
+def stock_op_name(op_type):
+    """The stock TensorFlow name of an op type: oneDNN's convolutions under the
+    name of the op they replaced (``_MklNativeConv2D`` -> ``Conv2D``), others
+    unchanged."""
+    return ONEDNN_CONV_OPS.get(op_type, op_type)
+
+
+def registered_op_names():
+    """Every op type registered in this process (TensorFlow's and loaded libraries')."""
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.client import pywrap_tf_session
+
+    buffer = pywrap_tf_session.TF_GetAllOpList()
+    try:
+        op_list = op_def_pb2.OpList.FromString(pywrap_tf_session.TF_GetBuffer(buffer))
+    finally:
+        pywrap_tf_session.TF_DeleteBuffer(buffer)
+    return {op.name for op in op_list.op}
+
+
 # Relative L2 error bounds per dtype. float32: both sides accumulate in
 # float32, differing only in summation order. float16 / bfloat16: inputs and
 # outputs are stored with 11 resp. 8 significant bits (unit roundoff 2^-11 ≈
 # 4.9e-4 resp. 2^-8 ≈ 3.9e-3), so the result of a float32 computation on the
 # same (already rounded) inputs differs by about that much after the final
-# rounding; a little more where partial filter gradients are stored in the
-# narrow type between micro-batches.
+# rounding. Backward-filter micro-batches add up in float32 (issue 19); a
+# little more where a GPU plan has no room for the float32 sum and stores
+# partial filter gradients in the narrow type between micro-batches.
 TOLERANCE = {tf.float32: 1e-5, tf.float16: 1e-3, tf.bfloat16: 1e-2}
 
 

@@ -5,29 +5,70 @@ workspace, with the same results as ``tf.nn.conv2d`` (Oyama et al. 2018,
 arXiv:1804.04806).
 
     import tf_ucudnn
-    y = tf_ucudnn.conv2d(x, w, strides=1, padding="SAME", workspace_limit=64 << 20)
+    y = tf_ucudnn.conv2d(x, w, strides=1, padding="SAME", workspace_limit="64MiB")
     layer = tf_ucudnn.layers.Conv2D(64, 3, padding="same")
     print(tf_ucudnn.plans())
+
+``import tf_ucudnn`` imports TensorFlow and loads the op library, which
+registers the ops (so that SavedModels and ``.keras`` files using them load).
+The one exception is the ``tf-ucudnn`` command itself (and ``python -m
+tf_ucudnn``): there the API is bound on first use, so that ``--help``,
+``--version`` and ``cache`` answer without TensorFlow.
 """
 
 __version__ = "0.1.0"
 
-from tf_ucudnn import cache, layers, planner
-from tf_ucudnn.division import divide_workspace_budget
-from tf_ucudnn._ops import clib as _clib, read_c_string as _read_c_string
-from tf_ucudnn.nn import (DEFAULT_WORKSPACE_LIMIT, MiB, conv2d, conv2d_backprop_filter,
-                          conv2d_backprop_input)
-from tf_ucudnn.plan_registry import clear_plans, plans
-from tf_ucudnn.rewrite import (disable_rewrite, enable_rewrite, rewrite_model, rewrite_settings,
-                               rewrite_stats)
-
-
-def cudnn_version():
-    """The cuDNN version the library loaded, e.g. ``"9.19.0"`` (loads cuDNN on first call)."""
-    return _read_c_string(_clib.ucudnn_cudnn_version)
-
+import os as _os
+import sys as _sys
 
 __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
            "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version",
            "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
            "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]
+
+_COMMAND = "tf-ucudnn"
+
+
+def _started_as_the_command():
+    """Whether this process is the ``tf-ucudnn`` command starting up.
+
+    True for the console script (``sys.argv[0]`` is the ``tf-ucudnn`` script)
+    and for ``python -m tf_ucudnn`` while Python imports this package to find
+    its ``__main__`` (``sys.argv[0]`` is ``"-m"`` until the module is found, as
+    the documentation of ``-m`` says; ``sys.orig_argv`` names the module).
+    """
+    argv0 = _sys.argv[0] if _sys.argv else ""
+    if _os.path.basename(argv0) == _COMMAND:
+        return True
+    if argv0 != "-m":
+        return False
+    args = getattr(_sys, "orig_argv", [])
+    for i, arg in enumerate(args[1:], start=1):
+        if arg.startswith("-m"):
+            module = arg[2:] or (args[i + 1] if i + 1 < len(args) else "")
+            return module == __name__
+    return False
+
+
+def _bind_api():
+    """Imports TensorFlow and the API (tf_ucudnn._api) and binds its names here."""
+    import tf_ucudnn._api as _api
+
+    globals().update({name: getattr(_api, name) for name in __all__ if name != "__version__"})
+
+
+if _started_as_the_command():
+    def __getattr__(name):  # PEP 562: the command binds the API when it is first used
+        if name in __all__ and name not in ("cache", "layers", "planner"):
+            _bind_api()
+            return globals()[name]
+        import importlib
+
+        try:  # a submodule (tf_ucudnn.cache, .division, ...): just that one
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+else:
+    _bind_api()

@@ -43,8 +43,9 @@ import sys
 import tempfile
 import time
 
-from tf_ucudnn.cli_args import at_least, parse_bytes, positive_int
-from tf_ucudnn.plan_registry import format_bytes
+from tf_ucudnn import table
+from tf_ucudnn.cli_args import at_least, positive_int
+from tf_ucudnn.units import format_bytes, parse_bytes
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_CSV = os.path.join(DATA_DIR, "model_convs.csv")
@@ -231,15 +232,25 @@ def _pass_list(text):
     return [p for p in PASSES if p in passes]
 
 
+def _names(text, what, allowed):
+    """A comma list of names from `allowed` (argparse type), in the order given."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or any(n not in allowed for n in names):
+        raise argparse.ArgumentTypeError(
+            f"{what} must be a comma list of {', '.join(allowed)}, got {text!r}")
+    return names
+
+
 def _model_list(text):
     from tf_ucudnn.bench_models import MODELS
 
-    models = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [m for m in models if m not in MODELS]
-    if bad or not models:
-        raise argparse.ArgumentTypeError(
-            f"models must be a comma list of {', '.join(MODELS)}, got {text!r}")
-    return models
+    return _names(text, "models", MODELS)
+
+
+def _mode_list(text):
+    from tf_ucudnn.bench_models import MODES
+
+    return _names(text, "modes", MODES)
 
 
 def _limit_list(text):
@@ -270,7 +281,7 @@ def parse_args(argv=None):
       An argparse.Namespace.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m tf_ucudnn.bench",
+        prog="tf-ucudnn bench",
         description="Time forward + backward-data + backward-filter per convolution layer: "
                     "stock TF with TF_CUDNN_WORKSPACE_LIMIT_IN_MB = limit, tf_ucudnn with "
                     "workspace_limit = limit, and stock TF at 8 GiB (its default) as the "
@@ -291,9 +302,18 @@ def parse_args(argv=None):
     parser.add_argument("--plot", metavar="JSON",
                         help="only draw the figures of a saved --json result (no GPU needed)")
     parser.add_argument("--models", type=_model_list, default=None,
-                        help="model mode: comma list of alexnet, resnet18, vgg16; one training "
-                             "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
-                             "Workspace Division at --totals, stock TF at 8 GiB)")
+                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
+                             "training step per setting (stock TF and tf_ucudnn's rewrite at "
+                             "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+    parser.add_argument("--precision", default="float32",
+                        choices=("float32", "mixed_float16", "mixed_bfloat16"),
+                        help="model mode: the Keras dtype policy of every run (default float32)")
+    parser.add_argument("--modes", type=_mode_list, default=None,
+                        help="model mode: only these settings, a comma list of "
+                             "stock, rewrite, rewrite-wd, stock-xla, ucudnn-xla (default: all)")
+    parser.add_argument("--xla", action="store_true",
+                        help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
+                             "(rewrite_model, jit_compile=True) at --limits")
     parser.add_argument("--totals", type=_optional_limit_list, default="",
                         help="model mode: total workspace budgets for Workspace Division")
     parser.add_argument("--overhead", action="store_true",
@@ -642,7 +662,7 @@ def _timing_variables():
       cuDNN settings (``TF_CUDNN_*``, which workers set per limit as well) and
       ``CUDA_MODULE_LOADING`` (with CUDA's default, lazy loading, stock TF's
       autotuner can time candidates' first, module-loading runs and pick a
-      slower engine; see the README's DeepBench notes).
+      slower engine; see docs/benchmarks.md, §2).
     """
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith(("UCUDNN_", "TF_CUDNN_")) or k == "CUDA_MODULE_LOADING"}
@@ -685,7 +705,7 @@ def _fmt_ms(value):
 def _print_table(rows):
     header = ("layer", "shape", "limit", "stock ms", "tf_ucudnn ms", "speedup", "8 GiB ms",
               "tf_ucudnn plan (F forward | D backward-data | W backward-filter)")
-    cells = [header]
+    cells = []
     for r in rows:
         plan = " | ".join(f"{_PASS_LABELS[p]}: {r['plan'][p]}" for p in PASSES
                           if p in (r["plan"] or {}))
@@ -693,14 +713,7 @@ def _print_table(rows):
                       _fmt_ms(r["ucudnn_ms"]),
                       "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
                       _fmt_ms(r["reference_ms"]), plan or "-"))
-    widths = [max(len(str(c[i])) for c in cells) for i in range(len(header) - 1)]
-    right = {3, 4, 5, 6}
-    for n, c in enumerate(cells):
-        parts = [str(v).rjust(w) if i in right else str(v).ljust(w)
-                 for i, (v, w) in enumerate(zip(c, widths))]
-        print("  ".join(parts + [str(c[-1])]).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths) + "  " + "-" * 20)
+    print(table.render(header, cells, align="lllrrrrl"))
 
 
 def geometric_mean(values):
@@ -983,14 +996,17 @@ def _run_models(args, on_gpu):
         return _no_gpu()
     environment = _environment(on_gpu)
     print(f"tf_ucudnn.bench --models: {', '.join(environment['gpus'])}; TensorFlow "
-          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step, no XLA")
+          f"{environment['tensorflow']}, cuDNN {environment['cudnn']}; one training step"
+          + (", with and without XLA" if args.xla else ", no XLA"))
     # Only --totals given: no per-kernel limits.
     limits = args.limits if args.limits_given or not args.totals else []
     results = bench_models.run_models(args.models, limits, args.totals, batch=args.batch_given,
-                                      planning=args.planning, timeout=args.worker_timeout)
+                                      planning=args.planning, timeout=args.worker_timeout,
+                                      xla=args.xla, modes=args.modes, precision=args.precision)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(environment=environment, models=args.models, limits=limits,
+            json.dump(dict(environment=environment, models=args.models, limits=limits, xla=args.xla,
+                           precision=args.precision,
                            totals=args.totals, results=results), f, indent=2)
         print(f"wrote {args.json}")
     return 1 if any("error" in r for r in results) else 0

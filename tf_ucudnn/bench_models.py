@@ -1,16 +1,20 @@
 """Model mode of the benchmark: one Keras training step per model and setting.
 
 ``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
-times one training step (SGD, softmax cross-entropy, 224x224x3 inputs, no
-XLA) of models built from ``keras.layers.Conv2D`` (VGG-16 is
-``keras.applications.VGG16(weights=None)``), each setting in its own process:
+times one training step (SGD, softmax cross-entropy, 224x224x3 inputs) of
+models built from ``keras.layers.Conv2D`` (VGG-16 and ResNet-50 are
+``keras.applications``' with ``weights=None``), each setting in its own process:
 
 * ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
 * ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
   (Workspace Reuse, one limit per kernel);
 * ``rewrite-wd`` at each total: ``enable_rewrite(total_workspace=total)``
   (Workspace Division: the kernels share the total);
-* ``stock`` at 8 GiB, TF's default, the reference.
+* ``stock`` at 8 GiB, TF's default, the reference;
+* with ``--xla``: ``stock-xla`` (the step compiled with ``jit_compile=True``;
+  XLA's convolutions have no run-time workspace limit) and ``ucudnn-xla`` at
+  each limit (``tf_ucudnn.rewrite_model(model, workspace_limit=limit)``,
+  compiled with XLA: each pass is a custom call running the micro-batched plan).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the
@@ -27,10 +31,11 @@ import sys
 import tempfile
 import time
 
-from tf_ucudnn.plan_registry import format_bytes
+from tf_ucudnn import table
+from tf_ucudnn.units import format_bytes
 
-MODELS = ("alexnet", "resnet18", "vgg16")
-DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64}
+MODELS = ("alexnet", "resnet18", "vgg16", "resnet50")
+DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128}
 REFERENCE_LIMIT = 8 << 30
 
 
@@ -39,8 +44,9 @@ def build_model(name):
 
     Args:
       name: ``"alexnet"`` (the torchvision variant's convolutions),
-        ``"resnet18"`` (basic blocks with batch normalization) or ``"vgg16"``
-        (``keras.applications.VGG16(weights=None)``).
+        ``"resnet18"`` (basic blocks with batch normalization), ``"vgg16"``
+        (``keras.applications.VGG16(weights=None)``) or ``"resnet50"``
+        (``keras.applications.ResNet50(weights=None)``).
 
     Raises:
       ValueError: an unknown name.
@@ -50,6 +56,8 @@ def build_model(name):
     L = keras.layers
     if name == "vgg16":
         return keras.applications.VGG16(weights=None)
+    if name == "resnet50":
+        return keras.applications.ResNet50(weights=None)
     inputs = keras.Input((224, 224, 3))
     if name == "alexnet":
         x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)
@@ -80,29 +88,44 @@ def build_model(name):
     return keras.Model(inputs, L.Dense(1000)(x))
 
 
-def run_worker(model_name, mode, bytes_, batch):
-    """One (model, mode, limit) in this process; returns the result dict."""
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def run_worker(model_name, mode, bytes_, batch, precision="float32"):
+    """One (model, mode, limit) in this process; returns the result dict.
+
+    ``precision`` is a Keras dtype policy from :data:`PRECISIONS`; with
+    ``mixed_float16`` the loss is scaled (``keras.optimizers.LossScaleOptimizer``).
+    """
     import keras
     import numpy as np
     import tensorflow as tf
 
     import tf_ucudnn
 
+    keras.mixed_precision.set_global_policy(precision)
+
     if mode == "rewrite":
         tf_ucudnn.enable_rewrite(workspace_limit=bytes_)
     elif mode == "rewrite-wd":
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
     model = build_model(model_name)
+    if mode == "ucudnn-xla":
+        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
     x = tf.random.normal([batch, 224, 224, 3], seed=1)
     y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
     optimizer = keras.optimizers.SGD(0.01)
+    scaled = precision == "mixed_float16"
+    if scaled:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function(jit_compile=False)
+    @tf.function(jit_compile=mode.endswith("xla"))
     def step():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
+            target = optimizer.scale_loss(loss) if scaled else loss
+        grads = tape.gradient(target, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
@@ -125,11 +148,11 @@ def run_worker(model_name, mode, bytes_, batch):
         sync()
         times.append((time.perf_counter() - start) / 5 * 1e3)
     steady_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
-    result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch,
+    result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch, precision=precision,
                   step_ms=float(np.median(times)), step_ms_repeats=times,
                   first_step_s=first_step_s, peak_bytes=steady_peak,
                   run_peak_bytes=max(run_peak, steady_peak), loss=float(loss))
-    if mode.startswith("rewrite"):
+    if mode.startswith("rewrite") or mode == "ucudnn-xla":
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
         result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
                                       for r in tf_ucudnn.plans())
@@ -141,14 +164,14 @@ def run_worker(model_name, mode, bytes_, batch):
     return result
 
 
-def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None):
+def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env.setdefault("UCUDNN_DATABASE", "off")
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
     cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
-           str(bytes_), str(batch)]
+           str(bytes_), str(batch), precision]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -163,15 +186,18 @@ def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None):
 def _label(r):
     where = "8 GiB" if r["bytes"] == REFERENCE_LIMIT else format_bytes(r["bytes"])
     kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
-            "rewrite-wd": "tf_ucudnn WD (total)"}.get(r["mode"], r["mode"])
-    return f"{kind} at {where}"
+            "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
+            "ucudnn-xla": "tf_ucudnn WR under XLA"}.get(r["mode"], r["mode"])
+    label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
+    precision = r.get("precision", "float32")
+    return label if precision == "float32" else f"{label}, {precision}"
 
 
 def print_table(results):
     """Prints one row per run: model, setting, step ms, first step s, peak GiB."""
     header = ("model", "setting", "step ms", "vs stock 8 GiB", "first step s", "peak GiB",
               "run peak GiB")
-    rows = [header]
+    rows = []
     reference = {r["model"]: r.get("step_ms") for r in results
                  if r["mode"] == "stock" and r["bytes"] == REFERENCE_LIMIT}
     for r in results:
@@ -182,15 +208,14 @@ def print_table(results):
         rows.append((r["model"], _label(r), f"{r['step_ms']:.1f}",
                      f"{r['step_ms'] / ref:.2f}x" if ref else "", f"{r['first_step_s']:.2f}",
                      f"{r['peak_bytes'] / 2**30:.2f}", f"{r['run_peak_bytes'] / 2**30:.2f}"))
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
-    for i, row in enumerate(rows):
-        print("  ".join(str(c).ljust(w) if j < 2 else str(c).rjust(w)
-                        for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print(table.render(header, rows, align="llrrrrr"))
 
 
-def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
+MODES = ("stock", "rewrite", "rewrite-wd", "stock-xla", "ucudnn-xla")
+
+
+def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
+               modes=None, precision="float32"):
     """Runs every (model, setting) in its own process; prints the table.
 
     Args:
@@ -201,6 +226,10 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
       planning: also time the first step of ``rewrite`` at the first limit
         (or 64 MiB) cold and with a warm benchmark database, for the first model.
       timeout: seconds per process.
+      xla: also stock TF compiled with XLA, and tf_ucudnn under XLA at each limit.
+      modes: None for every setting above, else only the settings of these
+        modes (names from :data:`MODES`).
+      precision: the Keras dtype policy of every run (:data:`PRECISIONS`).
 
     Returns:
       The list of result dicts (``error`` set where a run failed).
@@ -211,8 +240,12 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
         runs = [("stock", REFERENCE_LIMIT)]
         runs += [("stock", b) for b in sorted(set(limits) | set(totals))]
         runs += [("rewrite", b) for b in limits] + [("rewrite-wd", b) for b in totals]
+        if xla:
+            runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
+        if modes:
+            runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:
-            r = _launch(model, mode, bytes_, n, timeout)
+            r = _launch(model, mode, bytes_, n, timeout, precision=precision)
             print(f"  {model} {_label(r)}: "
                   + (r["error"] if "error" in r else f"{r['step_ms']:.1f} ms"), flush=True)
             results.append(r)
@@ -222,7 +255,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
             db = os.path.join(tmp, "benchmarks.sqlite3")
             for label in ("cold", "warm"):
                 r = _launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
-                            timeout, {"UCUDNN_DATABASE": db})
+                            timeout, {"UCUDNN_DATABASE": db}, precision=precision)
                 r["planning"] = label
                 print(f"  planning {label}: {models[0]} first step "
                       + (r["error"] if "error" in r else
@@ -236,8 +269,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
-        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    if len(sys.argv) == 7 and sys.argv[1] == "--worker":
+        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
         print("RESULT " + json.dumps(out), flush=True)
         sys.exit(0)
     print("run through `tf-ucudnn bench --models ...`", file=sys.stderr)

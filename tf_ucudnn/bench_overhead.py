@@ -19,7 +19,8 @@ memory growth before the GPU is initialised.
 
 import ctypes
 
-from tf_ucudnn.plan_registry import format_bytes
+from tf_ucudnn import table
+from tf_ucudnn.units import format_bytes
 
 PASSES = ("forward", "backward-data", "backward-filter")
 
@@ -107,17 +108,18 @@ def run_overhead(layers, *, batch, data_format, dtype, workspace_limit, iters, p
 
 def print_overhead(rows, workspace_limit):
     """Prints the overhead table (ms per call) and the worst overhead."""
-    print(f"{'layer':34s} {'pass':16s} {'algorithm':32s} {'direct ms':>10s} "
-          f"{'plan ms':>10s} {'overhead':>9s} {'filter ms':>10s} {'w/o filter':>10s} "
-          f"{'host: direct':>12s} {'plan':>7s}")
+    cells = []
     for r in rows:
         if "error" in r:
-            print(f"{r['layer']:34s} {r['pass']:16s} error: {r['error']}")
+            cells.append((r["layer"], r["pass"], f"error: {r['error']}", *[""] * 7))
             continue
-        print(f"{r['layer']:34s} {r['pass']:16s} {r['algo']:32s} {r['direct_ms']:10.4f} "
-              f"{r['plan_ms']:10.4f} {100 * r['overhead']:8.1f}% {r['transform_ms']:10.4f} "
-              f"{100 * r['overhead_beyond_transform']:9.1f}% {r['direct_host_ms']:12.4f} "
-              f"{r['plan_host_ms']:7.4f}")
+        cells.append((r["layer"], r["pass"], r["algo"], f"{r['direct_ms']:.4f}",
+                      f"{r['plan_ms']:.4f}", f"{100 * r['overhead']:.1f}%",
+                      f"{r['transform_ms']:.4f}", f"{100 * r['overhead_beyond_transform']:.1f}%",
+                      f"{r['direct_host_ms']:.4f}", f"{r['plan_host_ms']:.4f}"))
+    print(table.render(("layer", "pass", "algorithm", "direct ms", "plan ms", "overhead",
+                        "filter ms", "w/o filter", "host: direct", "plan"), cells,
+                       align="lllrrrrrrr"))
     done = [r for r in rows if "error" not in r]
     if done:
         worst = max(done, key=lambda r: r["overhead"])

@@ -516,7 +516,9 @@ def main(argv=None):
         print(f"{path}: no benchmark database there (nothing has been benchmarked into it)")
         return 0
     print(f"{path}: {len(rows)} kernels")
-    for gpu, cudnn, tf_version, pass_name, shape, entries in rows:
-        measured = "malformed record" if entries is None else f"{entries} measurements"
-        print(f"  {gpu} | cuDNN {cudnn} | TF {tf_version} | {pass_name:15s} {shape} | {measured}")
+    if rows:
+        from tf_ucudnn import table
+        print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "measurements"),
+                           [(*r[:4], r[4].split(" "), "malformed" if r[5] is None else r[5])
+                            for r in rows], align="lllllr", max_width=120))
     return 0

@@ -1,15 +1,19 @@
 """Demo: train the same small CNN with tf_ucudnn and with stock Keras, side by side.
 
-Run as ``python -m tf_ucudnn.demo`` (``make run``). Both models are built with
-the same architecture and start from the same weights; the only difference is
-the convolution layer (``tf_ucudnn.layers.Conv2D`` vs ``keras.layers.Conv2D``).
+Run as ``tf-ucudnn demo`` (``python -m tf_ucudnn demo``, ``make run``). Both
+models are built with the same architecture and start from the same weights;
+the only difference is the convolution layer (``tf_ucudnn.layers.Conv2D`` vs
+``keras.layers.Conv2D``).
 Both get the same workspace limit: tf_ucudnn through ``workspace_limit``, stock
 TensorFlow through ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` (set before the first
 convolution runs). Both are compiled with ``jit_compile=False``: tf_ucudnn's
 op has no XLA kernel, and XLA would ignore TensorFlow's workspace limit.
 
-The data is scikit-learn's bundled digits (1797 8x8 images, no download),
-upsampled so that the convolutions dominate the step time.
+The data is the digits that scikit-learn bundles (1797 8x8 images of pixel
+values 0..16, from the UCI ML hand-written digits data set, Alpaydin & Kaynak
+1998, CC BY 4.0), shipped with tf_ucudnn as ``data/digits.npz`` so that no
+download and no scikit-learn are needed; they are upsampled so that the
+convolutions dominate the step time.
 """
 
 import argparse
@@ -24,6 +28,10 @@ import numpy as np
 from tf_ucudnn.cli_args import byte_count, positive_int
 
 DEFAULT_WORKSPACE_LIMIT = "64MiB"
+DIGITS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.npz")
+TEST_FRACTION = 0.2
+
+
 def _filter_list(text):
     try:
         filters = tuple(int(v) for v in text.split(","))
@@ -45,8 +53,8 @@ def parse_args(argv=None):
       An argparse.Namespace.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m tf_ucudnn.demo",
-        description="Train one small CNN on scikit-learn's digits twice, with "
+        prog="tf-ucudnn demo",
+        description="Train one small CNN on the 8x8 digits (shipped with tf_ucudnn) twice, with "
                     "tf_ucudnn.layers.Conv2D and with keras.layers.Conv2D, from the same "
                     "initial weights and under the same cuDNN workspace limit; compare "
                     "losses, accuracy and time per step. Both models use jit_compile=False.")
@@ -114,31 +122,73 @@ def device_description(tf):
     return "CPU", f"{name}, {os.cpu_count()} cores"
 
 
+def load_digits():
+    """The digits shipped with tf_ucudnn: scikit-learn's ``load_digits()`` data.
+
+    Returns:
+      ``(images, labels)``: uint8 arrays ``[1797, 8, 8]`` of pixel values 0..16
+      and ``[1797]`` of digits 0..9.
+    """
+    with np.load(DIGITS_PATH) as data:
+        return data["images"], data["labels"]
+
+
+def stratified_split(labels, test_fraction, seed):
+    """A shuffled split of sample indices with each class in both parts in
+    proportion to its size.
+
+    The test part has ``ceil(test_fraction * n)`` samples; each class gives it
+    its share rounded down, and the samples left over go to the classes with
+    the largest remainders (the first classes on ties).
+
+    Args:
+      labels: 1-D int array of class labels.
+      test_fraction: in (0, 1).
+      seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+      ``(train_indices, test_indices)``: int arrays, disjoint, together every
+      index once, each in shuffled order.
+    """
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(labels, return_counts=True)
+    n_test = int(np.ceil(test_fraction * len(labels)))
+    shares = counts * n_test / len(labels)
+    per_class = np.floor(shares).astype(int)
+    for i in np.argsort(-(shares - per_class), kind="stable")[:n_test - per_class.sum()]:
+        per_class[i] += 1
+    train, test = [], []
+    for cls, k in zip(classes, per_class):
+        members = rng.permutation(np.flatnonzero(labels == cls))
+        test.append(members[:k])
+        train.append(members[k:])
+    return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(test))
+
+
 def load_digits_images(image_size, data_format, seed):
-    """scikit-learn's digits as float32 images in [0, 1], split 80/20, stratified.
+    """The digits as float32 images in [0, 1], split 80/20, stratified.
 
     Args:
       image_size: side the 8x8 images are resized (bilinear) to.
       data_format: "channels_last" (``[n, size, size, 1]``) or "channels_first"
         (``[n, 1, size, size]``).
-      seed: seed of the split.
+      seed: seed of the split (:func:`stratified_split`).
 
     Returns:
-      ``(x_train, y_train, x_test, y_test)`` as numpy arrays; labels int32 in 0..9.
+      ``(x_train, y_train, x_test, y_test)`` as numpy arrays; labels int32 in
+      0..9; 1437 training and 360 test samples.
     """
     import tensorflow as tf
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
 
-    digits = load_digits()
-    images = (digits.images.astype(np.float32) / 16.0)[..., None]  # [n, 8, 8, 1]
+    digits, labels = load_digits()
+    images = (digits.astype(np.float32) / 16.0)[..., None]  # [n, 8, 8, 1]
     images = tf.image.resize(images, (image_size, image_size), method="bilinear").numpy()
     if data_format == "channels_first":
         images = np.ascontiguousarray(images.transpose(0, 3, 1, 2))
-    labels = digits.target.astype(np.int32)
-    x_train, x_test, y_train, y_test = train_test_split(
-        images, labels, test_size=0.2, stratify=labels, random_state=seed)
-    return x_train, y_train, x_test, y_test
+    labels = labels.astype(np.int32)
+    train, test = stratified_split(labels, TEST_FRACTION, seed)
+    return images[train], labels[train], images[test], labels[test]
 
 
 def build_model(conv_layer, image_size, data_format, filters=(16, 32, 64), **conv_kwargs):
@@ -230,7 +280,7 @@ def _train_epoch(model, x, y, order, batch_size, x_test, y_test):
 
 def _describe_setup(args, tf, keras, tf_ucudnn, kind, device_name, data_format, limit_mib,
                     previous_env):
-    from tf_ucudnn.plan_registry import format_bytes
+    from tf_ucudnn.units import format_bytes
 
     on_gpu = kind == "GPU"
     print(f"tf_ucudnn {tf_ucudnn.__version__} demo: TensorFlow {tf.__version__}, "
@@ -272,7 +322,7 @@ def main(argv=None):
     import tensorflow as tf
 
     import tf_ucudnn
-    from tf_ucudnn.plan_registry import format_bytes
+    from tf_ucudnn.units import format_bytes
 
     tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
     kind, device_name = device_description(tf)
@@ -289,7 +339,7 @@ def main(argv=None):
 
     x_train, y_train, x_test, y_test = load_digits_images(args.image_size, data_format, args.seed)
     steps = len(x_train) // args.batch_size  # drop the remainder: every step has the full batch
-    print(f"data: scikit-learn digits upsampled 8x8 -> {args.image_size}x{args.image_size}, "
+    print(f"data: digits (scikit-learn's) upsampled 8x8 -> {args.image_size}x{args.image_size}, "
           f"{len(x_train)} train / {len(x_test)} test, {steps} steps of {args.batch_size} per "
           f"epoch (last {len(x_train) - steps * args.batch_size} dropped); train loss/acc are "
           f"Keras' running means over the epoch, test after it")

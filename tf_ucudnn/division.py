@@ -26,13 +26,16 @@ import json
 import logging
 import numbers
 import os
+import sys
 import threading
 
 import tensorflow as tf
 
+from tf_ucudnn import table
 from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
-from tf_ucudnn.planner import check_bytes, check_int, divide_workspace
-from tf_ucudnn.plan_registry import describe_micro_batches, format_bytes
+from tf_ucudnn.planner import check_int, divide_workspace
+from tf_ucudnn.plan_registry import format_ms, micro_batch_pieces
+from tf_ucudnn.units import format_bytes, to_bytes
 
 
 def kernels():
@@ -59,7 +62,7 @@ def set_kernel_limit(kernel_id, workspace_limit):
 
     error = ctypes.create_string_buffer(1024)
     if clib.ucudnn_set_kernel_limit(check_int(kernel_id, "kernel_id", 0),
-                                    check_bytes(workspace_limit, "workspace_limit"),
+                                    to_bytes(workspace_limit, "workspace_limit"),
                                     error, len(error)) != 0:
         raise ValueError(error.value.decode())
 
@@ -107,19 +110,22 @@ class DivisionReport:
                 f.write(text)
         return text
 
+    def to_string(self, max_width=120):
+        """The report as a table and a total line, cells wrapped to fit
+        ``max_width`` columns where they can (None: one line per kernel)."""
+        rows = [([f"{name}," for name in k.layers[:-1]] + k.layers[-1:] or "?", k.pass_name,
+                 micro_batch_pieces(k.micro_batches), format_bytes(k.workspace_bytes),
+                 format_ms(k.time_ms),
+                 f"{format_ms(k.fastest_ms)} ({format_bytes(k.fastest_workspace_bytes)})")
+                for k in self.kernels]
+        text = table.render(("layers", "pass", "micro-batches", "workspace", "ms",
+                             "fastest ms (workspace)"), rows, align="lllrrr", max_width=max_width)
+        return (f"{text}\ntotal: {format_bytes(self.workspace_bytes)} of "
+                f"{format_bytes(self.total_workspace)} workspace, {format_ms(self.time_ms)} ms "
+                f"predicted, batch {self.batch_size}")
+
     def __str__(self):
-        header = ("layers", "pass", "micro-batches", "workspace", "ms", "fastest ms (workspace)")
-        rows = [header]
-        for k in self.kernels:
-            rows.append((",".join(k.layers) or "?", k.pass_name, describe_micro_batches(k.micro_batches),
-                         format_bytes(k.workspace_bytes), f"{k.time_ms:.3f}",
-                         f"{k.fastest_ms:.3f} ({format_bytes(k.fastest_workspace_bytes)})"))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        lines.append(f"total: {format_bytes(self.workspace_bytes)} of {format_bytes(self.total_workspace)}"
-                     f" workspace, {self.time_ms:.3f} ms predicted, batch {self.batch_size}")
-        return "\n".join(lines)
+        return self.to_string()
 
 
 _log = logging.getLogger("tf_ucudnn")
@@ -136,10 +142,16 @@ def _share(kernel, point, layers=()):
         fastest_workspace_bytes=fastest["workspace_bytes"])
 
 
+class _Shares(list):
+    """The :class:`KernelShare` list of a division, with its optimality gap."""
+
+    gap = 0.0
+
+
 def _divide(group, total_workspace, layers_of=lambda kernel: ()):
     """Solves the ILP over the kernels' Pareto fronts, replans each kernel
-    within its share and returns the :class:`KernelShare` list and the
-    :class:`tf_ucudnn.planner.Division`.
+    within its share and returns the :class:`KernelShare` list (with the
+    division's optimality gap as ``.gap``).
 
     Raises:
       ValueError: the budget is below the smallest feasible one, or a kernel
@@ -148,7 +160,9 @@ def _divide(group, total_workspace, layers_of=lambda kernel: ()):
     chosen = divide_workspace([k["front"] for k in group], total_workspace)
     for kernel, point in zip(group, chosen):
         set_kernel_limit(kernel["id"], point["workspace_bytes"])
-    return [_share(k, p, layers_of(k)) for k, p in zip(group, chosen)], chosen
+    shares = _Shares(_share(k, p, layers_of(k)) for k, p in zip(group, chosen))
+    shares.gap = chosen.gap
+    return shares
 
 
 def _divide_group(device, total_workspace):
@@ -162,7 +176,7 @@ def _divide_group(device, total_workspace):
         if not group:
             return
         try:
-            shares, division = _divide(group, total_workspace)
+            shares = _divide(group, total_workspace)
         except Exception as e:  # noqa: BLE001  (the engine's thread must not see a Python error)
             even = total_workspace // len(group)
             _log.warning("tf_ucudnn: Workspace Division of %d bytes among %d kernels on GPU:%d "
@@ -172,15 +186,17 @@ def _divide_group(device, total_workspace):
                 set_kernel_limit(k["id"], even)
             return
         report = DivisionReport(total_workspace=total_workspace,
-                                batch_size=max(k["conv"][0] for k in group), kernels=shares,
-                                gap=division.gap)
+                                batch_size=max(k["conv"][0] for k in group), kernels=list(shares),
+                                gap=getattr(shares, "gap", 0.0))
         with _reports_lock:
             _reports[(device, total_workspace)] = report
         _log.info("tf_ucudnn: divided %s among %d kernels on GPU:%d: %s in use, %.3f ms predicted",
                   format_bytes(total_workspace), len(group), device,
                   format_bytes(report.workspace_bytes), report.time_ms)
         if os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0"):
-            print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", flush=True)
+            # Where the engine prints its plan lines under UCUDNN_DEBUG_OUTPUT: stderr.
+            print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", file=sys.stderr,
+                  flush=True)
     except Exception as e:  # noqa: BLE001
         _log.warning("tf_ucudnn: Workspace Division on GPU:%d failed: %s", device, e)
 
@@ -200,7 +216,13 @@ def division_reports():
 
 class _Progress:
     """A Keras progress bar advanced by the engine's plan listener (one step
-    per planned kernel) while :func:`divide_workspace_budget` benchmarks."""
+    per planned kernel) while :func:`divide_workspace_budget` benchmarks.
+
+    The target is the number of distinct kernels in the traced step (see
+    :func:`_distinct_kernels`). Kernels planned before (by an earlier call in
+    this process) are not planned again, so on success the bar is completed
+    at the end: every kernel of the step has a plan then.
+    """
 
     active = None
 
@@ -208,6 +230,7 @@ class _Progress:
         import keras
 
         self.bar = keras.utils.Progbar(target, unit_name="kernel", verbose=verbose)
+        self.target = target
         self.count = 0
         self.lock = threading.Lock()
 
@@ -215,8 +238,11 @@ class _Progress:
         _Progress.active = self
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         _Progress.active = None
+        with self.lock:
+            if exc_type is None and self.count < self.target:
+                self.bar.update(self.target, finalize=True)
         return False
 
     def planned(self):
@@ -257,6 +283,58 @@ def _layer_signature(layer):
             layer.groups)
 
 
+_UCUDNN_OP_TYPES = ("Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter")
+
+
+def _distinct_kernels(function):
+    """How many kernels the engine will plan for the tf_ucudnn ops that a
+    traced function (a ``ConcreteFunction``) runs.
+
+    The engine plans one kernel per pass and convolution (shapes and
+    attributes), however many ops share it. Ops whose results the function
+    does not return are pruned and never run: the backward-data op of the
+    first layer is one (the model's input needs no gradient), so a model of n
+    layers of distinct shapes has 3n - 1 kernels, not 3n.
+    """
+    graph = function.graph
+    stack = [t.op for t in function.outputs] + list(graph.control_outputs)
+    seen = set()
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    kernels = set()
+    for op in graph.get_operations():
+        if op.name in seen and op.type in _UCUDNN_OP_TYPES:
+            shapes = tuple(tuple(t.shape.as_list()) for t in (*op.inputs, *op.outputs))
+            attrs = tuple(sorted((k, v.SerializeToString()) for k, v in op.node_def.attr.items()))
+            kernels.add((op.type, op.device, shapes, attrs))
+    return len(kernels)
+
+
+def _plan_forward_backward(model, batch_size, verbose):
+    """Runs one forward and backward pass of ``model`` on random data of
+    ``batch_size`` samples, which plans every kernel, with a progress bar of
+    one step per kernel. Returns the :class:`_Progress` (count, target)."""
+    inputs = [tf.random.normal([batch_size, *t.shape[1:]], dtype=t.dtype) for t in model.inputs]
+
+    @tf.function
+    def forward_backward(inputs):
+        with tf.GradientTape() as tape:
+            outputs = tf.nest.flatten(model(inputs if len(inputs) > 1 else inputs[0], training=True))
+            # Squared, so the gradient needs every output: no forward kernel is pruned.
+            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
+        return tape.gradient(loss, model.trainable_variables)
+
+    traced = forward_backward.get_concrete_function(inputs)
+    with _Progress(target=_distinct_kernels(traced), verbose=verbose) as progress:
+        forward_backward(inputs)
+    return progress
+
+
 def _kernel_signature(conv):
     # ConvParams::Fields(): N C H W K R S groups sh sw dh dw pt pb pl pr P Q layout dtype
     return (conv[1], conv[4], conv[5], conv[6], conv[8], conv[9], conv[10], conv[11], conv[7])
@@ -276,8 +354,9 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     Args:
       model: a built ``keras.Model`` with ``tf_ucudnn.layers.Conv2D`` layers;
         inputs of shape ``[batch, ...]`` as ``model.inputs`` declares.
-      total_workspace: bytes for all kernels together.
-      batch_size: the mini-batch size training will use.
+      total_workspace: bytes for all kernels together, an int or a string
+        such as ``"256MiB"``.
+      batch_size: the mini-batch size training will use (an int).
       verbose: 1 shows a progress bar while the kernels are benchmarked
         (one step per kernel), 0 shows none.
 
@@ -289,7 +368,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
         below the smallest feasible one (named in the message).
       RuntimeError: no GPU (the division plans cuDNN kernels).
     """
-    total_workspace = check_bytes(total_workspace, "total_workspace")
+    total_workspace = to_bytes(total_workspace, "total_workspace")
     if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
             or not 0 < batch_size < 1 << 63):
         raise ValueError(f"batch_size must be a positive int (at most 2**63 - 1), got {batch_size!r}")
@@ -304,20 +383,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     for name in ("train_function", "test_function", "predict_function"):
         if hasattr(model, name):
             setattr(model, name, None)
-
-    inputs = [tf.random.normal([batch_size, *t.shape[1:]], dtype=t.dtype) for t in model.inputs]
-
-    @tf.function
-    def forward_backward(inputs):
-        with tf.GradientTape() as tape:
-            outputs = tf.nest.flatten(model(inputs if len(inputs) > 1 else inputs[0], training=True))
-            # Squared, so the gradient needs every output: no forward kernel is pruned.
-            loss = tf.add_n([tf.reduce_sum(tf.square(tf.cast(o, tf.float32))) for o in outputs])
-        return tape.gradient(loss, model.trainable_variables)
-
-    # About three kernels per layer (the first layer needs no backward-data).
-    with _Progress(target=3 * len(layers), verbose=verbose):
-        forward_backward(inputs)
+    _plan_forward_backward(model, batch_size, verbose)
     by_signature = {}
     for layer in layers:
         by_signature.setdefault(_layer_signature(layer), []).append(layer.name)
@@ -325,7 +391,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
             if k["workspace_limit"] == total_workspace and not k.get("total_workspace")
             and k["conv"][0] == batch_size
             and _kernel_signature(k["conv"]) in by_signature]
-    shares, division = _divide(mine, total_workspace,
-                               lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
-    return DivisionReport(total_workspace=total_workspace, batch_size=batch_size, kernels=shares,
-                          gap=division.gap)
+    shares = _divide(mine, total_workspace,
+                     lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
+    return DivisionReport(total_workspace=total_workspace, batch_size=batch_size,
+                          kernels=list(shares), gap=shares.gap)

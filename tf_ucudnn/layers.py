@@ -16,15 +16,18 @@ class Conv2D(keras.layers.Conv2D):
 
     Args:
       workspace_limit: bytes of cuDNN workspace per kernel (forward,
-        backward-data and backward-filter each); None uses
+        backward-data and backward-filter each): an int or a string such as
+        ``"64MiB"`` (kept as given in ``get_config``); None uses
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
         uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
       micro_batch_size: None lets the planner decide; k > 0 forces
         micro-batches of k samples.
 
-    The op has no XLA kernel, so ``supports_jit`` is False and Keras keeps
-    models with this layer out of XLA (``jit_compile="auto"``).
+    Models with this layer compile with XLA (``jit_compile=True``, and Keras'
+    ``"auto"`` on a GPU): on the GPU each pass becomes an XLA custom call that
+    runs the micro-batched plan within ``workspace_limit``; on the CPU, XLA's
+    own convolution.
 
     Raises:
       ValueError: a knob out of range (from ``__init__``).
@@ -39,7 +42,6 @@ class Conv2D(keras.layers.Conv2D):
         self.workspace_limit = workspace_limit
         self.batch_size_policy = batch_size_policy
         self.micro_batch_size = micro_batch_size
-        self.supports_jit = False
 
     def convolution_op(self, inputs, kernel):
         data_format = "NHWC" if self.data_format == "channels_last" else "NCHW"

@@ -1,13 +1,15 @@
 """`conv2d` and its gradients: micro-batched convolution with tf.nn.conv2d's interface."""
 
 import numbers
+import operator
 
 import numpy as np
 import tensorflow as tf
 
 from tf_ucudnn import cache
 from tf_ucudnn._ops import ops as _ops
-from tf_ucudnn.planner import POLICIES, check_bytes, check_int
+from tf_ucudnn.planner import POLICIES, check_int
+from tf_ucudnn.units import to_bytes
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -15,12 +17,22 @@ MiB = 1 << 20
 DEFAULT_WORKSPACE_LIMIT = 64 * MiB  # bytes; UCUDNN_DEFAULT_WORKSPACE_LIMIT overrides it
 
 
+def _index(value):
+    """An integer argument as int: Python and numpy integers, 0-d integer arrays
+    and eager integer tensors (anything with ``__index__``), but not bools."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("a bool is not an int here")
+    return operator.index(value)
+
+
 def _spatial_list(value, name, data_format):
     """tf.nn.conv2d's forms (int, 1, 2 or 4 ints) -> 4 ints in data_format order."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
     try:
-        value = list(value)
+        value = [_index(value)]
+    except TypeError:
+        pass
+    try:
+        value = [_index(v) for v in value]
     except TypeError:
         raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}") from None
     value = _check_ints(value, name)
@@ -34,11 +46,24 @@ def _spatial_list(value, name, data_format):
 
 
 def _check_ints(values, name, low=None, high=None):
-    """Each value checked by :func:`tf_ucudnn.planner.check_int` (int64's
-    range unless given), named ``name[i]`` (``name`` for a single value)."""
+    """Each value an integer (:func:`_index`: 3.5 and 3.0 are not) in int64's
+    range unless given (:func:`tf_ucudnn.planner.check_int`), so that nothing
+    is truncated, wraps or overflows later; errors name ``name[i]`` (``name``
+    for a single value).
+
+    Raises:
+      ValueError: naming the value and what is allowed.
+    """
     bounds = {} if low is None else dict(low=low, high=high)
-    return [check_int(v, name if len(values) == 1 else f"{name}[{i}]", **bounds)
-            for i, v in enumerate(values)]
+    out = []
+    for i, v in enumerate(values):
+        what = name if len(values) == 1 else f"{name}[{i}]"
+        try:
+            v = _index(v)
+        except TypeError:
+            raise ValueError(f"{what} must be an int, got {v!r}") from None
+        out.append(check_int(v, what, **bounds))
+    return out
 
 
 def _sizes(value, name):
@@ -86,7 +111,8 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
     """Validates μ-cuDNN's knobs and returns them as op attributes.
 
     Args:
-      workspace_limit: bytes of workspace per kernel; None uses
+      workspace_limit: bytes of workspace per kernel, an int or a string
+        such as ``"64MiB"`` (:func:`tf_ucudnn.units.parse_bytes`); None uses
         UCUDNN_DEFAULT_WORKSPACE_LIMIT (default 64 MiB).
       batch_size_policy: "undivided", "powerOfTwo" or "all"; None uses
         UCUDNN_BATCH_SIZE_POLICY (default "powerOfTwo").
@@ -94,12 +120,13 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
         micro-batches of k samples (the last one takes the remainder).
 
     Returns:
-      A dict with keys workspace_limit, batch_size_policy, micro_batch_size.
+      A dict with keys workspace_limit (bytes, -1 for the default),
+      batch_size_policy, micro_batch_size.
 
     Raises:
-      ValueError: a knob out of range.
+      ValueError: a knob out of range, naming it.
     """
-    workspace_limit = -1 if workspace_limit is None else check_bytes(workspace_limit, "workspace_limit")
+    workspace_limit = -1 if workspace_limit is None else to_bytes(workspace_limit, "workspace_limit")
     if batch_size_policy is None:
         batch_size_policy = ""
     elif batch_size_policy not in POLICIES:
@@ -133,8 +160,8 @@ def _check_rank(tensor, name):
         raise ValueError(f"{name} must be 4-dimensional, got shape {tensor.shape}")
 
 
-def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, *,  # noqa: A002
-           workspace_limit=None, batch_size_policy=None, micro_batch_size=None, name=None):
+def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,  # noqa: A002
+           name=None, *, workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Micro-batched 2-D convolution: the same result as ``tf.nn.conv2d``.
 
     On the GPU each call's mini-batch is split into micro-batches so that fast
@@ -143,23 +170,28 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     2018, §III-B), once per convolution shape. On the CPU, micro-batches of
     ``micro_batch_size`` (else the whole batch) with an im2col + GEMM kernel.
 
+    The arguments up to ``name`` are ``tf.nn.conv2d``'s, in its order;
+    μ-cuDNN's knobs are keyword-only.
+
     Args:
       input: float32, float16 or bfloat16 tensor, ``[batch, height, width,
         channels]`` (NHWC) or ``[batch, channels, height, width]`` (NCHW).
       filters: ``[filter_height, filter_width, in_channels / groups,
         out_channels]``; ``groups = channels / filters.shape[2]``.
-      strides: int or list of 1, 2 or 4 ints (as ``tf.nn.conv2d``).
+      strides: int or list of 1, 2 or 4 ints (as ``tf.nn.conv2d``; numpy
+        integers too).
       padding: ``"SAME"``, ``"VALID"``, or explicit ``[[0, 0], [top, bottom],
         [left, right], [0, 0]]`` pairs in ``data_format`` order.
       data_format: ``"NHWC"`` or ``"NCHW"``.
       dilations: int or list of 1, 2 or 4 ints; None means 1.
-      workspace_limit: bytes of cuDNN workspace per kernel; None uses
+      name: op name (a name scope around the op).
+      workspace_limit: bytes of cuDNN workspace per kernel: an int or a
+        string such as ``"64MiB"`` or ``"1GiB"``; None uses
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None uses
         ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
       micro_batch_size: None lets the planner decide; k > 0 forces micro-batches
         of k samples (the last takes the remainder).
-      name: op name.
 
     Returns:
       The output tensor, ``[batch, out_height, out_width, out_channels]``
@@ -168,7 +200,9 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     Raises:
       ValueError: bad arguments known when the graph is built.
       tf.errors.InvalidArgumentError: bad shapes found when the op runs
-        (channel mismatch, groups not dividing, empty batch).
+        (channel mismatch, groups not dividing, 0 input channels, sizes whose
+        element count exceeds 2**63 - 1). Zero-size inputs (batch 0, an empty
+        spatial dimension) give empty outputs, as ``tf.nn.conv2d``.
     """
     with tf.name_scope(name or "ucudnn_conv2d"):
         input = tf.convert_to_tensor(input)
@@ -178,22 +212,37 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
+        return ucudnn_conv2d_op(input, filters, attrs)
+
+
+def ucudnn_conv2d_op(input, filters, attrs):  # noqa: A002
+    """The ``Ucudnn>Conv2D`` op with attributes from ``_conv_attrs`` (and
+    optionally ``total_workspace``, bytes); its gradients are registered below."""
+    return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
-                          data_format="NHWC", dilations=None, *, workspace_limit=None,
-                          batch_size_policy=None, micro_batch_size=None, name=None):
+                          data_format="NHWC", dilations=None, name=None, *,
+                          workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Backward-data: the gradient of :func:`conv2d` with respect to its input.
+
+    The arguments up to ``name`` are in the order of
+    ``tf.compat.v1.nn.conv2d_backprop_input`` without ``use_cudnn_on_gpu``
+    (TensorFlow 2 has no ``tf.nn`` version); μ-cuDNN's knobs are keyword-only.
 
     Args:
       input_sizes: int32 1-D tensor of 4: the input's shape.
       filters: ``[filter_height, filter_width, in_channels / groups, out_channels]``.
       out_backprop: gradient of the output, shaped like conv2d's output.
-      Others: as :func:`conv2d`.
+      strides, padding, data_format, dilations, name: as :func:`conv2d`.
+      workspace_limit, batch_size_policy, micro_batch_size: as :func:`conv2d`.
 
     Returns:
       The input gradient, shaped ``input_sizes``.
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_input"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,
@@ -205,21 +254,29 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
-                           data_format="NHWC", dilations=None, *, workspace_limit=None,
-                           batch_size_policy=None, micro_batch_size=None, name=None):
+                           data_format="NHWC", dilations=None, name=None, *,
+                           workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
     """Backward-filter: the gradient of :func:`conv2d` with respect to its filters.
 
     Every micro-batch adds its share to the whole filter gradient (the first
     overwrites, the rest accumulate), so the result equals the undivided one.
+    The arguments up to ``name`` are in the order of
+    ``tf.compat.v1.nn.conv2d_backprop_filter`` without ``use_cudnn_on_gpu``;
+    μ-cuDNN's knobs are keyword-only.
 
     Args:
       input: the forward input.
       filter_sizes: int32 1-D tensor of 4: the filter's shape.
       out_backprop: gradient of the output, shaped like conv2d's output.
-      Others: as :func:`conv2d`.
+      strides, padding, data_format, dilations, name: as :func:`conv2d`.
+      workspace_limit, batch_size_policy, micro_batch_size: as :func:`conv2d`.
 
     Returns:
       The filter gradient, shaped ``filter_sizes``.
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_filter"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,

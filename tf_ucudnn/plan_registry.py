@@ -2,7 +2,9 @@
 
 import json
 
+from tf_ucudnn import table
 from tf_ucudnn._ops import clib, read_c_string
+from tf_ucudnn.units import format_bytes  # noqa: F401  (also tf_ucudnn.plan_registry.format_bytes)
 
 
 class PlanTable(list):
@@ -20,25 +22,28 @@ class PlanTable(list):
     database``, ``benchmarked on GPUs 0, 1``).
     """
 
-    def __str__(self):
+    def to_string(self, max_width=120):
+        """The table as text, its cells wrapped to fit ``max_width`` columns
+        where they can (None: one line per record). ``str()`` uses 120."""
         if not self:
             return "(no convolution has run through tf_ucudnn yet)"
-        header = ("device", "pass", "convolution", "micro-batches", "workspace", "ms")
-        rows = [header]
-        for r in self:
-            steps = describe_micro_batches(r["micro_batches"])
-            ms = "-" if r["time_ms"] is None else f"{r['time_ms']:.3f}"
-            rows.append((r["device"].split("device:")[-1], r["pass"], r["shape"], steps,
-                         format_bytes(r["workspace_bytes"]), ms))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
+        rows = [(r["device"].split("device:")[-1], r["pass"], r["shape"].split(" "),
+                 micro_batch_pieces(r["micro_batches"]), format_bytes(r["workspace_bytes"]),
+                 format_ms(r["time_ms"])) for r in self]
+        return table.render(("device", "pass", "convolution", "micro-batches", "workspace", "ms"),
+                            rows, align="llllrr", max_width=max_width)
+
+    def __str__(self):
+        return self.to_string()
 
 
-def describe_micro_batches(micro_batches):
-    """Runs of equal micro-batches, e.g. ``"8x32 ALGO_1/tensor-op + 1x4 ALGO_0/fma"``
-    (8 micro-batches of 32 samples, then one of 4)."""
+def format_ms(ms):
+    """Milliseconds for a table: ``"1.234"``, or ``"-"`` where there is no time (the CPU)."""
+    return "-" if ms is None or ms != ms else f"{ms:.3f}"
+
+
+def _runs(micro_batches):
+    """Runs of equal micro-batches: ``["8x32 ALGO_1/tensor-op", "1x4 ALGO_0/fma"]``."""
     runs = []
     for m in micro_batches:
         key = (m["size"], m["algo"])
@@ -46,16 +51,19 @@ def describe_micro_batches(micro_batches):
             runs[-1][1] += 1
         else:
             runs.append([key, 1])
-    return " + ".join(f"{count}x{size} {algo}" for (size, algo), count in runs)
+    return [f"{count}x{size} {algo}" for (size, algo), count in runs]
 
 
-def format_bytes(n):
-    """Bytes as ``64 MiB``, ``1.5 MiB``, ``3 KiB`` or ``100 B`` (binary units, up to GiB)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} B"
+def micro_batch_pieces(micro_batches):
+    """:func:`describe_micro_batches` as table pieces that wrap between runs."""
+    runs = _runs(micro_batches)
+    return [run + " +" for run in runs[:-1]] + runs[-1:]
+
+
+def describe_micro_batches(micro_batches):
+    """Runs of equal micro-batches, e.g. ``"8x32 ALGO_1/tensor-op + 1x4 ALGO_0/fma"``
+    (8 micro-batches of 32 samples, then one of 4)."""
+    return " + ".join(_runs(micro_batches))
 
 
 def plans():

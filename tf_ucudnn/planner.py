@@ -94,6 +94,11 @@ def check_int(value, name, low=_INT64_MIN, high=_INT64_MAX):
     return int(value)
 
 
+# ucudnn::kMaxDenseBatch: the largest batch the recurrence plans for a table
+# whose sizes are not all powers of two (20 bytes per sample).
+_MAX_DENSE_BATCH = 1 << 24
+
+
 def check_bytes(value, name):
     """Validates a byte count (workspace limit or size): an integral number in
     [0, 2**63 - 1]. Returns it as int; raises ValueError naming `name` otherwise."""
@@ -134,16 +139,19 @@ def micro_batch_sizes(policy, batch_size):
       batch_size: N, the mini-batch size (samples).
 
     Returns:
-      A list of ints.
+      A list of ints. Memory is by the answer, not by N: ``"powerOfTwo"``
+      with N = 2**40 is 41 sizes.
 
     Raises:
       ValueError: unknown policy or batch_size not a positive int.
     """
     policy_id = _check_policy(policy)
     batch_size = _check_batch_size(batch_size)
-    out = (ctypes.c_int64 * batch_size)()
-    n = clib.ucudnn_micro_batch_sizes(policy_id, batch_size, out, batch_size)
-    return list(out[:n])
+    # Ask how many first: a buffer of N would be 8 TB for N = 2**40.
+    count = clib.ucudnn_micro_batch_sizes(policy_id, batch_size, None, 0)
+    out = (ctypes.c_int64 * count)()
+    clib.ucudnn_micro_batch_sizes(policy_id, batch_size, out, count)
+    return list(out)
 
 
 def _flatten(table):
@@ -180,11 +188,19 @@ def _solve(table, batch_size, policy, mode, workspace_limit=0):
     ids = (ctypes.c_int32 * max(n, 1))(*range(n))
     times = (ctypes.c_double * max(n, 1))(*[r[2] for r in rows])
     workspace = (ctypes.c_int64 * max(n, 1))(*[r[3] for r in rows])
-    capacity = 1 + 64 * (1 + 2 * batch_size)
+    # The answer's size is unknown until it is computed: start small and grow
+    # to what the planner says it needs (a buffer per sample of N was 1 KiB a
+    # sample: 10 GB for N = 10**7).
+    capacity = 1 + 64 * (1 + 2 * max(n, 1))
     while True:
         out = (ctypes.c_int64 * capacity)()
         needed = clib.ucudnn_plan(n, sizes, ids, times, workspace, batch_size, policy_id, mode,
                                   workspace_limit, 0, out, capacity)
+        if needed < 0:
+            raise ValueError(
+                f"batch_size {batch_size} is too large to plan for a table whose sizes are not "
+                f"all powers of two (at most {_MAX_DENSE_BATCH} samples; powerOfTwo tables "
+                f"have no limit)")
         if needed <= capacity:
             break
         capacity = needed
@@ -223,7 +239,9 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
 
     Raises:
       ValueError: bad arguments, or no plan: no combination of the table's
-        allowed sizes with algorithms within the limit adds up to batch_size.
+        allowed sizes with algorithms within the limit adds up to batch_size,
+        or batch_size above 2**24 for a table whose sizes are not all powers
+        of two (powerOfTwo tables are planned over bits, for any batch_size).
     """
     workspace_limit = check_bytes(workspace_limit, "workspace_limit")
     plans = _solve(table, batch_size, policy, _MODE_BEST, workspace_limit)
@@ -251,7 +269,8 @@ def pareto_front(table, batch_size, policy="powerOfTwo"):
       strictly decreasing ``time_ms``; empty if no plan exists.
 
     Raises:
-      ValueError: bad arguments.
+      ValueError: bad arguments, or batch_size above 2**24 for a table whose
+        sizes are not all powers of two.
     """
     return _solve(table, batch_size, policy, _MODE_FRONT)
 

@@ -17,31 +17,35 @@ transposes and NCHW convolutions are kept as they are. Like TF's
 function-call options it is set through, the rewrite is per thread.
 
 XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
-on a GPU for models of stock layers) are compiled by XLA and are not
-rewritten; a one-time warning says so when a Keras model compiles with XLA
-while the rewrite is on.
+on a GPU) are compiled by XLA from their TF graph, which Grappler never sees.
+For Keras models the rewrite takes another route there: while it is on, the
+stock ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
+convolutions through tf_ucudnn's op, whose XLA kernel is the micro-batched
+custom call, and the model's functions are traced again when that changes.
+Other ``jit_compile`` functions keep XLA's own convolutions.
 
 ``rewrite_model`` is the Keras-level alternative: a copy of a model whose
 ``keras.layers.Conv2D`` layers are ``tf_ucudnn.layers.Conv2D``.
 """
 
 import dataclasses
+import functools
 import logging
 import threading
+import warnings
 
 import keras
 from tensorflow.python.eager import context as _context
 
 from tf_ucudnn import nn
 from tf_ucudnn._ops import clib
-from tf_ucudnn.planner import check_bytes
+from tf_ucudnn.units import to_bytes
 
 OPTIMIZER_NAME = "UcudnnRewriter"
 _DEVICE_TYPES = ("CPU", "GPU")
 
 _log = logging.getLogger("tf_ucudnn")
 _lock = threading.Lock()
-_state = {"warned_xla": set()}
 # The settings in force, per thread, as TF keeps function-call options per thread.
 _local = threading.local()
 
@@ -166,10 +170,11 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
 
     Args:
       workspace_limit: bytes of workspace per kernel (forward, backward-data,
-        backward-filter each); None: ``UCUDNN_DEFAULT_WORKSPACE_LIMIT``
-        (default 64 MiB).
-      total_workspace: bytes shared by all substituted kernels of a device,
-        divided among them by Workspace Division (Oyama et al. 2018, §III-C):
+        backward-filter each), an int or a string such as ``"64MiB"``; None:
+        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      total_workspace: bytes shared by all substituted kernels of a device (an
+        int or e.g. ``"256MiB"``), divided among them by Workspace Division
+        (Oyama et al. 2018, §III-C):
         each kernel is benchmarked within the whole budget on its first run,
         and after one step the ILP of
         :func:`tf_ucudnn.planner.divide_workspace` gives each its share.
@@ -193,7 +198,7 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
                          "(bytes shared by all kernels), not both")
     knobs = nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if total_workspace is not None:
-        total_workspace = check_bytes(total_workspace, "total_workspace")
+        total_workspace = to_bytes(total_workspace, "total_workspace")
         if total_workspace == 0:
             raise ValueError("total_workspace must be positive (bytes); use workspace_limit=0 "
                              "for kernels without workspace")
@@ -245,11 +250,11 @@ def rewrite_stats():
 
 
 def _install_xla_warning():
-    """Wraps Keras' TF trainer so that a model compiled with XLA while the rewrite
-    is on gets one warning (XLA graphs are not rewritten)."""
+    """Wraps Keras' TF trainer so that models compiled with XLA are routed
+    through tf_ucudnn while the rewrite is on (see :func:`_route_xla`)."""
     try:
         from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-    except ImportError:  # another Keras layout: no warning, nothing else changes
+    except ImportError:  # another Keras layout: no XLA route, nothing else changes
         return
     if getattr(TensorFlowTrainer, "_tf_ucudnn_wrapped", False):
         return
@@ -257,39 +262,79 @@ def _install_xla_warning():
         original = getattr(TensorFlowTrainer, name)
 
         def wrapped(self, *args, _original=original, **kwargs):
-            _warn_if_xla(self)
+            _route_xla(self)
             return _original(self, *args, **kwargs)
 
         setattr(TensorFlowTrainer, name, wrapped)
     TensorFlowTrainer._tf_ucudnn_wrapped = True
 
 
-def _warn_if_xla(model):
-    if _settings() is None or not getattr(model, "jit_compile", False):
-        return
-    key = id(model)
-    if key in _state["warned_xla"]:
-        return
-    _state["warned_xla"].add(key)
-    _log.warning(
-        "tf_ucudnn.enable_rewrite: model %r is compiled with XLA (jit_compile=%r), and XLA "
-        "graphs are not rewritten, so its convolutions run without tf_ucudnn. Compile it with "
-        "model.compile(..., jit_compile=False) to use tf_ucudnn.", model.name,
-        getattr(model, "_jit_compile", model.jit_compile))
+def _xla_convolution(layer, settings, inputs, kernel):
+    """``keras.layers.Conv2D.convolution_op`` through tf_ucudnn, with the rewrite's settings."""
+    data_format = "NHWC" if layer.data_format == "channels_last" else "NCHW"
+    attrs = nn._conv_attrs(list(layer.strides), layer.padding.upper(), data_format,
+                           list(layer.dilation_rate), workspace_limit=settings.workspace_limit,
+                           batch_size_policy=settings.batch_size_policy)
+    if settings.total_workspace is not None:
+        attrs["total_workspace"] = settings.total_workspace
+    return nn.ucudnn_conv2d_op(inputs, kernel, attrs)
 
 
-def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
+def _route_xla(model):
+    """The XLA route of ``enable_rewrite``: Grappler never sees the body of an
+    XLA-compiled function, so while the rewrite is on, the stock
+    ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
+    convolution through tf_ucudnn's op (whose XLA kernel is the micro-batched
+    custom call); when the rewrite is off again, or its settings change, they
+    go back (or over) and the model's compiled functions are traced anew.
+    Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
+    settings = _settings()
+    if settings is not None and settings.devices is not None and not any(
+            d.startswith("GPU") for d in settings.devices):
+        settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
+    wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    layers = [layer for layer in model._flatten_layers(include_self=False)
+              if type(layer) is keras.layers.Conv2D]
+    changed = False
+    for layer in layers:
+        if getattr(layer, "_tf_ucudnn_xla", None) == wanted:
+            continue
+        changed = True
+        if wanted is None:
+            del layer.convolution_op
+            del layer._tf_ucudnn_xla
+        else:
+            layer.convolution_op = functools.partial(_xla_convolution, layer, wanted)
+            layer._tf_ucudnn_xla = wanted
+    if changed:
+        # Traced with the other convolution: trace again when next needed.
+        model.train_function = model.test_function = model.predict_function = None
+        if wanted is not None:
+            _log.info("tf_ucudnn.enable_rewrite: model %r is compiled with XLA; its %d "
+                      "keras.layers.Conv2D layers run tf_ucudnn's XLA kernels while the rewrite "
+                      "is on", model.name, len(layers))
+
+
+def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
     ``tf_ucudnn.layers.Conv2D`` of the same configuration and weights.
 
-    Works for Sequential and functional models (``keras.models.clone_model``);
-    other layers are cloned unchanged and keep their weights.
+    Works for Sequential and functional models, and for the Sequential and
+    functional models nested in them, at any depth
+    (``keras.models.clone_model(..., recursive=True)``); other layers are
+    cloned unchanged and keep their weights. Layers already
+    ``tf_ucudnn.layers.Conv2D`` keep their own knobs. Subclasses of
+    ``keras.layers.Conv2D`` (whose ``call`` may differ) and convolutions inside
+    subclassed layers or models are left stock, with a warning naming them.
 
     Args:
       model: a built ``keras.Model`` (Sequential or functional).
-      workspace_limit: bytes per kernel for the new layers; None: the op's
-        default (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
+      workspace_limit: bytes per kernel for the new layers, an int or a
+        string such as ``"64MiB"``; None: the op's default
+        (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
       batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
+      verbose: 1 prints one line saying how many layers were replaced
+        (and how many of them in nested models); 0 prints nothing.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -302,14 +347,58 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None):
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if not model.built:
         raise ValueError("rewrite_model needs a built model (call it once or build it first)")
+    replaced, skipped, nested = [], [], set()
+    for outer in _nested_models(model):
+        nested.update(id(layer) for layer in outer.layers)
 
     def clone(layer):
         config = layer.get_config()
         if type(layer) is keras.layers.Conv2D:
+            replaced.append(layer)
             return layers.Conv2D.from_config(dict(config, workspace_limit=workspace_limit,
                                                   batch_size_policy=batch_size_policy))
+        if isinstance(layer, keras.layers.Conv2D) and not isinstance(layer, layers.Conv2D):
+            skipped.append(f"{layer.name} ({type(layer).__name__})")
+        else:
+            skipped.extend(f"{inner.name} (inside {layer.name}, {type(layer).__name__})"
+                           for inner in _stock_convolutions_within(layer))
         return layer.__class__.from_config(config)
 
-    new = keras.models.clone_model(model, clone_function=clone)
+    new = keras.models.clone_model(model, clone_function=clone, recursive=True)
     new.set_weights(model.get_weights())
+    if skipped:
+        warnings.warn(f"tf_ucudnn.rewrite_model left {len(skipped)} convolution layer(s) stock: "
+                      f"{', '.join(skipped)}. It replaces keras.layers.Conv2D itself (not its "
+                      f"subclasses, whose call may differ) in Sequential and functional "
+                      f"models; to run those through tf_ucudnn, derive them from (or build "
+                      f"them with) tf_ucudnn.layers.Conv2D.", stacklevel=2)
+    if verbose:
+        inside = sum(id(layer) in nested for layer in replaced)
+        print(f"tf_ucudnn.rewrite_model: replaced {len(replaced)} keras.layers.Conv2D "
+              f"layer(s) with tf_ucudnn.layers.Conv2D"
+              + (f" ({inside} in nested models)" if inside else "")
+              + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
+
+
+def _nested_models(model):
+    """The Sequential and functional models nested in ``model``, at any depth."""
+    found, stack = [], [model]
+    while stack:
+        for layer in stack.pop().layers:
+            if isinstance(layer, (keras.Sequential, keras.Model)) and hasattr(layer, "layers"):
+                found.append(layer)
+                stack.append(layer)
+    return found
+
+
+def _stock_convolutions_within(layer):
+    """``keras.layers.Conv2D`` layers (and subclasses) held inside a layer that
+    clone_model copies as a whole (a subclassed layer or model)."""
+    flatten = getattr(layer, "_flatten_layers", None)  # Keras 3's walk over tracked sublayers
+    if flatten is None:
+        return []
+    from tf_ucudnn import layers
+
+    return [inner for inner in flatten(include_self=False, recursive=True)
+            if isinstance(inner, keras.layers.Conv2D) and not isinstance(inner, layers.Conv2D)]

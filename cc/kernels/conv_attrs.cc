@@ -1,6 +1,10 @@
 #include "cc/kernels/conv_attrs.h"
 
+#include <array>
 #include <cstdlib>
+#include <initializer_list>
+#include <limits>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -216,14 +220,77 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
 
 namespace {
 
-// TF's SAME padding: output ceil(in / stride), the extra pixel after.
-void SamePadding(int64_t in, int64_t filter, int64_t dilation, int64_t stride, int64_t* before,
-                 int64_t* after) {
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t effective = (filter - 1) * dilation + 1;
-  const int64_t needed = std::max<int64_t>(0, (out - 1) * stride + effective - in);
-  *before = needed / 2;
-  *after = needed - *before;
+// Overflow-safe int64 arithmetic. Every size below comes from a tensor's
+// shape, an attribute or a size tensor that a user controls, and a tensor
+// with no elements may still have a dimension near 2^63 (e.g. [0, 2^62, 5, 2]),
+// so signed overflow (undefined behaviour) is possible in every sum and product.
+bool CheckedAdd(int64_t a, int64_t b, int64_t* sum) { return !__builtin_add_overflow(a, b, sum); }
+bool CheckedMul(int64_t a, int64_t b, int64_t* product) {
+  return !__builtin_mul_overflow(a, b, product);
+}
+
+// The number of elements of a shape of non-negative `dims`; false when it
+// exceeds 2^63 - 1 (TensorShape would CHECK-fail on it and abort).
+bool CheckedNumElements(std::initializer_list<int64_t> dims, int64_t* n) {
+  *n = 1;
+  for (int64_t d : dims) {
+    if (!CheckedMul(*n, d, n)) return false;
+  }
+  return true;
+}
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+// The output's dimensions in its layout's order.
+std::array<int64_t, 4> OutputDims(const ucudnn::ConvParams& p) {
+  if (p.layout == ucudnn::Layout::kNHWC) {
+    return {p.batch, p.out_height, p.out_width, p.out_channels};
+  }
+  return {p.batch, p.out_channels, p.out_height, p.out_width};
+}
+
+// One spatial dimension as TF computes it (GetWindowedOutputSizeVerbose),
+// overflow-checked: the dilated filter size, the padding (SAME: output
+// ceil(in / stride), the extra pixel after) and the padded input size.
+// `what` is "height" or "width".
+struct SpatialSizes {
+  int64_t effective = 0, pad_before = 0, pad_after = 0, padded = 0;
+};
+
+absl::Status SpatialDim(const std::string& padding, int64_t in, int64_t filter, int64_t dilation,
+                        int64_t stride, int64_t explicit_before, int64_t explicit_after,
+                        const char* what, SpatialSizes* d) {
+  // (filter - 1) * dilation + 1, with filter >= 1 and dilation >= 1.
+  if (!CheckedMul(filter - 1, dilation, &d->effective) ||
+      !CheckedAdd(d->effective, 1, &d->effective)) {
+    return errors::InvalidArgument("the dilated filter ", what, " (", filter,
+                                   " taps with dilation ", dilation, ") exceeds 2^63 - 1");
+  }
+  if (padding == "SAME") {
+    // in / stride rounded up, without in + stride - 1 (which can overflow).
+    const int64_t out = in / stride + (in % stride != 0 ? 1 : 0);
+    // (out - 1) * stride < in cannot overflow; adding the filter can.
+    int64_t span = 0;
+    if (!CheckedAdd((out - 1) * stride, d->effective, &span)) {
+      return errors::InvalidArgument("the SAME-padded input ", what, " (input ", in,
+                                     ", dilated filter ", d->effective, ", stride ", stride,
+                                     ") exceeds 2^63 - 1");
+    }
+    const int64_t needed = std::max<int64_t>(0, span - in);
+    d->pad_before = needed / 2;
+    d->pad_after = needed - d->pad_before;
+  } else if (padding == "EXPLICIT") {
+    d->pad_before = explicit_before;
+    d->pad_after = explicit_after;
+  } else {
+    d->pad_before = d->pad_after = 0;
+  }
+  if (!CheckedAdd(in, d->pad_before, &d->padded) ||
+      !CheckedAdd(d->padded, d->pad_after, &d->padded)) {
+    return errors::InvalidArgument("the padded input ", what, " (", in, " + ", d->pad_before,
+                                   " + ", d->pad_after, ") exceeds 2^63 - 1");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -261,13 +328,15 @@ absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
   p->filter_width = filter.dim_size(1);
   p->out_channels = filter.dim_size(3);
   const int64_t filter_in = filter.dim_size(2);
-  if (p->batch <= 0) {
-    return errors::InvalidArgument("the batch size must be positive, got input shape ",
-                                   input.DebugString());
-  }
-  if (p->filter_height <= 0 || p->filter_width <= 0 || filter_in <= 0 || p->out_channels <= 0) {
-    return errors::InvalidArgument("every filter dimension must be positive, got ",
-                                   filter.DebugString());
+  // Zero-size tensors are valid, as in tf.nn.conv2d: a batch of 0, an empty
+  // spatial dimension (with SAME padding or enough explicit padding) or 0
+  // output channels give an empty or zero result (see ConvParams::empty()).
+  // A filter without taps or input channels is an error, as in TF.
+  if (p->filter_height <= 0 || p->filter_width <= 0 || filter_in <= 0) {
+    return errors::InvalidArgument(
+        "the filter's height, width and in_channels must be positive (TF: filter must not have "
+        "zero elements), got filter shape ",
+        filter.DebugString());
   }
   if (p->in_channels % filter_in != 0) {
     return errors::InvalidArgument(
@@ -275,6 +344,14 @@ absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
         filter_in, "): in_channels = groups * filter in_channels");
   }
   p->groups = p->in_channels / filter_in;
+  // 0 input channels would make 0 groups, and out_channels % 0 a division by
+  // zero (SIGFPE); TF rejects it too ("Number of groups must not be 0").
+  if (p->groups == 0) {
+    return errors::InvalidArgument("the input has 0 channels but the filter's in_channels is ",
+                                   filter_in,
+                                   ": a convolution needs at least one group (input channels = "
+                                   "groups * filter in_channels, groups >= 1)");
+  }
   if (p->out_channels % p->groups != 0) {
     return errors::InvalidArgument("out_channels (", p->out_channels,
                                    ") must be a multiple of groups (", p->groups, ")");
@@ -283,46 +360,78 @@ absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
   p->stride_w = attrs.stride_w;
   p->dilation_h = attrs.dilation_h;
   p->dilation_w = attrs.dilation_w;
-  if (attrs.padding == "SAME") {
-    SamePadding(p->in_height, p->filter_height, p->dilation_h, p->stride_h, &p->pad_top,
-                &p->pad_bottom);
-    SamePadding(p->in_width, p->filter_width, p->dilation_w, p->stride_w, &p->pad_left,
-                &p->pad_right);
-  } else if (attrs.padding == "EXPLICIT") {
-    p->pad_top = attrs.pad_top;
-    p->pad_bottom = attrs.pad_bottom;
-    p->pad_left = attrs.pad_left;
-    p->pad_right = attrs.pad_right;
-  } else {
-    p->pad_top = p->pad_bottom = p->pad_left = p->pad_right = 0;
+  SpatialSizes sh, sw;
+  TF_RETURN_IF_ERROR(SpatialDim(attrs.padding, p->in_height, p->filter_height, p->dilation_h,
+                                p->stride_h, attrs.pad_top, attrs.pad_bottom, "height", &sh));
+  TF_RETURN_IF_ERROR(SpatialDim(attrs.padding, p->in_width, p->filter_width, p->dilation_w,
+                                p->stride_w, attrs.pad_left, attrs.pad_right, "width", &sw));
+  p->pad_top = sh.pad_before;
+  p->pad_bottom = sh.pad_after;
+  p->pad_left = sw.pad_before;
+  p->pad_right = sw.pad_after;
+  // SAME never fails: its output is ceil(in / stride), 0 for an empty input.
+  // VALID and EXPLICIT need the padded input to hold the dilated filter, as
+  // TF's shape function (graph mode) requires; TF's eager kernel also returns
+  // an empty output when it is short by less than a stride.
+  if (attrs.padding != "SAME" && (sh.padded < sh.effective || sw.padded < sw.effective)) {
+    return errors::InvalidArgument("the dilated filter (", sh.effective, "x", sw.effective,
+                                   ") is larger than the padded input (", sh.padded, "x",
+                                   sw.padded, ")");
   }
-  const int64_t eff_h = (p->filter_height - 1) * p->dilation_h + 1;
-  const int64_t eff_w = (p->filter_width - 1) * p->dilation_w + 1;
-  if (p->in_height + p->pad_top + p->pad_bottom < eff_h ||
-      p->in_width + p->pad_left + p->pad_right < eff_w) {
-    return errors::InvalidArgument("the dilated filter (", eff_h, "x", eff_w,
-                                   ") is larger than the padded input (",
-                                   p->in_height + p->pad_top + p->pad_bottom, "x",
-                                   p->in_width + p->pad_left + p->pad_right, ")");
-  }
+  // Safe now: in + pads fits in int64 (checked above).
   p->out_height = ucudnn::ConvOutputSize(p->in_height, p->filter_height, p->dilation_h,
                                          p->stride_h, p->pad_top, p->pad_bottom);
   p->out_width = ucudnn::ConvOutputSize(p->in_width, p->filter_width, p->dilation_w,
                                         p->stride_w, p->pad_left, p->pad_right);
-  // cuDNN takes int dimensions.
-  for (int64_t v : {p->batch, p->in_channels, p->in_height, p->in_width, p->out_channels}) {
-    if (v > std::numeric_limits<int>::max()) {
-      return errors::InvalidArgument("a dimension (", v, ") exceeds 2^31 - 1");
+  // The output's element count must fit before OutputShape builds it, in the
+  // order TensorShape multiplies the dimensions (a later 0 does not save an
+  // earlier overflow there).
+  const std::array<int64_t, 4> out_dims = OutputDims(*p);
+  int64_t output_elements = 0;
+  if (!CheckedNumElements({out_dims[0], out_dims[1], out_dims[2], out_dims[3]},
+                          &output_elements)) {
+    return errors::InvalidArgument("the output shape [", absl::StrJoin(out_dims, ", "),
+                                   "] would have more than 2**63 - 1 elements");
+  }
+  if (p->empty()) return absl::OkStatus();  // nothing runs: no limits to check
+  // The engine (cuDNN's legacy descriptors) takes int dimensions, paddings
+  // and per-sample element counts; checked here so that no static_cast<int>
+  // there wraps. Only convolutions that run are held to it.
+  const int64_t padded_h = sh.padded, padded_w = sw.padded;
+  const std::pair<const char*, int64_t> dims[] = {
+      {"batch", p->batch},
+      {"input channels", p->in_channels},
+      {"input height", p->in_height},
+      {"input width", p->in_width},
+      {"output channels", p->out_channels},
+      {"filter height", p->filter_height},
+      {"filter width", p->filter_width},
+      {"output height", p->out_height},
+      {"output width", p->out_width},
+      {"padded input height", padded_h},
+      {"padded input width", padded_w}};
+  for (const auto& [name, v] : dims) {
+    if (v > kIntMax) {
+      return errors::InvalidArgument("the ", name, " (", v,
+                                     ") exceeds 2^31 - 1: cuDNN takes int dimensions");
     }
+  }
+  int64_t padded_sample = 0, output_sample = 0;
+  if (!CheckedNumElements({p->in_channels, padded_h, padded_w}, &padded_sample) ||
+      padded_sample > kIntMax ||
+      !CheckedNumElements({p->out_channels, p->out_height, p->out_width}, &output_sample) ||
+      output_sample > kIntMax) {
+    return errors::InvalidArgument(
+        "one sample of the padded input (", p->in_channels, " x ", padded_h, " x ", padded_w,
+        ") or of the output (", p->out_channels, " x ", p->out_height, " x ", p->out_width,
+        ") has more than 2^31 - 1 elements: cuDNN takes int strides");
   }
   return absl::OkStatus();
 }
 
 TensorShape OutputShape(const ucudnn::ConvParams& p) {
-  if (p.layout == ucudnn::Layout::kNHWC) {
-    return TensorShape({p.batch, p.out_height, p.out_width, p.out_channels});
-  }
-  return TensorShape({p.batch, p.out_channels, p.out_height, p.out_width});
+  const std::array<int64_t, 4> dims = OutputDims(p);
+  return TensorShape({dims[0], dims[1], dims[2], dims[3]});
 }
 
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape) {
@@ -336,8 +445,13 @@ absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorS
       return errors::InvalidArgument(name, " must be non-negative, got ", v(i));
     }
   }
-  *shape = TensorShape({v(0), v(1), v(2), v(3)});
-  return absl::OkStatus();
+  // 4 int32 sizes can have 2^124 elements: TensorShape would CHECK-fail (abort).
+  int64_t elements = 0;
+  if (!CheckedNumElements({v(0), v(1), v(2), v(3)}, &elements)) {
+    return errors::InvalidArgument(name, " [", v(0), ", ", v(1), ", ", v(2), ", ", v(3),
+                                   "] would have more than 2**63 - 1 elements");
+  }
+  return TensorShape::BuildTensorShape({v(0), v(1), v(2), v(3)}, shape);
 }
 
 }  // namespace ucudnn_tf

@@ -40,14 +40,22 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 
 // Validates the input and filter shapes against the attributes and fills
 // *params (batch, channels, groups, output size, resolved SAME padding).
+// Every size is computed overflow-safe: a bad or overflowing shape is an
+// InvalidArgument naming the value, never undefined behaviour or an abort.
+// Zero-size shapes (batch 0, an empty spatial dimension, 0 output channels)
+// are accepted, as by tf.nn.conv2d: callers check params->empty() and produce
+// the empty or zero result themselves. A non-empty convolution is also held
+// to cuDNN's int dimensions.
 absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
                             const TensorShape& filter, DataType dtype,
                             ucudnn::ConvParams* params);
 
-// The output (forward) shape of `params` in its layout.
+// The output (forward) shape of `params` in its layout; MakeConvParams has
+// checked that its element count fits.
 TensorShape OutputShape(const ucudnn::ConvParams& params);
 
-// Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes).
+// Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes): each
+// non-negative, their product at most 2^63 - 1.
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape);
 
 }  // namespace ucudnn_tf

@@ -13,9 +13,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
+#include "cc/kernels/engine/conv_runner.h"
 #include "cc/kernels/engine/cpu_backend.h"
 #include "cc/kernels/engine/debug_output.h"
 #include "cc/kernels/engine/executor.h"
@@ -57,31 +59,6 @@ absl::Status ToTfStatus(const ucudnn::Status& s) {
   return absl::UnknownError(s.message());
 }
 
-void LogPlan(const ucudnn::PlanRecord& r) {
-  if (!ucudnn::DebugOutput()) return;
-  // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
-  std::string steps;
-  for (size_t i = 0; i < r.micro_batches.size();) {
-    size_t j = i;
-    while (j < r.micro_batches.size() && r.micro_batches[j].size == r.micro_batches[i].size &&
-           r.micro_batches[j].algo == r.micro_batches[i].algo) {
-      ++j;
-    }
-    absl::StrAppend(&steps, i == 0 ? "" : " + ", j - i, "x", r.micro_batches[i].size, " ",
-                    r.micro_batches[i].algo);
-    i = j;
-  }
-  std::fprintf(stderr, "tf_ucudnn: %s %s %s: %s (workspace %lld bytes, %.3f ms)%s%s\n",
-               r.device.c_str(), ucudnn::PassName(r.pass), r.params.ToString().c_str(),
-               steps.c_str(), static_cast<long long>(r.workspace_bytes), r.time_ms,
-               r.note.empty() ? "" : "; ", r.note.c_str());
-}
-
-std::string PolicyLabel(const ConvAttrs& attrs) {
-  return attrs.micro_batch_size > 0 ? absl::StrCat("forced ", attrs.micro_batch_size)
-                                    : ucudnn::BatchSizePolicyName(attrs.policy);
-}
-
 }  // namespace
 
 template <typename Device, typename T>
@@ -103,7 +80,19 @@ struct LaunchConv<CPUDevice, T> {
     const T* a_ptr = a.flat<T>().data();
     const T* b_ptr = b.flat<T>().data();
     T* out_ptr = out->flat<T>().data();
-    return ToTfStatus(ucudnn::ExecutePlan(
+    // Backward-filter micro-batches add up in float32 (see CpuBackwardFilter):
+    // in the output itself for float32, else in a temporary rounded to T once.
+    float* filter_acc = nullptr;
+    Tensor acc;
+    if (pass == Pass::kBackwardFilter) {
+      if constexpr (std::is_same_v<T, float>) {
+        filter_acc = out_ptr;
+      } else {
+        TF_RETURN_IF_ERROR(ctx->allocate_temp(DT_FLOAT, out->shape(), &acc));
+        filter_acc = acc.flat<float>().data();
+      }
+    }
+    TF_RETURN_IF_ERROR(ToTfStatus(ucudnn::ExecutePlan(
         plan, pass, [&](int64_t offset, const ucudnn::MicroBatch& mb, bool accumulate) {
           const int64_t in_off = offset * p.input_sample_size();
           const int64_t out_off = offset * p.output_sample_size();
@@ -117,12 +106,16 @@ struct LaunchConv<CPUDevice, T> {
                                          parallel_for);
               break;
             case Pass::kBackwardFilter:
-              ucudnn::CpuBackwardFilter<T>(p, mb.size, a_ptr + in_off, b_ptr + out_off, out_ptr,
-                                           accumulate, parallel_for);
+              ucudnn::CpuBackwardFilter<T>(p, mb.size, a_ptr + in_off, b_ptr + out_off,
+                                           filter_acc, accumulate, parallel_for);
               break;
           }
           return ucudnn::Status();
-        }));
+        })));
+    if constexpr (!std::is_same_v<T, float>) {
+      if (pass == Pass::kBackwardFilter) ucudnn::CpuStoreFilter<T>(p, filter_acc, out_ptr);
+    }
+    return absl::OkStatus();
   }
 
   static void RecordOnce(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
@@ -143,13 +136,15 @@ struct LaunchConv<CPUDevice, T> {
     r.pass = pass;
     r.params = p;
     r.workspace_limit = attrs.workspace_limit;
-    r.policy = attrs.micro_batch_size > 0 ? PolicyLabel(attrs) : "undivided (CPU)";
+    r.policy = attrs.micro_batch_size > 0
+                   ? ucudnn::PolicyLabel(attrs.policy, attrs.micro_batch_size)
+                   : "undivided (CPU)";
     for (const auto& mb : plan.micro_batches) {
       r.micro_batches.push_back({mb.size, "im2col-gemm", 0, std::nan("")});
     }
     r.time_ms = std::nan("");
     ucudnn::RecordPlan(r);
-    LogPlan(r);
+    ucudnn::LogPlan(r);
   }
 };
 
@@ -181,38 +176,6 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
   std::vector<Tensor> tensors_;
 };
 
-// Logs once per kernel that its plan's workspace could not be allocated.
-void LogFallbackOnce(const ucudnn::KernelKey& key, const std::string& what) {
-  static std::mutex mu;
-  static auto* seen = new std::set<ucudnn::KernelKey>();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!seen->insert(key).second) return;
-  }
-  LOG(WARNING) << "tf_ucudnn: " << what;
-}
-
-ucudnn::PlanRecord MakeRecord(OpKernelContext* ctx, const ucudnn::CudnnKernel& kernel,
-                              const ConvAttrs& attrs, const Plan& plan) {
-  ucudnn::PlanRecord r;
-  r.device = ctx->device()->name();
-  r.pass = kernel.pass();
-  r.params = kernel.params();
-  r.workspace_limit = attrs.workspace_limit;
-  r.policy = PolicyLabel(attrs);
-  if (attrs.total_workspace > 0) {
-    r.note = absl::StrCat("Workspace Division group of ", attrs.total_workspace,
-                          " bytes: benchmarked within the whole budget, divided after a step");
-  }
-  for (const auto& mb : plan.micro_batches) {
-    r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]),
-                               mb.workspace_bytes, mb.time_ms});
-  }
-  r.workspace_bytes = plan.workspace_bytes;
-  r.time_ms = plan.time_ms;
-  return r;
-}
-
 }  // namespace
 
 template <typename T>
@@ -221,81 +184,37 @@ struct LaunchConv<GPUDevice, T> {
                           const ConvParams& p, const Tensor& a, const Tensor& b, Tensor* out) {
     se::Stream* se_stream = ctx->op_device_context()->stream();
     if (se_stream == nullptr) return absl::InternalError("no GPU stream for tf_ucudnn");
-    const int device = se_stream->parent()->device_ordinal();
-    cudaStream_t stream = ctx->eigen_gpu_device().stream();
-    int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current != device) cudaSetDevice(device);
-
-    ucudnn::CudnnHandle* handle = nullptr;
-    TF_RETURN_IF_ERROR(ToTfStatus(ucudnn::GetCudnnHandle(device, stream, &handle)));
-    ucudnn::KernelKey key;
-    key.pass = pass;
-    key.conv = p.Fields();
-    key.device = device;
-    key.allow_tf32 = tsl::tensor_float_32_execution_enabled();
-    key.deterministic = OpDeterminismRequired();
-    key.workspace_limit = attrs.workspace_limit;
-    key.policy = attrs.policy;
-    key.forced_micro_batch = attrs.micro_batch_size;
-    key.total_workspace = attrs.total_workspace;
-    key.engines = attrs.engines;
-    std::shared_ptr<ucudnn::CudnnKernel> kernel = ucudnn::GetOrCreateKernel(key, p);
-
+    ucudnn::ConvRequest q;
+    q.pass = pass;
+    q.params = p;
+    q.device = se_stream->parent()->device_ordinal();
+    q.stream = ctx->eigen_gpu_device().stream();
+    q.device_name = ctx->device()->name();
+    q.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    q.deterministic = OpDeterminismRequired();
+    q.workspace_limit = attrs.workspace_limit;
+    q.policy = attrs.policy;
+    q.micro_batch_size = attrs.micro_batch_size;
+    q.total_workspace = attrs.total_workspace;
+    q.engines = attrs.engines;
     ucudnn::PassTensors tensors;
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
-    bool planned_now = false;
-    double planning_ms = 0;
-    if (!kernel->planned()) {
-      const auto planning_start = std::chrono::steady_clock::now();
-      // Benchmark buffers go back to TF's allocator before the plan's own
-      // workspace is taken (stream-ordered, so no synchronisation is needed).
-      TfScratchAllocator bench_scratch(ctx);
-      std::unique_ptr<BenchmarkPeers> peers;
-      if (!kernel->seeded()) TF_RETURN_IF_ERROR(BenchmarkPeers::Make(ctx, device, &peers));
-      static const std::vector<ucudnn::BenchmarkPeer> kNoPeers;
-      TF_RETURN_IF_ERROR(ToTfStatus(kernel->EnsurePlanned(
-          handle, stream, attrs.policy, attrs.micro_batch_size, attrs.workspace_limit, tensors,
-          &bench_scratch, peers ? peers->peers() : kNoPeers, &planned_now)));
-      planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              planning_start)
-                        .count();
-    }
-    if (planned_now) {
-      ucudnn::PlanRecord r = MakeRecord(ctx, *kernel, attrs, kernel->plan());
-      r.planning_ms = planning_ms;
-      std::string note;
-      const std::vector<int> bench_devices = kernel->benchmark_devices();
-      if (kernel->seeded()) {
-        note = "benchmarks from the database";
-      } else if (bench_devices.size() > 1) {
-        note = "benchmarked on GPUs " + absl::StrJoin(bench_devices, ", ");
-      }
-      if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
-      LogPlan(r);
-      ucudnn::RecordPlan(std::move(r));
-    }
-    Plan ran;
-    // A Workspace Division group's kernel runs its least-workspace plan until
-    // the group is first divided (after one step): meanwhile its members
-    // benchmark one at a time within the whole budget and run holding (next
-    // to) no workspace, so the budget holds from the first step on.
-    const Plan plan = attrs.total_workspace > 0 && !kernel->divided()
-                          ? kernel->LeastWorkspacePlan()
-                          : kernel->plan();
     TfScratchAllocator scratch(ctx);
-    TF_RETURN_IF_ERROR(ToTfStatus(kernel->Run(handle, stream, plan, tensors, &scratch, &ran)));
-    if (ran.workspace_bytes != plan.workspace_bytes) {
-      LogFallbackOnce(key, absl::StrCat("could not allocate ", plan.workspace_bytes,
-                                        " bytes of workspace for ", ucudnn::PassName(pass), " ",
-                                        p.ToString(), "; running a plan that needs ",
-                                        ran.workspace_bytes, " bytes instead"));
-    }
-    if (attrs.total_workspace > 0) {
-      ucudnn::NoteGroupRun(device, attrs.total_workspace, kernel.get());
-    }
-    return absl::OkStatus();
+    std::unique_ptr<BenchmarkPeers> peers;
+    return ToTfStatus(ucudnn::RunConvPass(
+        q, tensors, &scratch, [&](std::vector<ucudnn::BenchmarkPeer>* list) {
+          const absl::Status s = BenchmarkPeers::Make(ctx, q.device, &peers);
+          if (!s.ok()) {
+            // UCUDNN_BENCHMARK_DEVICES names GPUs this process cannot use.
+            return absl::IsInvalidArgument(s)
+                       ? ucudnn::Status::InvalidArgument(std::string(s.message()))
+                       : ucudnn::Status::Internal(std::string(s.message()));
+          }
+          if (peers) *list = peers->peers();
+          return ucudnn::Status();
+        }));
   }
 };
 
@@ -349,6 +268,16 @@ class UcudnnConvOp : public OpKernel {
                                                                      : filter_shape;
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
+    if (params.empty()) {
+      // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
+      // channels), as tf.nn.conv2d: the result has its shape and, where it has
+      // elements (e.g. the filter gradient of an empty batch), is zero. No
+      // planning, no engine call.
+      if (out->NumElements() > 0) {
+        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
+      }
+      return;
+    }
     OP_REQUIRES_OK(ctx, LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, out));
   }
 

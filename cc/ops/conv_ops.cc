@@ -1,5 +1,8 @@
 // Registers the three micro-batched convolution ops: TensorFlow's Conv2D,
 // Conv2DBackpropInput and Conv2DBackpropFilter interfaces plus μ-cuDNN's knobs.
+#include <string>
+#include <vector>
+
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -7,8 +10,58 @@
 namespace tensorflow {
 namespace {
 
+using shape_inference::DimensionHandle;
 using shape_inference::InferenceContext;
 using shape_inference::ShapeHandle;
+
+// A shape whose known dimensions multiply past 2^63 - 1 must not leave the
+// shape function: whatever builds a TensorShape from it later (a kernel, a
+// Grappler pass) would CHECK-fail and abort the process.
+absl::Status CheckNumElements(InferenceContext* c, ShapeHandle shape, const char* what) {
+  if (!c->RankKnown(shape)) return absl::OkStatus();
+  int64_t elements = 1;
+  for (int i = 0; i < c->Rank(shape); ++i) {
+    const DimensionHandle d = c->Dim(shape, i);
+    if (!c->ValueKnown(d)) continue;
+    if (__builtin_mul_overflow(elements, c->Value(d), &elements)) {
+      return errors::InvalidArgument(what, " ", c->DebugString(shape),
+                                     " would have more than 2**63 - 1 elements");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Ucudnn>Conv2D's shape: TF's Conv2D shape function, after checking what it
+// adds in plain int64 (each pair of explicit paddings: signed overflow near
+// 2^62 is undefined behaviour), and then the output's element count.
+absl::Status Conv2DShape(InferenceContext* c) {
+  std::string padding;
+  TF_RETURN_IF_ERROR(c->GetAttr("padding", &padding));
+  if (padding == "EXPLICIT") {
+    std::vector<int64_t> pads;
+    TF_RETURN_IF_ERROR(c->GetAttr("explicit_paddings", &pads));
+    for (size_t i = 0; i + 1 < pads.size(); i += 2) {
+      int64_t sum = 0;
+      if (pads[i] >= 0 && pads[i + 1] >= 0 && __builtin_add_overflow(pads[i], pads[i + 1], &sum)) {
+        return errors::InvalidArgument("explicit_paddings ", pads[i], " + ", pads[i + 1],
+                                       " (dimension ", i / 2, ") exceeds 2^63 - 1");
+      }
+    }
+  }
+  TF_RETURN_IF_ERROR(shape_inference::Conv2DShapeWithExplicitPadding(c));
+  return CheckNumElements(c, c->output(0), "the output shape");
+}
+
+// The gradients' shape: the 4 sizes of a size tensor (input_sizes or
+// filter_sizes), whose element count must fit in int64.
+absl::Status ShapeFromSizes(InferenceContext* c, int input, const char* name) {
+  ShapeHandle s;
+  TF_RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(input, &s));
+  TF_RETURN_IF_ERROR(c->WithRank(s, 4, &s));
+  TF_RETURN_IF_ERROR(CheckNumElements(c, s, name));
+  c->set_output(0, s);
+  return absl::OkStatus();
+}
 
 // TF's Conv2D attrs, then μ-cuDNN's: workspace_limit in bytes (-1 = the
 // UCUDNN_DEFAULT_WORKSPACE_LIMIT environment variable, default 64 MiB),
@@ -34,7 +87,7 @@ REGISTER_OP("Ucudnn>Conv2D")
     .Input("filter: T")
     .Output("output: T")
     .UCUDNN_CONV_ATTRS
-    .SetShapeFn(shape_inference::Conv2DShapeWithExplicitPadding)
+    .SetShapeFn(Conv2DShape)
     .Doc(R"doc(
 Micro-batched 2-D convolution (Oyama et al. 2018); same results as Conv2D.
 input: [batch, height, width, in_channels] (NHWC) or [batch, in_channels, height, width] (NCHW).
@@ -47,13 +100,7 @@ REGISTER_OP("Ucudnn>Conv2DBackpropInput")
     .Input("out_backprop: T")
     .Output("output: T")
     .UCUDNN_CONV_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle s;
-      TF_RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &s));
-      TF_RETURN_IF_ERROR(c->WithRank(s, 4, &s));
-      c->set_output(0, s);
-      return absl::OkStatus();
-    })
+    .SetShapeFn([](InferenceContext* c) { return ShapeFromSizes(c, 0, "input_sizes"); })
     .Doc("Gradient of Ucudnn>Conv2D with respect to its input (backward-data).");
 
 REGISTER_OP("Ucudnn>Conv2DBackpropFilter")
@@ -62,13 +109,7 @@ REGISTER_OP("Ucudnn>Conv2DBackpropFilter")
     .Input("out_backprop: T")
     .Output("output: T")
     .UCUDNN_CONV_ATTRS
-    .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle s;
-      TF_RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(1, &s));
-      TF_RETURN_IF_ERROR(c->WithRank(s, 4, &s));
-      c->set_output(0, s);
-      return absl::OkStatus();
-    })
+    .SetShapeFn([](InferenceContext* c) { return ShapeFromSizes(c, 1, "filter_sizes"); })
     .Doc("Gradient of Ucudnn>Conv2D with respect to its filter (backward-filter).");
 
 }  // namespace

@@ -22,6 +22,12 @@ cc_library(
     name = "libtensorflow_framework",
     srcs = ["lib/{lib}"],
 )
+
+# tf2xla (XlaOpKernel, TF's conv lowering) and the XLA builder live here.
+cc_library(
+    name = "libtensorflow_cc",
+    srcs = ["lib/{cc_lib}"],
+)
 """
 
 def _tf_local_impl(ctx):
@@ -32,7 +38,9 @@ def _tf_local_impl(ctx):
         fail("TensorFlow paths are not configured: run `python configure.py` (or `make build`) first.")
     ctx.symlink(header_dir, "include")
     ctx.symlink(lib_dir + "/" + lib_name, "lib/" + lib_name)
-    ctx.file("BUILD", _BUILD.replace("{lib}", lib_name))
+    cc_lib_name = lib_name.replace("tensorflow_framework", "tensorflow_cc")
+    ctx.symlink(lib_dir + "/" + cc_lib_name, "lib/" + cc_lib_name)
+    ctx.file("BUILD", _BUILD.replace("{lib}", lib_name).replace("{cc_lib}", cc_lib_name))
 
 tf_local = repository_rule(
     implementation = _tf_local_impl,

@@ -71,15 +71,20 @@ int32_t ucudnn_has_cudnn() {
 #endif
 }
 
-// Allowed micro-batch sizes; returns how many (writes at most `capacity`).
+// Allowed micro-batch sizes; returns how many (writes at most `capacity`, so
+// a caller can ask with capacity 0 first). Lists nothing it does not write:
+// policy all with N = 2^40 has 2^40 sizes.
 int64_t ucudnn_micro_batch_sizes(int32_t policy, int64_t batch_size, int64_t* out,
                                  int64_t capacity) {
-  const std::vector<int64_t> sizes =
-      ucudnn::MicroBatchSizes(static_cast<ucudnn::BatchSizePolicy>(policy), batch_size);
-  for (int64_t i = 0; i < static_cast<int64_t>(sizes.size()) && i < capacity; ++i) {
-    out[i] = sizes[i];
+  const auto p = static_cast<ucudnn::BatchSizePolicy>(policy);
+  const int64_t count = ucudnn::MicroBatchSizeCount(p, batch_size);
+  if (p == ucudnn::BatchSizePolicy::kAll) {
+    for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = i + 1;
+  } else if (capacity > 0) {
+    const std::vector<int64_t> sizes = ucudnn::MicroBatchSizes(p, batch_size);  // <= 64
+    for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = sizes[i];
   }
-  return static_cast<int64_t>(sizes.size());
+  return count;
 }
 
 // Plans over a benchmark table of `rows` rows (size, algo, time_ms,
@@ -87,6 +92,7 @@ int64_t ucudnn_micro_batch_sizes(int32_t policy, int64_t batch_size, int64_t* ou
 //   mode 0: Workspace Reuse best plan within workspace_limit (0 or 1 plan)
 //   mode 1: the Pareto front
 //   mode 2: the forced plan of micro-batches of max_size within workspace_limit
+// Returns -1 when batch_size is too large for the table (ucudnn::PlanTooLarge).
 int64_t ucudnn_plan(int64_t rows, const int64_t* sizes, const int32_t* algos,
                     const double* times_ms, const int64_t* workspace_bytes, int64_t batch_size,
                     int32_t policy, int32_t mode, int64_t workspace_limit, int64_t max_size,
@@ -100,8 +106,9 @@ int64_t ucudnn_plan(int64_t rows, const int64_t* sizes, const int32_t* algos,
     const ucudnn::Plan plan = ucudnn::ForcedPlan(table, batch_size, max_size, workspace_limit);
     if (!plan.empty()) plans.push_back(plan);
   } else {
-    table = ucudnn::RestrictTable(
-        table, ucudnn::MicroBatchSizes(static_cast<ucudnn::BatchSizePolicy>(policy), batch_size));
+    table = ucudnn::RestrictTable(table, static_cast<ucudnn::BatchSizePolicy>(policy),
+                                  batch_size);
+    if (ucudnn::PlanTooLarge(table, batch_size)) return -1;
     if (mode == 0) {
       const ucudnn::Plan plan = ucudnn::BestPlan(table, batch_size, workspace_limit);
       if (!plan.empty()) plans.push_back(plan);

@@ -51,6 +51,17 @@ struct ConvParams {
   int64_t filter_size() const {
     return filter_height * filter_width * group_in_channels() * out_channels;
   }
+  // True when the input, the filter or the output has no elements (a batch
+  // of 0, an empty spatial dimension, 0 output channels). Such a pass computes
+  // nothing: its result is empty, or zero where it has elements (each element
+  // is a sum over an empty set), as in tf.nn.conv2d. Front ends produce that
+  // result themselves; the engine never plans or runs an empty convolution
+  // (cuDNN rejects zero-sized descriptors).
+  bool empty() const {
+    return batch == 0 || in_channels == 0 || in_height == 0 || in_width == 0 ||
+           out_channels == 0 || filter_height == 0 || filter_width == 0 || out_height == 0 ||
+           out_width == 0;
+  }
 
   // Every field that defines the convolution, batch included, for cache keys.
   std::array<int64_t, 20> Fields() const;

@@ -1,5 +1,6 @@
 #include "cc/kernels/engine/cpu_backend.h"
 
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -102,9 +103,16 @@ Matrix LoadFilter(const ConvParams& p, const T* filter) {
   return m;
 }
 
+// Multiply-adds per sample, a hint for the thread pool's sharding: saturates
+// instead of overflowing (the product of the output and filter sizes can
+// exceed 2^63 even where each tensor fits).
 int64_t SampleCost(const ConvParams& p) {
-  return p.out_height * p.out_width * p.filter_height * p.filter_width *
-         p.group_in_channels() * p.out_channels;
+  int64_t cost = 1;
+  for (int64_t v : {p.out_height, p.out_width, p.filter_height, p.filter_width,
+                    p.group_in_channels(), p.out_channels}) {
+    if (__builtin_mul_overflow(cost, v, &cost)) return std::numeric_limits<int64_t>::max();
+  }
+  return cost;
 }
 
 }  // namespace
@@ -153,7 +161,7 @@ void CpuBackwardData(const ConvParams& p, int64_t size, const T* out_backprop,
 
 template <typename T>
 void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
-                       const T* out_backprop, T* filter_backprop, bool accumulate,
+                       const T* out_backprop, float* filter_backprop, bool accumulate,
                        const ParallelFor& parallel_for) {
   const int64_t kg = p.group_out_channels();
   const int64_t rows = p.filter_height * p.filter_width * p.group_in_channels();
@@ -172,9 +180,14 @@ void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
     total += partial;
   });
   for (int64_t i = 0; i < total.size(); ++i) {
-    const float previous = accumulate ? static_cast<float>(filter_backprop[i]) : 0.0f;
-    filter_backprop[i] = static_cast<T>(previous + total.data()[i]);
+    filter_backprop[i] = accumulate ? filter_backprop[i] + total.data()[i] : total.data()[i];
   }
+}
+
+template <typename T>
+void CpuStoreFilter(const ConvParams& p, const float* filter_backprop, T* out) {
+  const int64_t n = p.filter_size();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(filter_backprop[i]);
 }
 
 #define UCUDNN_INSTANTIATE_CPU(T)                                                      \
@@ -183,7 +196,8 @@ void CpuBackwardFilter(const ConvParams& p, int64_t size, const T* input,
   template void CpuBackwardData<T>(const ConvParams&, int64_t, const T*, const T*, T*, \
                                    const ParallelFor&);                                \
   template void CpuBackwardFilter<T>(const ConvParams&, int64_t, const T*, const T*,   \
-                                     T*, bool, const ParallelFor&);
+                                     float*, bool, const ParallelFor&);                \
+  template void CpuStoreFilter<T>(const ConvParams&, const float*, T*);
 
 UCUDNN_INSTANTIATE_CPU(float)
 UCUDNN_INSTANTIATE_CPU(Eigen::half)

@@ -27,11 +27,19 @@ template <typename T>
 void CpuBackwardData(const ConvParams& params, int64_t size, const T* out_backprop,
                      const T* filter, T* in_backprop, const ParallelFor& parallel_for);
 
-// Writes (accumulate = false) or adds to (accumulate = true) filter_backprop.
+// Writes (accumulate = false) or adds to (accumulate = true) the filter
+// gradient, which is float32 whatever T: the micro-batches of a plan all add
+// to it, and accumulating in T would round every partial sum to T (bfloat16
+// keeps 8 significant bits), an error that grows with the number of
+// micro-batches. CpuStoreFilter rounds the sum to T once, at the end.
 template <typename T>
 void CpuBackwardFilter(const ConvParams& params, int64_t size, const T* input,
-                       const T* out_backprop, T* filter_backprop, bool accumulate,
+                       const T* out_backprop, float* filter_backprop, bool accumulate,
                        const ParallelFor& parallel_for);
+
+// The float32 filter gradient ([R, S, C/groups, K]) rounded to T.
+template <typename T>
+void CpuStoreFilter(const ConvParams& params, const float* filter_backprop, T* out);
 
 }  // namespace ucudnn
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -28,6 +29,14 @@ struct TensorDesc {
   TensorDesc& operator=(const TensorDesc&) = delete;
   // A [n, c, h, w] view with explicit strides.
   Status Set(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t s[4]) {
+    // The legacy descriptor takes int: a larger value would wrap silently.
+    for (int64_t v : {n, c, h, w, s[0], s[1], s[2], s[3]}) {
+      if (v > std::numeric_limits<int>::max()) {
+        return Status::InvalidArgument("a tensor dimension or stride (" + std::to_string(v) +
+                                       ") exceeds 2^31 - 1, which cuDNN's legacy API cannot "
+                                       "describe");
+      }
+    }
     UCUDNN_CUDNN_OK(cudnnSetTensor4dDescriptorEx(
         d, CudnnDataType(dtype), static_cast<int>(n), static_cast<int>(c), static_cast<int>(h),
         static_cast<int>(w), static_cast<int>(s[0]), static_cast<int>(s[1]),
@@ -46,6 +55,14 @@ struct ConvDesc {
   cudnnConvolutionDescriptor_t d = nullptr;
   ConvDesc() { cudnnCreateConvolutionDescriptor(&d); }
   ~ConvDesc() { if (d) cudnnDestroyConvolutionDescriptor(d); }
+};
+
+struct OpTensorDesc {
+  cudnnOpTensorDescriptor_t d = nullptr;
+  OpTensorDesc() { cudnnCreateOpTensorDescriptor(&d); }
+  ~OpTensorDesc() { if (d) cudnnDestroyOpTensorDescriptor(d); }
+  OpTensorDesc(const OpTensorDesc&) = delete;
+  OpTensorDesc& operator=(const OpTensorDesc&) = delete;
 };
 
 int MaxAlgoCount(Pass pass) {
@@ -191,35 +208,170 @@ Status CudnnKernel::GetDescriptors(int64_t size, int math_type, Descriptors** ou
 
 // The filter as TF stores it (HWIO) and as cuDNN reads it, both viewed as
 // [K, C, R, S]; made once per kernel, since every run transforms the filter.
+// For the float32 accumulation of backward-filter (AccumulatorBytes): the
+// cuDNN-layout filter in float32, a one-element zero in T and in float32 (the
+// B operand of cudnnOpTensor, broadcast and scaled by 0), and the ADD op.
 struct CudnnKernel::FilterDescriptors {
   TensorDesc tf, cudnn;
+  TensorDesc cudnn_float, zero_t, zero_float;
+  OpTensorDesc add;
 };
+
+Status CudnnKernel::GetFilterDescriptors(FilterDescriptors** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (filter_descriptors_ == nullptr) {
+    const ConvParams& p = params_;
+    const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
+                  s = p.filter_width;
+    const int64_t hwio[4] = {1, k, s * c * k, c * k};
+    const int64_t one[4] = {1, 1, 1, 1};
+    int64_t packed[4];
+    LayoutStrides(p.layout, c, r, s, packed);
+    auto made = std::make_unique<FilterDescriptors>();
+    UCUDNN_RETURN_IF_ERROR(made->tf.Set(p.dtype, k, c, r, s, hwio));
+    UCUDNN_RETURN_IF_ERROR(made->cudnn.Set(p.dtype, k, c, r, s, packed));
+    UCUDNN_RETURN_IF_ERROR(made->cudnn_float.Set(DType::kFloat, k, c, r, s, packed));
+    UCUDNN_RETURN_IF_ERROR(made->zero_t.Set(p.dtype, 1, 1, 1, 1, one));
+    UCUDNN_RETURN_IF_ERROR(made->zero_float.Set(DType::kFloat, 1, 1, 1, 1, one));
+    UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(made->add.d, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                               CUDNN_PROPAGATE_NAN));
+    filter_descriptors_ = std::move(made);
+  }
+  *out = filter_descriptors_.get();
+  return Status();
+}
 
 Status CudnnKernel::TransformFilter(cudnnHandle_t handle, const void* src, void* dst,
                                     bool to_cudnn) {
   FilterDescriptors* d = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (filter_descriptors_ == nullptr) {
-      const ConvParams& p = params_;
-      const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
-                    s = p.filter_width;
-      const int64_t hwio[4] = {1, k, s * c * k, c * k};
-      int64_t packed[4];
-      LayoutStrides(p.layout, c, r, s, packed);
-      auto made = std::make_unique<FilterDescriptors>();
-      UCUDNN_RETURN_IF_ERROR(made->tf.Set(p.dtype, k, c, r, s, hwio));
-      UCUDNN_RETURN_IF_ERROR(made->cudnn.Set(p.dtype, k, c, r, s, packed));
-      filter_descriptors_ = std::move(made);
-    }
-    d = filter_descriptors_.get();
-  }
+  UCUDNN_RETURN_IF_ERROR(GetFilterDescriptors(&d));
   const float one = 1.0f, zero = 0.0f;
   if (to_cudnn) {
     UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, d->tf.d, src, &zero, d->cudnn.d, dst));
   } else {
     UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, d->cudnn.d, src, &zero, d->tf.d, dst));
   }
+  return Status();
+}
+
+namespace {
+
+// The float32 accumulator starts this aligned within the plan's workspace;
+// its last kAccumulatorAlign bytes are zero (the zero element of OpTensor,
+// and the one-element destination of the probe at kProbeOffset).
+constexpr int64_t kAccumulatorAlign = 256;
+constexpr int64_t kProbeOffset = 128;
+
+int64_t RoundUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// A plan of several micro-batches with the accumulator after its workspace.
+void AddAccumulator(Plan* plan, int64_t bytes) {
+  plan->workspace_bytes = RoundUp(plan->workspace_bytes, kAccumulatorAlign) + bytes;
+  plan->accumulator_bytes = bytes;
+}
+
+}  // namespace
+
+int64_t CudnnKernel::AccumulatorBytes() const {
+  if (pass_ != Pass::kBackwardFilter || params_.dtype == DType::kFloat ||
+      float_accumulation_.load() < 0) {
+    return 0;
+  }
+  return RoundUp(params_.filter_size() * 4, kAccumulatorAlign) + kAccumulatorAlign;
+}
+
+Plan CudnnKernel::PlanWithin(int64_t limit) const {
+  const int64_t extra = AccumulatorBytes();
+  if (extra == 0) return BestPlan(table_, params_.batch, limit);
+  // One micro-batch needs no accumulator; several need it next to their
+  // workspace, so their cuDNN workspace gets the limit less the accumulator.
+  const Plan whole = BestPlan(RestrictTable(table_, {params_.batch}), params_.batch, limit);
+  Plan split;
+  if (limit >= extra) {
+    split = BestPlan(table_, params_.batch,
+                     (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
+    if (split.micro_batches.size() == 1) split = Plan();  // `whole` has more room for it
+  }
+  if (split.empty() || (!whole.empty() && whole.time_ms <= split.time_ms)) return whole;
+  AddAccumulator(&split, extra);
+  return split;
+}
+
+Plan CudnnKernel::ForcedPlanWithin(int64_t max_size, int64_t limit) const {
+  const int64_t extra = AccumulatorBytes();
+  if (extra > 0 && max_size < params_.batch && limit >= extra) {
+    Plan plan = ForcedPlan(table_, params_.batch, max_size,
+                           (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
+    if (!plan.empty()) {
+      AddAccumulator(&plan, extra);
+      return plan;
+    }
+  }
+  // One micro-batch, float32, or no room for the accumulator: a forced plan
+  // that does not fit it accumulates in the element type, as cuDNN does.
+  return ForcedPlan(table_, params_.batch, max_size, limit);
+}
+
+std::vector<Plan> CudnnKernel::FrontWithAccumulator() const {
+  std::vector<Plan> front = ucudnn::ParetoFront(table_, params_.batch);
+  const int64_t extra = AccumulatorBytes();
+  if (extra == 0) return front;
+  std::vector<Plan> points;
+  for (Plan& plan : front) {
+    if (plan.micro_batches.size() > 1) AddAccumulator(&plan, extra);
+    points.push_back(std::move(plan));
+  }
+  // Undivided plans dominated only by divided ones may be on the front now.
+  auto whole = table_.find(params_.batch);
+  if (whole != table_.end()) {
+    for (const AlgoPerf& a : whole->second) {
+      Plan plan;
+      plan.micro_batches.push_back({params_.batch, a.algo, a.time_ms, a.workspace_bytes});
+      plan.time_ms = a.time_ms;
+      plan.workspace_bytes = a.workspace_bytes;
+      points.push_back(std::move(plan));
+    }
+  }
+  std::stable_sort(points.begin(), points.end(), [](const Plan& a, const Plan& b) {
+    if (a.workspace_bytes != b.workspace_bytes) return a.workspace_bytes < b.workspace_bytes;
+    if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
+    return a.micro_batches.size() < b.micro_batches.size();
+  });
+  std::vector<Plan> kept;
+  for (Plan& plan : points) {
+    if (kept.empty() || plan.time_ms < kept.back().time_ms) kept.push_back(std::move(plan));
+  }
+  return kept;
+}
+
+cudnnStatus_t CudnnKernel::AccumulateFloat(cudnnHandle_t handle, const void* part, float* sum,
+                                           const void* zero, bool probe) {
+  FilterDescriptors* d = nullptr;
+  if (!GetFilterDescriptors(&d).ok()) return CUDNN_STATUS_INTERNAL_ERROR;
+  const float one = 1.0f, none = 0.0f;
+  // sum = 1 * part + 0 * zero + 1 * sum: T + T -> float32.
+  const cudnnStatus_t added = cudnnOpTensor(handle, d->add.d, &one, d->cudnn.d, part, &none,
+                                            d->zero_t.d, zero, &one, d->cudnn_float.d, sum);
+  if (added != CUDNN_STATUS_SUCCESS || !probe) return added;
+  // StoreFloatSum's float32 -> T, tried on one element of the zero region
+  // (it writes a zero there), so that a refusal is known before any
+  // micro-batch depends on it.
+  void* probe_out = static_cast<char*>(const_cast<void*>(zero)) + kProbeOffset;
+  return cudnnOpTensor(handle, d->add.d, &one, d->zero_float.d, zero, &none, d->zero_float.d,
+                       zero, &none, d->zero_t.d, probe_out);
+}
+
+Status CudnnKernel::StoreFloatSum(cudnnHandle_t handle, cudaStream_t stream, const float* sum,
+                                  const void* zero, void* out) {
+  FilterDescriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetFilterDescriptors(&d));
+  // `out` holds the last micro-batch's gradient: cleared first, so that none
+  // of it (an inf, say) can reach the result however beta = 0 is applied.
+  UCUDNN_CUDA_OK(cudaMemsetAsync(out, 0, params_.filter_size() * DTypeSize(params_.dtype),
+                                 stream));
+  const float one = 1.0f, none = 0.0f;
+  UCUDNN_CUDNN_OK(cudnnOpTensor(handle, d->add.d, &one, d->cudnn_float.d, sum, &none,
+                                d->zero_float.d, zero, &none, d->cudnn.d, out));
   return Status();
 }
 
@@ -596,6 +748,12 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   std::unique_lock<std::mutex> bench_lock(bench_mu_);
   *planned_now = false;
   if (benchmarked_) return Status();
+  if (params_.empty()) {
+    // Front ends return the empty or zero result of a zero-size convolution
+    // themselves (ConvParams::empty()); there is nothing to benchmark.
+    return Status::InvalidArgument("zero-size convolution " + params_.ToString() +
+                                   " reached the cuDNN engine");
+  }
   const std::vector<int64_t> sizes =
       forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
                              : MicroBatchSizes(policy, params_.batch);
@@ -607,9 +765,8 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers));
   }
   const ConvParams& p = params_;
-  Plan plan = forced_micro_batch > 0
-                  ? ForcedPlan(table_, p.batch, forced_micro_batch, workspace_limit)
-                  : BestPlan(table_, p.batch, workspace_limit);
+  Plan plan = forced_micro_batch > 0 ? ForcedPlanWithin(forced_micro_batch, workspace_limit)
+                                     : PlanWithin(workspace_limit);
   if (plan.empty()) {
     return Status::Internal("no cuDNN algorithm ran for " + std::string(PassName(pass_)) + " " +
                             p.ToString() + " within a workspace limit of " +
@@ -715,7 +872,7 @@ Status CudnnKernel::Replan(int64_t workspace_limit) {
   if (!benchmarked_) {
     return Status::InvalidArgument("the kernel has not been benchmarked yet: run it once first");
   }
-  Plan plan = BestPlan(table_, params_.batch, workspace_limit);
+  Plan plan = PlanWithin(workspace_limit);
   if (plan.empty()) {
     return Status::InvalidArgument("no benchmarked plan of " + params_.ToString() +
                                    " fits in " + std::to_string(workspace_limit) + " bytes");
@@ -740,7 +897,7 @@ Plan CudnnKernel::LeastWorkspacePlan() const {
 std::vector<Plan> CudnnKernel::ParetoFront() const {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   if (!benchmarked_) return {};
-  return ucudnn::ParetoFront(table_, params_.batch);
+  return FrontWithAccumulator();
 }
 
 namespace {
@@ -812,7 +969,7 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   while (true) {
     workspace = chosen.workspace_bytes > 0 ? scratch->Allocate(chosen.workspace_bytes) : nullptr;
     if (workspace != nullptr || chosen.workspace_bytes == 0) break;
-    Plan smaller = BestPlan(table_, params_.batch, chosen.workspace_bytes - 1);
+    Plan smaller = PlanWithin(chosen.workspace_bytes - 1);
     if (smaller.empty()) {
       return Status::ResourceExhausted(
           "could not allocate " + std::to_string(chosen.workspace_bytes) +
@@ -835,11 +992,51 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
     b = ps.filter;
   }
+  // Float32 accumulation (see AccumulatorBytes): the sum and the zero
+  // region at the end of the plan's workspace, cleared on the stream.
+  bool float_sum = chosen.accumulator_bytes > 0 && float_accumulation_.load() >= 0;
+  float* sum = nullptr;
+  const void* zero = nullptr;
+  if (float_sum) {
+    char* base = static_cast<char*>(workspace) + chosen.workspace_bytes - chosen.accumulator_bytes;
+    sum = reinterpret_cast<float*>(base);
+    zero = base + chosen.accumulator_bytes - kAccumulatorAlign;
+    UCUDNN_CUDA_OK(cudaMemsetAsync(base, 0, chosen.accumulator_bytes, stream));
+  }
   UCUDNN_RETURN_IF_ERROR(ExecutePlan(
-      chosen, pass_, [&](int64_t offset, const MicroBatch& mb, bool accumulate) {
-        return RunMicroBatch(handle->handle, stream, mb, offset, accumulate, t.a, b, out, workspace,
-                             ps.padded);
+      chosen, pass_, [&](int64_t offset, const MicroBatch& mb, bool accumulate) -> Status {
+        if (!float_sum) {
+          return RunMicroBatch(handle->handle, stream, mb, offset, accumulate, t.a, b, out,
+                               workspace, ps.padded);
+        }
+        // This micro-batch's own gradient (beta = 0), added in float32.
+        UCUDNN_RETURN_IF_ERROR(RunMicroBatch(handle->handle, stream, mb, offset,
+                                             /*accumulate=*/false, t.a, b, out, workspace,
+                                             ps.padded));
+        const bool probe = !accumulate && float_accumulation_.load() == 0;
+        const cudnnStatus_t added = AccumulateFloat(handle->handle, out, sum, zero, probe);
+        if (added == CUDNN_STATUS_SUCCESS) {
+          if (probe) float_accumulation_.store(1);
+          return Status();
+        }
+        if (probe) {
+          // cuDNN refuses the type mix: `out` holds this first micro-batch, and
+          // the others add to it in the element type (beta = 1), as before.
+          int unknown = 0;
+          if (float_accumulation_.compare_exchange_strong(unknown, -1)) {
+            std::fprintf(stderr,
+                         "tf_ucudnn: cudnnOpTensor does not add %s into float32 here (%s); "
+                         "%s %s accumulates its micro-batches in %s\n",
+                         DTypeName(params_.dtype), cudnnGetErrorString(added), PassName(pass_),
+                         params_.ToString().c_str(), DTypeName(params_.dtype));
+          }
+          float_sum = false;
+          return Status();
+        }
+        return Status::Internal(std::string("cudnnOpTensor (float32 accumulation) failed: ") +
+                                cudnnGetErrorString(added));
       }));
+  if (float_sum) UCUDNN_RETURN_IF_ERROR(StoreFloatSum(handle->handle, stream, sum, zero, out));
   if (pass_ == Pass::kBackwardFilter) {
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, ps.filter, t.out, /*to_cudnn=*/false));
   }

@@ -8,6 +8,7 @@
 
 #if GOOGLE_CUDA
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -252,6 +253,36 @@ class CudnnKernel {
                        void* workspace, void* padded);
   // HWIO <-> cuDNN's filter layout (KCRS for NCHW, KRSC for NHWC).
   Status TransformFilter(cudnnHandle_t handle, const void* src, void* dst, bool to_cudnn);
+  // The filter's descriptors (made on first use).
+  Status GetFilterDescriptors(FilterDescriptors** out);
+
+  // Float32 accumulation of a float16/bfloat16 backward-filter plan of several
+  // micro-batches. cuDNN's beta = 1 would round every partial sum to the
+  // element type (bfloat16: 8 significant bits), an error that grows with the
+  // number of micro-batches; instead each micro-batch writes its gradient
+  // (beta = 0) and cudnnOpTensor adds it into a float32 sum in the plan's
+  // workspace, rounded to the element type once at the end.
+  // Bytes of that accumulator (the float32 filter and a zero element), or 0
+  // where none is needed (float32, other passes, or cuDNN refused the mixed
+  // types here once).
+  int64_t AccumulatorBytes() const;
+  // Workspace Reuse within `limit` bytes, counting the accumulator of plans of
+  // several micro-batches against the limit (bench_mu_ held or the table fixed).
+  Plan PlanWithin(int64_t limit) const;
+  // ForcedPlan within `limit`, counting the accumulator where it fits (else the
+  // forced plan accumulates in the element type).
+  Plan ForcedPlanWithin(int64_t max_size, int64_t limit) const;
+  // The Pareto front with accumulators counted.
+  std::vector<Plan> FrontWithAccumulator() const;
+  // Adds the float32 filter gradient of one micro-batch (`part`, cuDNN's filter
+  // layout) to `sum`; with `probe`, also rounds the sum back into `part` (an
+  // exact round trip at the first micro-batch) to learn that cuDNN takes both
+  // type mixes. The raw status: a refusal falls back to accumulating in T.
+  cudnnStatus_t AccumulateFloat(cudnnHandle_t handle, const void* part, float* sum,
+                                const void* zero, bool probe);
+  // The float32 sum rounded to the element type into `out` (cuDNN's layout).
+  Status StoreFloatSum(cudnnHandle_t handle, cudaStream_t stream, const float* sum,
+                       const void* zero, void* out);
   // Input micro-batch into / gradient out of the padded buffer (asymmetric
   // padding): one pitched 3-D copy on the stream.
   Status CopyPadded(cudaStream_t stream, int64_t size, const void* src, void* dst,
@@ -271,6 +302,9 @@ class CudnnKernel {
   std::vector<int> benchmark_devices_;
   PerfTable seed_table_;
   std::vector<CudnnAlgo> seed_algos_;
+  // Whether cuDNN takes cudnnOpTensor's T + T -> float and float -> T here:
+  // 0 not yet known, 1 yes, -1 no (accumulate in T; AccumulatorBytes() is 0).
+  std::atomic<int> float_accumulation_{0};
   mutable std::mutex plan_mu_;   // guards plan_, limit_ and divided_
   Plan plan_;
   int64_t limit_ = 0;

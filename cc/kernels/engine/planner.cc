@@ -84,7 +84,10 @@ std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size)
       sizes.push_back(batch_size);
       break;
     case BatchSizePolicy::kPowerOfTwo:
-      for (int64_t b = 1; b < batch_size; b *= 2) sizes.push_back(b);
+      for (int64_t b = 1; b < batch_size; b *= 2) {
+        sizes.push_back(b);
+        if (b > batch_size / 2) break;  // b * 2 would pass batch_size (and could overflow)
+      }
       sizes.push_back(batch_size);
       break;
     case BatchSizePolicy::kAll:
@@ -92,6 +95,33 @@ std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size)
       break;
   }
   return sizes;
+}
+
+bool AllowedMicroBatchSize(BatchSizePolicy policy, int64_t batch_size, int64_t size) {
+  if (size <= 0 || size > batch_size) return false;
+  switch (policy) {
+    case BatchSizePolicy::kUndivided: return size == batch_size;
+    case BatchSizePolicy::kPowerOfTwo: return size == batch_size || (size & (size - 1)) == 0;
+    case BatchSizePolicy::kAll: return true;
+  }
+  return false;
+}
+
+int64_t MicroBatchSizeCount(BatchSizePolicy policy, int64_t batch_size) {
+  if (batch_size <= 0) return 0;
+  switch (policy) {
+    case BatchSizePolicy::kUndivided: return 1;
+    case BatchSizePolicy::kPowerOfTwo: {
+      int64_t count = 1;  // batch_size itself
+      for (int64_t b = 1; b < batch_size; b *= 2) {
+        ++count;
+        if (b > batch_size / 2) break;  // b * 2 would pass batch_size (and could overflow)
+      }
+      return count;
+    }
+    case BatchSizePolicy::kAll: return batch_size;
+  }
+  return 0;
 }
 
 std::vector<int64_t> ForcedMicroBatchSizes(int64_t batch_size, int64_t max_size) {
@@ -141,17 +171,40 @@ PerfTable RestrictTable(const PerfTable& table, const std::vector<int64_t>& size
   return out;
 }
 
-Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit) {
-  Plan plan;
-  if (batch_size <= 0) return plan;
-  // Candidates: per size, its fastest algorithm within the limit; larger first
-  // so that a tie keeps the larger micro-batch.
-  std::vector<std::pair<int64_t, const AlgoPerf*>> candidates;
+PerfTable RestrictTable(const PerfTable& table, BatchSizePolicy policy, int64_t batch_size) {
+  PerfTable out;
+  for (const auto& [b, perfs] : table) {
+    if (AllowedMicroBatchSize(policy, batch_size, b)) out[b] = perfs;
+  }
+  return out;
+}
+
+namespace {
+
+// One usable micro-batch size of Workspace Reuse: its fastest algorithm within
+// the limit.
+struct Candidate {
+  int64_t size;
+  const AlgoPerf* perf;
+};
+
+// Per size of the table in (0, batch_size], its fastest algorithm within the
+// limit; larger sizes first, so that a tie keeps the larger micro-batch.
+std::vector<Candidate> Candidates(const PerfTable& table, int64_t batch_size, int64_t limit) {
+  std::vector<Candidate> candidates;
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     if (it->first <= 0 || it->first > batch_size) continue;
-    const AlgoPerf* best = FastestWithin(it->second, workspace_limit);
-    if (best != nullptr) candidates.emplace_back(it->first, best);
+    const AlgoPerf* best = FastestWithin(it->second, limit);
+    if (best != nullptr) candidates.push_back({it->first, best});
   }
+  return candidates;
+}
+
+bool IsPowerOfTwo(int64_t b) { return b > 0 && (b & (b - 1)) == 0; }
+
+// The recurrence over every n in [0, batch_size]: 20 bytes per sample.
+Plan DenseBestPlan(const std::vector<Candidate>& candidates, int64_t batch_size) {
+  Plan plan;
   const double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> time(batch_size + 1, kInf);
   std::vector<int64_t> workspace(batch_size + 1, 0);
@@ -159,9 +212,9 @@ Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limi
   time[0] = 0;
   for (int64_t n = 1; n <= batch_size; ++n) {
     for (int i = 0; i < static_cast<int>(candidates.size()); ++i) {
-      const int64_t b = candidates[i].first;
+      const int64_t b = candidates[i].size;
       if (b > n || time[n - b] == kInf) continue;
-      const AlgoPerf& perf = *candidates[i].second;
+      const AlgoPerf& perf = *candidates[i].perf;
       const double t = time[n - b] + perf.time_ms;
       const int64_t w = std::max(workspace[n - b], perf.workspace_bytes);
       if (t < time[n] || (t == time[n] && w < workspace[n])) {
@@ -173,12 +226,172 @@ Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limi
   }
   if (time[batch_size] == kInf) return plan;
   for (int64_t n = batch_size; n > 0;) {
-    const auto& c = candidates[choice[n]];
-    AppendMicroBatch(&plan, c.first, *c.second);
-    n -= c.first;
+    const Candidate& c = candidates[choice[n]];
+    AppendMicroBatch(&plan, c.size, *c.perf);
+    n -= c.size;
   }
   SortLargerFirst(&plan);
   return plan;
+}
+
+// The fastest multiset of power-of-two sizes (and the whole batch) adding up
+// to N, by the micro-batch counts of each power of two. See
+// PowerOfTwoMinTime.
+struct PowerOfTwoSolution {
+  bool feasible = false;
+  double time_ms = 0;
+  bool whole = false;              // one micro-batch of N (N not a power of two)
+  std::vector<int64_t> counts;     // counts[j]: micro-batches of 2^j
+};
+
+// Minimum time of a plan of `candidates`, whose sizes are powers of two or N,
+// in O(k^2) for powers up to 2^(k-1), whatever N. With c_j micro-batches of
+// 2^j, let q_j 2^j be what the sizes below 2^j contribute beyond N mod 2^j
+// (the "carry" into bit j; q_0 = 0, q_k = N >> k since there is no larger
+// size). Then c_j = 2 q_(j+1) + bit_j(N) - q_j >= 0, c_j = 0 for a size
+// without an algorithm, and the time sum_j c_j t_j is linear in the q's over a
+// chain of intervals 0 <= q_j <= 2 q_(j+1) + bit_j(N): an optimum lies at a
+// vertex, where each q_j is 0 or 2 q_(j+1) + bit_j(N). The q values such
+// vertices reach at bit j are N >> j or (N mod 2^i) >> j for i > j, at most
+// k + 1 of them, so a DP over bits with those states is exact. Among equally
+// fast plans it keeps the larger micro-batches (the most micro-batches of the
+// largest size, then of the next, ...); one micro-batch of N wins ties.
+PowerOfTwoSolution PowerOfTwoMinTime(const std::vector<Candidate>& candidates, int64_t n) {
+  PowerOfTwoSolution best;
+  double whole_time = -1;
+  int levels = 0;  // k: sizes up to 2^(k-1)
+  std::vector<double> t(63, -1);
+  for (const Candidate& c : candidates) {
+    if (IsPowerOfTwo(c.size)) {
+      const int j = 63 - __builtin_clzll(static_cast<uint64_t>(c.size));
+      t[j] = c.perf->time_ms;
+      levels = std::max(levels, j + 1);
+    } else if (c.size == n) {
+      whole_time = c.perf->time_ms;
+    }
+  }
+  if (levels > 0) {
+    struct State {
+      int64_t q;
+      double time;
+      std::vector<int64_t> counts;
+    };
+    // Larger micro-batches first: compare counts from the largest size down.
+    auto larger_first = [levels](const State& a, const State& b) {
+      for (int j = levels - 1; j >= 0; --j) {
+        if (a.counts[j] != b.counts[j]) return a.counts[j] > b.counts[j];
+      }
+      return false;
+    };
+    std::vector<State> states = {{levels >= 63 ? 0 : n >> levels, 0.0,
+                                  std::vector<int64_t>(levels, 0)}};
+    for (int j = levels - 1; j >= 0; --j) {
+      std::vector<State> next;
+      auto offer = [&](State s) {
+        for (State& o : next) {
+          if (o.q != s.q) continue;
+          if (s.time < o.time || (s.time == o.time && larger_first(s, o))) o = std::move(s);
+          return;
+        }
+        next.push_back(std::move(s));
+      };
+      const int64_t bit = (n >> j) & 1;
+      for (const State& s : states) {
+        const int64_t full = 2 * s.q + bit;  // <= n >> j: no overflow
+        if (t[j] >= 0) {
+          // All of it as micro-batches of 2^j: q_j = 0.
+          State use = s;
+          use.q = 0;
+          use.counts[j] = full;
+          use.time += static_cast<double>(full) * t[j];
+          offer(std::move(use));
+        }
+        // None of 2^j: everything is carried to the smaller sizes; nothing
+        // is left to carry below the smallest (q_0 = 0).
+        if (j > 0 || full == 0) {
+          State carry = s;
+          carry.q = j > 0 ? full : 0;
+          offer(std::move(carry));
+        }
+      }
+      states = std::move(next);
+    }
+    for (State& s : states) {
+      if (s.q != 0) continue;
+      best.feasible = true;
+      best.time_ms = s.time;
+      best.counts = std::move(s.counts);
+    }
+  }
+  if (whole_time >= 0 && (!best.feasible || whole_time <= best.time_ms)) {
+    best.feasible = true;
+    best.whole = true;
+    best.time_ms = whole_time;
+    best.counts.clear();
+  }
+  return best;
+}
+
+// BestPlan of a table whose candidate sizes are powers of two or N: the
+// fastest plan, and among those the one with the least workspace (the
+// smallest workspace cap that still reaches the fastest time), then larger
+// micro-batches. Memory: the candidates, and the plan it returns.
+Plan PowerOfTwoBestPlanOf(const std::vector<Candidate>& candidates, int64_t n) {
+  const PowerOfTwoSolution fastest = PowerOfTwoMinTime(candidates, n);
+  if (!fastest.feasible) return Plan();
+  std::vector<int64_t> caps;
+  for (const Candidate& c : candidates) caps.push_back(c.perf->workspace_bytes);
+  std::sort(caps.begin(), caps.end());
+  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+  for (int64_t cap : caps) {
+    std::vector<Candidate> within;
+    for (const Candidate& c : candidates) {
+      if (c.perf->workspace_bytes <= cap) within.push_back(c);
+    }
+    const PowerOfTwoSolution s = PowerOfTwoMinTime(within, n);
+    if (!s.feasible || s.time_ms != fastest.time_ms) continue;
+    Plan plan;
+    for (const Candidate& c : within) {  // larger first
+      if (s.whole) {
+        if (c.size == n) AppendMicroBatch(&plan, c.size, *c.perf);
+      } else if (IsPowerOfTwo(c.size)) {
+        const int j = 63 - __builtin_clzll(static_cast<uint64_t>(c.size));
+        for (int64_t i = 0; i < s.counts[j]; ++i) AppendMicroBatch(&plan, c.size, *c.perf);
+      }
+    }
+    return plan;
+  }
+  return Plan();  // not reached: the largest cap admits every candidate
+}
+
+}  // namespace
+
+bool PowerOfTwoTable(const PerfTable& table, int64_t batch_size) {
+  for (const auto& [b, perfs] : table) {
+    if (b > 0 && b <= batch_size && b != batch_size && !IsPowerOfTwo(b)) return false;
+  }
+  return true;
+}
+
+bool PlanTooLarge(const PerfTable& table, int64_t batch_size) {
+  return batch_size > kMaxDenseBatch && !PowerOfTwoTable(table, batch_size);
+}
+
+Plan PowerOfTwoBestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit) {
+  if (batch_size <= 0 || !PowerOfTwoTable(table, batch_size)) return Plan();
+  return PowerOfTwoBestPlanOf(Candidates(table, batch_size, workspace_limit), batch_size);
+}
+
+Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit) {
+  if (batch_size <= 0) return Plan();
+  const std::vector<Candidate> candidates = Candidates(table, batch_size, workspace_limit);
+  // Mini-batches of realistic size: the recurrence over every n, as always.
+  // Larger ones must not cost memory per sample: power-of-two tables (the
+  // default policy's) are solved over bits; other tables up to kMaxDenseBatch.
+  if (batch_size <= kSmallBatch) return DenseBestPlan(candidates, batch_size);
+  if (PowerOfTwoTable(table, batch_size)) return PowerOfTwoBestPlanOf(candidates, batch_size);
+  if (batch_size <= kMaxDenseBatch) return DenseBestPlan(candidates, batch_size);
+  return Plan();  // PlanTooLarge
 }
 
 Plan ForcedPlan(const PerfTable& table, int64_t batch_size, int64_t max_size,
@@ -230,6 +443,26 @@ std::vector<FrontPoint> Prune(std::vector<FrontPoint> points) {
 std::vector<Plan> ParetoFront(const PerfTable& table, int64_t batch_size) {
   std::vector<Plan> plans;
   if (batch_size <= 0) return plans;
+  if (batch_size > kSmallBatch) {
+    // No desirable set per n (hundreds of bytes per sample): the front is the
+    // Workspace Reuse plan of each workspace cap the table holds, keeping
+    // those faster than every smaller cap's. WR's plan within a cap is the
+    // fastest within it with the least workspace, so these are exactly the
+    // non-dominated (time, workspace) points.
+    std::vector<int64_t> caps;
+    for (const auto& [b, perfs] : table) {
+      if (b <= 0 || b > batch_size) continue;
+      for (const AlgoPerf& p : perfs) caps.push_back(p.workspace_bytes);
+    }
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    for (int64_t cap : caps) {
+      Plan plan = BestPlan(table, batch_size, cap);
+      if (plan.empty()) continue;
+      if (plans.empty() || plan.time_ms < plans.back().time_ms) plans.push_back(std::move(plan));
+    }
+    return plans;
+  }
   // Per size, only the algorithms on that size's own front can matter.
   std::vector<std::pair<int64_t, std::vector<AlgoPerf>>> per_size;
   for (auto it = table.rbegin(); it != table.rend(); ++it) {

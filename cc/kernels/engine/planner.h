@@ -45,6 +45,10 @@ const char* BatchSizePolicyName(BatchSizePolicy policy);
 // Allowed micro-batch sizes for a mini-batch of `batch_size` samples, ascending:
 // undivided {N}; powerOfTwo {1, 2, 4, ...} ∪ {N}; all {1..N}.
 std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size);
+// How many sizes MicroBatchSizes would list, and whether it would list `size`,
+// without listing them (policy all with N = 2^40 has 2^40).
+int64_t MicroBatchSizeCount(BatchSizePolicy policy, int64_t batch_size);
+bool AllowedMicroBatchSize(BatchSizePolicy policy, int64_t batch_size, int64_t size);
 
 // The sizes a forced plan of micro-batches of at most `max_size` uses: {k}
 // and, when k does not divide N, the remainder N mod k.
@@ -70,9 +74,30 @@ struct MicroBatch {
 struct Plan {
   std::vector<MicroBatch> micro_batches;  // in execution order, larger first
   double time_ms = 0;                     // sum over micro-batches
-  int64_t workspace_bytes = 0;            // max over micro-batches
+  int64_t workspace_bytes = 0;            // max over micro-batches (+ accumulator_bytes)
+  // Bytes at the end of the workspace that hold a float32 accumulator: a
+  // float16/bfloat16 backward-filter plan of several micro-batches adds them
+  // up in float32 (see CudnnKernel), counted against the workspace limit.
+  // 0 otherwise; the planner itself never sets it.
+  int64_t accumulator_bytes = 0;
   bool empty() const { return micro_batches.empty(); }
 };
+
+// Planning memory. Mini-batches up to kSmallBatch samples are planned by the
+// recurrences below over every n in [0, N]. Larger ones never allocate per
+// sample of N: tables whose sizes are powers of two or N itself (the
+// powerOfTwo and undivided policies) are solved in O(k^2) for k sizes
+// (PowerOfTwoBestPlan); other tables by the recurrence (20 bytes per sample)
+// up to kMaxDenseBatch samples, and not at all beyond (PlanTooLarge). Every
+// path allocates what its answer holds: a plan lists each micro-batch.
+constexpr int64_t kSmallBatch = int64_t{1} << 16;
+constexpr int64_t kMaxDenseBatch = int64_t{1} << 24;
+
+// True when every size of `table` in (0, batch_size) is a power of two.
+bool PowerOfTwoTable(const PerfTable& table, int64_t batch_size);
+// True when BestPlan / ParetoFront give no plan only because batch_size is
+// too large for `table` (beyond kMaxDenseBatch, sizes not powers of two).
+bool PlanTooLarge(const PerfTable& table, int64_t batch_size);
 
 // Workspace Reuse: the fastest plan whose every micro-batch needs at most
 // `workspace_limit` bytes, using only the sizes present in `table`:
@@ -81,6 +106,13 @@ struct Plan {
 // fast plans the one with less workspace wins, then the larger micro-batch. Returns an empty plan when
 // no combination of the table's sizes within the limit sums to batch_size.
 Plan BestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit);
+
+// BestPlan of a power-of-two table (see PowerOfTwoTable; else an empty plan)
+// over bits instead of samples: O(k^2) time and memory for k sizes, whatever
+// batch_size. Among equally fast plans, the least workspace, then the most
+// micro-batches of the largest size, then of the next. BestPlan uses it above
+// kSmallBatch; exposed so that tests can compare it with the recurrence.
+Plan PowerOfTwoBestPlan(const PerfTable& table, int64_t batch_size, int64_t workspace_limit);
 
 // The forced plan: micro-batches of exactly `max_size` (the last one holds the
 // remainder), each with its fastest algorithm within the limit. Empty when a
@@ -95,6 +127,8 @@ std::vector<Plan> ParetoFront(const PerfTable& table, int64_t batch_size);
 
 // Keeps only the sizes in `sizes` (and drops sizes > batch_size).
 PerfTable RestrictTable(const PerfTable& table, const std::vector<int64_t>& sizes);
+// Keeps only the sizes the policy allows for batch_size (AllowedMicroBatchSize).
+PerfTable RestrictTable(const PerfTable& table, BatchSizePolicy policy, int64_t batch_size);
 
 }  // namespace ucudnn
 

@@ -1,6 +1,11 @@
 // Planner checks that build and run with no TensorFlow and no GPU:
 //   bazel test //cc/kernels/engine:planner_test
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,26 @@ int main() {
         "undivided sizes of 6 are {6}");
   Check(MicroBatchSizes(BatchSizePolicy::kAll, 3) == std::vector<int64_t>({1, 2, 3}),
         "all sizes of 3 are {1, 2, 3}");
+
+  // Sizes are counted, and checked, without being listed.
+  for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{64}, int64_t{1000}}) {
+    for (BatchSizePolicy policy :
+         {BatchSizePolicy::kUndivided, BatchSizePolicy::kPowerOfTwo, BatchSizePolicy::kAll}) {
+      const std::vector<int64_t> sizes = MicroBatchSizes(policy, n);
+      bool same = MicroBatchSizeCount(policy, n) == static_cast<int64_t>(sizes.size());
+      for (int64_t b = 0; b <= n + 1; ++b) {
+        const bool listed = std::find(sizes.begin(), sizes.end(), b) != sizes.end();
+        same = same && AllowedMicroBatchSize(policy, n, b) == listed;
+      }
+      Check(same, "MicroBatchSizeCount and AllowedMicroBatchSize agree with MicroBatchSizes");
+    }
+  }
+  const int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  Check(MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, int64_t{1} << 40).size() == 41 &&
+            MicroBatchSizeCount(BatchSizePolicy::kPowerOfTwo, kInt64Max) == 64 &&
+            MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, kInt64Max).back() == kInt64Max &&
+            MicroBatchSizeCount(BatchSizePolicy::kAll, int64_t{1} << 40) == int64_t{1} << 40,
+        "powerOfTwo sizes of 2^40 are 41; of 2^63 - 1, 64 without overflow; all of 2^40 counted");
 
   EngineSet engines = EngineSet::kAll;
   Check(ParseEngineSet("graph", &engines) && engines == EngineSet::kGraph &&
@@ -86,6 +111,87 @@ int main() {
   Plan uniform = UniformPlan(10, 4);
   Check(uniform.micro_batches.size() == 3 && uniform.micro_batches[2].size == 2,
         "uniform 10 by 4 is 4 + 4 + 2");
+
+  // Planning large mini-batches: over bits (power-of-two tables), never per
+  // sample of N. First the bit DP against the recurrence on random
+  // power-of-two tables (integer times: exact ties; continuous: none).
+  std::mt19937_64 rng(19);
+  int compared = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const bool integer_times = trial % 2 == 0;
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 300);
+    PerfTable t;
+    for (int64_t b = 1; b <= n; b = b <= n / 2 ? b * 2 : n + 1) {
+      if (rng() % 5 == 0) continue;
+      for (int a = 0; a < 1 + static_cast<int>(rng() % 3); ++a) {
+        const double ms = integer_times ? static_cast<double>(1 + rng() % (2 * b + 1))
+                                        : b * (0.2 + 1.8 * (rng() % 100000) / 1e5);
+        t[b].push_back({a, ms, rng() % 3 == 0 ? 0 : static_cast<int64_t>(1 + rng() % 8) * 256});
+      }
+    }
+    if (rng() % 2 == 0) t[n].push_back({7, static_cast<double>(1 + rng() % (2 * n + 1)), 512});
+    for (int64_t limit : {int64_t{0}, int64_t{256}, int64_t{1024}, int64_t{1} << 40}) {
+      const Plan dense = BestPlan(t, n, limit);  // n <= kSmallBatch: the recurrence
+      const Plan bits = PowerOfTwoBestPlan(t, n, limit);
+      int64_t sum = 0;
+      for (const MicroBatch& mb : bits.micro_batches) sum += mb.size;
+      const bool same_time =
+          integer_times ? dense.time_ms == bits.time_ms
+                        : std::fabs(dense.time_ms - bits.time_ms) <= 1e-9 * dense.time_ms;
+      const bool ok = dense.empty() == bits.empty() &&
+                      (dense.empty() || (same_time && sum == n &&
+                                         dense.workspace_bytes == bits.workspace_bytes &&
+                                         bits.workspace_bytes <= limit));
+      if (!ok) {
+        std::fprintf(stderr, "trial %d N=%lld limit %lld: recurrence %.9g ms %lld B (%zu), "
+                     "bits %.9g ms %lld B (%zu, sum %lld)\n", trial, static_cast<long long>(n),
+                     static_cast<long long>(limit), dense.time_ms,
+                     static_cast<long long>(dense.workspace_bytes), dense.micro_batches.size(),
+                     bits.time_ms, static_cast<long long>(bits.workspace_bytes),
+                     bits.micro_batches.size(), static_cast<long long>(sum));
+      }
+      Check(ok, "the bit DP finds the recurrence's time and workspace");
+      ++compared;
+    }
+  }
+  Check(compared == 2400, "every random table compared");
+
+  // N = 2^40: the whole batch is slow, 2^39 fast. Memory and time do not
+  // depend on N.
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t huge = int64_t{1} << 40;
+  PerfTable pow2;
+  for (int64_t b = 1; b < huge; b *= 2) pow2[b] = {{0, static_cast<double>(b) * 1.5 + 1, 0}};
+  pow2[huge / 2] = {{1, 1.0, 4096}, {0, 1e12, 0}};
+  pow2[huge] = {{0, 5.0, 0}};
+  const Plan two = BestPlan(pow2, huge, 1 << 20);
+  Check(two.micro_batches.size() == 2 && two.micro_batches[0].size == huge / 2 &&
+            two.time_ms == 2.0 && two.workspace_bytes == 4096,
+        "N = 2^40: two micro-batches of 2^39");
+  Check(BestPlan(pow2, huge, 0).micro_batches.size() == 1, "N = 2^40 within 0 bytes: undivided");
+  // A batch that is not a power of two: 10^12 + 7 by 2^39s and its low bits.
+  const int64_t odd = 1000000000007;
+  const Plan mixed = BestPlan(pow2, odd, 1 << 20);
+  int64_t mixed_sum = 0;
+  for (const MicroBatch& mb : mixed.micro_batches) mixed_sum += mb.size;
+  Check(mixed_sum == odd && mixed.micro_batches.front().size == huge / 2 &&
+            mixed.micro_batches.size() < 64,
+        "N = 10^12 + 7: micro-batches of 2^39 and the binary remainder");
+  const std::vector<Plan> huge_front = ParetoFront(pow2, huge);
+  Check(huge_front.size() == 2 && huge_front[0].workspace_bytes == 0 &&
+            huge_front[0].time_ms == 5.0 && huge_front[1].time_ms == 2.0,
+        "N = 2^40: front (0 B, 5 ms), (4096 B, 2 ms)");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Check(seconds < 2.0, "planning N = 2^40 takes well under a second");
+  // Tables of other sizes keep the recurrence, up to kMaxDenseBatch samples.
+  PerfTable threes = {{3, {{0, 1.0, 0}}}};
+  Check(PlanTooLarge(threes, int64_t{1} << 30) && BestPlan(threes, int64_t{1} << 30, 0).empty() &&
+            ParetoFront(threes, int64_t{1} << 30).empty() && !PlanTooLarge(pow2, huge),
+        "a table of size 3 for N = 2^30 is too large to plan, not a 20 GB allocation");
+  Check(BestPlan(threes, 3 * (kSmallBatch + 1), 0).micro_batches.size() ==
+            static_cast<size_t>(kSmallBatch + 1),
+        "above kSmallBatch, other tables still plan by the recurrence");
 
   // UCUDNN_BENCHMARK_DEVICES.
   bool all = false;

@@ -1,0 +1,169 @@
+#include "cc/kernels/engine/conv_runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "cc/kernels/engine/debug_output.h"
+
+#if GOOGLE_CUDA
+#include "cc/kernels/engine/division_groups.h"
+#endif
+
+namespace ucudnn {
+
+std::string PolicyLabel(BatchSizePolicy policy, int64_t micro_batch_size) {
+  return micro_batch_size > 0 ? "forced " + std::to_string(micro_batch_size)
+                              : BatchSizePolicyName(policy);
+}
+
+void LogPlan(const PlanRecord& r) {
+  if (!DebugOutput()) return;
+  // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
+  std::ostringstream steps;
+  for (size_t i = 0; i < r.micro_batches.size();) {
+    size_t j = i;
+    while (j < r.micro_batches.size() && r.micro_batches[j].size == r.micro_batches[i].size &&
+           r.micro_batches[j].algo == r.micro_batches[i].algo) {
+      ++j;
+    }
+    steps << (i == 0 ? "" : " + ") << (j - i) << "x" << r.micro_batches[i].size << " "
+          << r.micro_batches[i].algo;
+    i = j;
+  }
+  // Not measured on the CPU: no time is printed rather than "nan ms".
+  char cost[96];
+  if (r.time_ms == r.time_ms) {
+    std::snprintf(cost, sizeof(cost), "workspace %lld bytes, %.3f ms",
+                  static_cast<long long>(r.workspace_bytes), r.time_ms);
+  } else {
+    std::snprintf(cost, sizeof(cost), "workspace %lld bytes",
+                  static_cast<long long>(r.workspace_bytes));
+  }
+  std::fprintf(stderr, "tf_ucudnn: %s %s %s: %s (%s)%s%s\n", r.device.c_str(), PassName(r.pass),
+               r.params.ToString().c_str(), steps.str().c_str(), cost,
+               r.note.empty() ? "" : "; ", r.note.c_str());
+}
+
+#if GOOGLE_CUDA
+
+namespace {
+
+KernelKey MakeKey(const ConvRequest& q) {
+  KernelKey key;
+  key.pass = q.pass;
+  key.conv = q.params.Fields();
+  key.device = q.device;
+  key.allow_tf32 = q.allow_tf32;
+  key.deterministic = q.deterministic;
+  key.workspace_limit = q.workspace_limit;
+  key.policy = q.policy;
+  key.forced_micro_batch = q.micro_batch_size;
+  key.total_workspace = q.total_workspace;
+  key.engines = q.engines;
+  return key;
+}
+
+PlanRecord MakeRecord(const ConvRequest& q, const CudnnKernel& kernel, const Plan& plan) {
+  PlanRecord r;
+  r.device = q.device_name;
+  r.pass = kernel.pass();
+  r.params = kernel.params();
+  r.workspace_limit = q.workspace_limit;
+  r.policy = PolicyLabel(q.policy, q.micro_batch_size);
+  if (q.total_workspace > 0) {
+    r.note = "Workspace Division group of " + std::to_string(q.total_workspace) +
+             " bytes: benchmarked within the whole budget, divided after a step";
+  }
+  for (const auto& mb : plan.micro_batches) {
+    r.micro_batches.push_back({mb.size, CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]),
+                               mb.workspace_bytes, mb.time_ms});
+  }
+  r.workspace_bytes = plan.workspace_bytes;
+  r.time_ms = plan.time_ms;
+  return r;
+}
+
+// Warns once per kernel that its plan's workspace could not be allocated.
+void WarnFallbackOnce(const KernelKey& key, const std::string& what) {
+  static std::mutex mu;
+  static auto* seen = new std::set<KernelKey>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen->insert(key).second) return;
+  }
+  std::fprintf(stderr, "W tf_ucudnn: %s\n", what.c_str());
+}
+
+std::string JoinInts(const std::vector<int>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllocator* scratch,
+                   const PeersProvider& peers) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
+  CudnnHandle* handle = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
+  const KernelKey key = MakeKey(q);
+  std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
+
+  if (!kernel->planned()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<BenchmarkPeer> peer_list;
+    if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
+    bool planned_now = false;
+    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
+                                                 q.workspace_limit, tensors, scratch, peer_list,
+                                                 &planned_now));
+    // Benchmark buffers go back before the plan's workspace is taken
+    // (stream-ordered, so no synchronisation is needed).
+    scratch->ReleaseAll();
+    if (planned_now) {
+      PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
+      r.planning_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      std::string note;
+      const std::vector<int> bench_devices = kernel->benchmark_devices();
+      if (kernel->seeded()) {
+        note = "benchmarks from the database";
+      } else if (bench_devices.size() > 1) {
+        note = "benchmarked on GPUs " + JoinInts(bench_devices);
+      }
+      if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
+      LogPlan(r);
+      RecordPlan(std::move(r));
+    }
+  }
+  // A Workspace Division group's kernel runs its least-workspace plan until
+  // the group is first divided (after one step): meanwhile its members
+  // benchmark one at a time within the whole budget and run holding (next
+  // to) no workspace, so the budget holds from the first step on.
+  const Plan plan = q.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
+                                                                 : kernel->plan();
+  Plan ran;
+  UCUDNN_RETURN_IF_ERROR(kernel->Run(handle, q.stream, plan, tensors, scratch, &ran));
+  if (ran.workspace_bytes != plan.workspace_bytes) {
+    WarnFallbackOnce(key, "could not allocate " + std::to_string(plan.workspace_bytes) +
+                              " bytes of workspace for " + PassName(q.pass) + " " +
+                              q.params.ToString() + "; running a plan that needs " +
+                              std::to_string(ran.workspace_bytes) + " bytes instead");
+  }
+  if (q.total_workspace > 0) NoteGroupRun(q.device, q.total_workspace, kernel.get());
+  return Status();
+}
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace ucudnn

@@ -1,0 +1,201 @@
+// XLA kernels (tf2xla) of Ucudnn>Conv2D and its two gradients, so that
+// functions and Keras models using tf_ucudnn compile with jit_compile.
+//
+// On the GPU the pass becomes an XLA custom call handled by the micro-batched
+// engine through XLA's typed FFI (cc/kernels/xla_ffi_conv.cc): it plans on its
+// first execution per shape (benchmark database, Workspace Reuse) and runs
+// within the op's workspace limit. On the CPU it lowers to XLA's own
+// convolution (TF's lowering of Conv2D), which has no workspace to bound.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cc/kernels/conv_attrs.h"
+#include "cc/kernels/xla_conv_config.h"
+#include "tensorflow/compiler/tf2xla/kernels/conv_op_helpers.h"
+#include "tensorflow/compiler/tf2xla/shape_util.h"
+#include "tensorflow/compiler/tf2xla/type_util.h"
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow/core/util/determinism.h"
+#include "tsl/platform/tensor_float_32_utils.h"
+#include "xla/hlo/builder/lib/constants.h"
+#include "xla/hlo/builder/xla_builder.h"
+#include "xla/shape_util.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+namespace {
+
+using ucudnn::ConvParams;
+using ucudnn::Pass;
+
+template <Pass kPass, bool kGpu>
+class UcudnnXlaConvOp : public XlaOpKernel {
+ public:
+  explicit UcudnnXlaConvOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
+    // The knobs (and their environment defaults) are read as by the TF kernel,
+    // so a bad value is the same InvalidArgument at compile time.
+    OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
+    if (!kGpu) {
+      absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
+      OP_REQUIRES_OK(ctx, conv.status());
+      xla_attrs_ = *conv;
+    }
+  }
+
+  void Compile(XlaOpKernelContext* ctx) override {
+    TensorShape input_shape, filter_shape;
+    switch (kPass) {
+      case Pass::kForward:
+        input_shape = ctx->InputShape(0);
+        filter_shape = ctx->InputShape(1);
+        break;
+      case Pass::kBackwardData:
+        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(0, &input_shape));
+        filter_shape = ctx->InputShape(1);
+        break;
+      case Pass::kBackwardFilter:
+        input_shape = ctx->InputShape(0);
+        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(1, &filter_shape));
+        break;
+    }
+    // The same validation as the TF kernel: a bad shape or attribute is an
+    // InvalidArgument when the function is compiled.
+    ConvParams params;
+    OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
+    const TensorShape output_shape = OutputShape(params);
+    if (kPass != Pass::kForward) {
+      const TensorShape got = ctx->InputShape(2);
+      OP_REQUIRES(ctx, got == output_shape,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "out_backprop has shape ", got.DebugString(),
+                      " but the convolution's output shape is ", output_shape.DebugString())));
+    }
+    if (params.empty()) {
+      // As stock TF: an empty result, or a zero filter gradient; nothing to plan.
+      const TensorShape& result = kPass == Pass::kForward        ? output_shape
+                                  : kPass == Pass::kBackwardData ? input_shape
+                                                                 : filter_shape;
+      xla::PrimitiveType type;
+      OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
+      ctx->SetOutput(0, xla::Broadcast(xla::Zero(ctx->builder(), type), result.dim_sizes()));
+      return;
+    }
+    if (kGpu) {
+      CompileCustomCall(ctx, params, input_shape, filter_shape, output_shape);
+    } else {
+      CompileXlaConv(ctx, input_shape, filter_shape);
+    }
+  }
+
+ private:
+  // GPU: a typed-FFI custom call; operands and result in TF's layouts
+  // (row-major NHWC/NCHW, filter HWIO), as the engine expects them.
+  void CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
+                         const TensorShape& input_shape, const TensorShape& filter_shape,
+                         const TensorShape& output_shape) {
+    xla::PrimitiveType type;
+    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
+    auto shape_of = [type](const TensorShape& s) {
+      return xla::ShapeUtil::MakeShapeWithDescendingLayout(type, s.dim_sizes());
+    };
+    std::vector<xla::XlaOp> operands;
+    std::vector<xla::Shape> operand_shapes;
+    xla::Shape result;
+    switch (kPass) {
+      case Pass::kForward:  // a = input, b = filter -> output
+        operands = {ctx->Input(0), ctx->Input(1)};
+        operand_shapes = {shape_of(input_shape), shape_of(filter_shape)};
+        result = shape_of(output_shape);
+        break;
+      case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
+        operands = {ctx->Input(2), ctx->Input(1)};
+        operand_shapes = {shape_of(output_shape), shape_of(filter_shape)};
+        result = shape_of(input_shape);
+        break;
+      case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
+        operands = {ctx->Input(0), ctx->Input(2)};
+        operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
+        result = shape_of(filter_shape);
+        break;
+    }
+    XlaConvConfig config;
+    config.params = params;
+    config.workspace_limit = attrs_.workspace_limit;
+    config.policy = attrs_.policy;
+    config.micro_batch_size = attrs_.micro_batch_size;
+    config.total_workspace = attrs_.total_workspace;
+    config.engines = attrs_.engines;
+    // Numerics are fixed when the function is compiled, as XLA's own
+    // convolutions fix theirs.
+    config.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    config.deterministic = OpDeterminismRequired();
+    xla::XlaOp out = xla::CustomCallWithLayout(
+        ctx->builder(), XlaConvTarget(kPass), operands, result, operand_shapes,
+        EncodeXlaConvConfig(config), /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+        xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    ctx->SetOutput(0, out);
+  }
+
+  // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
+  void CompileXlaConv(XlaOpKernelContext* ctx, const TensorShape& input_shape,
+                      const TensorShape& filter_shape) {
+    xla::PrimitiveType type;
+    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
+    absl::StatusOr<xla::XlaOp> out;
+    switch (kPass) {
+      case Pass::kForward:
+        out = MakeXlaForwardConvOp(type_string(), ctx->Input(0), ctx->Input(1), xla_attrs_);
+        break;
+      case Pass::kBackwardData: {
+        xla::XlaOp input_sizes = ctx->Input(0);
+        out = MakeXlaBackpropInputConvOp(type_string(),
+                                         TensorShapeToXLAShape(type, input_shape),
+                                         ctx->Input(1), ctx->Input(2), xla_attrs_, &input_sizes);
+        break;
+      }
+      case Pass::kBackwardFilter:
+        out = MakeXlaBackpropFilterConvOp(type_string(), ctx->Input(0),
+                                          TensorShapeToXLAShape(type, filter_shape),
+                                          ctx->Input(2), xla_attrs_);
+        break;
+    }
+    OP_REQUIRES_OK(ctx, out.status());
+    ctx->SetOutput(0, *out);
+  }
+
+  ConvAttrs attrs_;
+  DataType dtype_ = DT_FLOAT;
+  ConvOpAttrs xla_attrs_;
+};
+
+// REGISTER_XLA_OP takes a plain class name.
+using XlaForwardGpu = UcudnnXlaConvOp<Pass::kForward, true>;
+using XlaBackwardDataGpu = UcudnnXlaConvOp<Pass::kBackwardData, true>;
+using XlaBackwardFilterGpu = UcudnnXlaConvOp<Pass::kBackwardFilter, true>;
+using XlaForwardCpu = UcudnnXlaConvOp<Pass::kForward, false>;
+using XlaBackwardDataCpu = UcudnnXlaConvOp<Pass::kBackwardData, false>;
+using XlaBackwardFilterCpu = UcudnnXlaConvOp<Pass::kBackwardFilter, false>;
+
+#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, BACKWARD_DATA, BACKWARD_FILTER)                  \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2D").Device(DEVICE), FORWARD);                             \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropInput")                                         \
+                      .Device(DEVICE)                                                         \
+                      .CompileTimeConstantInput("input_sizes"),                               \
+                  BACKWARD_DATA);                                                             \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropFilter")                                        \
+                      .Device(DEVICE)                                                         \
+                      .CompileTimeConstantInput("filter_sizes"),                              \
+                  BACKWARD_FILTER);
+
+UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaBackwardDataCpu, XlaBackwardFilterCpu)
+UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaBackwardDataGpu, XlaBackwardFilterGpu)
+
+}  // namespace
+}  // namespace ucudnn_tf
+}  // namespace tensorflow

@@ -1,0 +1,159 @@
+// The XLA side of tf_ucudnn on the GPU: typed-FFI handlers of the custom calls
+// that cc/kernels/xla_conv_ops.cc emits, one per pass. Each call runs the pass
+// through the same engine as the TF kernel (RunConvPass: kernel cache,
+// benchmark database, Workspace Reuse, legacy and graph-API candidates,
+// Workspace Division groups, plan records), on XLA's stream, with benchmark
+// buffers and workspace from XLA's scratch allocator (TF's allocator under
+// TF), so that the workspace is bounded by the op's limit as without XLA.
+#if GOOGLE_CUDA
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "cc/kernels/engine/conv_runner.h"
+#include "cc/kernels/xla_conv_config.h"
+#include "xla/ffi/api/c_api.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+namespace {
+
+namespace ffi = xla::ffi;
+using ucudnn::Pass;
+
+// The engine's ScratchAllocator over XLA's: memory lives until the handler
+// returns (XLA gives it back then; stream-ordered on XLA's stream).
+class FfiScratch : public ucudnn::ScratchAllocator {
+ public:
+  explicit FfiScratch(ffi::ScratchAllocator* scratch) : scratch_(scratch) {}
+  void* Allocate(int64_t bytes) override {
+    if (bytes <= 0) return nullptr;
+    // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
+    // under TF) returns blocks aligned to 256 bytes anyway, as cuDNN wants.
+    std::optional<void*> p = scratch_->Allocate(static_cast<size_t>(bytes), 16);
+    return p.has_value() ? *p : nullptr;
+  }
+
+ private:
+  ffi::ScratchAllocator* scratch_;
+};
+
+ffi::Error ToFfiError(const ucudnn::Status& s) {
+  switch (s.code()) {
+    case ucudnn::Status::Code::kOk: return ffi::Error::Success();
+    case ucudnn::Status::Code::kInvalidArgument:
+      return ffi::Error(ffi::ErrorCode::kInvalidArgument, s.message());
+    case ucudnn::Status::Code::kResourceExhausted:
+      return ffi::Error(ffi::ErrorCode::kResourceExhausted, s.message());
+    case ucudnn::Status::Code::kInternal:
+      return ffi::Error(ffi::ErrorCode::kInternal, s.message());
+  }
+  return ffi::Error(ffi::ErrorCode::kUnknown, s.message());
+}
+
+template <Pass kPass>
+ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
+                   ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out,
+                   ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
+                   int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
+                   int64_t allow_tf32, int64_t deterministic) {
+  ucudnn::ConvRequest q;
+  q.pass = kPass;
+  if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
+      engines < 0 || engines > 2) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      std::string("tf_ucudnn: malformed attributes of custom call ") +
+                          XlaConvTarget(kPass));
+  }
+  const ucudnn::ConvParams& p = q.params;
+  // The buffers XLA passes must be the ones the attributes describe.
+  const int64_t in = p.batch * p.input_sample_size();
+  const int64_t outs = p.batch * p.output_sample_size();
+  const int64_t filter = p.filter_size();
+  const int64_t want_a = kPass == Pass::kBackwardData ? outs : in;
+  const int64_t want_b = kPass == Pass::kForward        ? filter
+                         : kPass == Pass::kBackwardData ? filter
+                                                        : outs;
+  const int64_t want_out = kPass == Pass::kForward        ? outs
+                           : kPass == Pass::kBackwardData ? in
+                                                          : filter;
+  if (static_cast<int64_t>(a.element_count()) != want_a ||
+      static_cast<int64_t>(b.element_count()) != want_b ||
+      static_cast<int64_t>(out->element_count()) != want_out) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
+                          " do not match " + p.ToString());
+  }
+  q.device = device;
+  q.stream = stream;
+  q.device_name = "/device:GPU:" + std::to_string(device) + " (XLA)";
+  q.allow_tf32 = allow_tf32 != 0;
+  q.deterministic = deterministic != 0;
+  q.workspace_limit = workspace_limit;
+  q.policy = static_cast<ucudnn::BatchSizePolicy>(policy);
+  q.micro_batch_size = micro_batch_size;
+  q.total_workspace = total_workspace;
+  q.engines = static_cast<ucudnn::EngineSet>(engines);
+  ucudnn::PassTensors tensors;
+  tensors.a = a.untyped_data();
+  tensors.b = b.untyped_data();
+  tensors.out = out->untyped_data();
+  FfiScratch allocator(&scratch);
+  return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
+}
+
+#define UCUDNN_FFI_BINDING                                  \
+  ffi::Ffi::Bind()                                          \
+      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
+      .Ctx<ffi::ScratchAllocator>()                         \
+      .Ctx<ffi::DeviceOrdinal>()                            \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Ret<ffi::AnyBuffer>()                                \
+      .Attr<ffi::Span<const int64_t>>(kAttrConv)            \
+      .Attr<int64_t>(kAttrWorkspaceLimit)                   \
+      .Attr<int64_t>(kAttrBatchSizePolicy)                  \
+      .Attr<int64_t>(kAttrMicroBatchSize)                   \
+      .Attr<int64_t>(kAttrTotalWorkspace)                   \
+      .Attr<int64_t>(kAttrEngines)                          \
+      .Attr<int64_t>(kAttrAllowTf32)                        \
+      .Attr<int64_t>(kAttrDeterministic)
+
+XLA_FFI_DEFINE_HANDLER(kForwardHandler, RunPass<Pass::kForward>, UCUDNN_FFI_BINDING);
+XLA_FFI_DEFINE_HANDLER(kBackwardDataHandler, RunPass<Pass::kBackwardData>, UCUDNN_FFI_BINDING);
+XLA_FFI_DEFINE_HANDLER(kBackwardFilterHandler, RunPass<Pass::kBackwardFilter>,
+                       UCUDNN_FFI_BINDING);
+
+// Registers the three handlers for XLA's CUDA platform when the op library is
+// loaded; a failure is reported on stderr (compiling then fails with XLA's
+// "no registered implementation" error naming the target).
+bool RegisterHandlers() {
+  const XLA_FFI_Api* api = XLA_FFI_GetApi();
+  const struct {
+    Pass pass;
+    XLA_FFI_Handler* handler;
+  } handlers[] = {{Pass::kForward, kForwardHandler},
+                  {Pass::kBackwardData, kBackwardDataHandler},
+                  {Pass::kBackwardFilter, kBackwardFilterHandler}};
+  bool ok = true;
+  for (const auto& h : handlers) {
+    if (XLA_FFI_Error* err =
+            ffi::Ffi::RegisterStaticHandler(api, XlaConvTarget(h.pass), "CUDA", h.handler)) {
+      std::fprintf(stderr, "W tf_ucudnn: could not register the XLA handler %s: %s\n",
+                   XlaConvTarget(h.pass), ffi::internal::GetErrorMessage(api, err));
+      ffi::internal::DestroyError(api, err);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+[[maybe_unused]] const bool kRegistered = RegisterHandlers();
+
+}  // namespace
+}  // namespace ucudnn_tf
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA
