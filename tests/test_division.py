@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+from testing_utils import run_python
 from tf_ucudnn import planner
 
 MiB = 1 << 20
@@ -233,6 +234,23 @@ class SolverTimeTest(tf.test.TestCase):
         finally:
             pulp.PULP_CBC_CMD = cbc
         self.assertAllClose(sum(t for t, _ in chosen), brute_force(fronts, budget_between(fronts, 0.3)))
+
+    def test_the_solver_prints_nothing(self):
+        # highspy 1.16 prints a banner on stdout when PuLP creates its solver,
+        # before the output can be turned off (hence highspy < 1.16).
+        done = run_python("""
+            import sys
+            from tf_ucudnn import planner
+            solve, calls = planner._solve_ilp, []
+            planner._solve_ilp = lambda *args: calls.append(1) or solve(*args)
+            a = [(9.0, 1175992584), (8.0, 1296457163), (5.768319664455789, 7916369113),
+                 (5.0, 14541707327)]
+            chosen = planner.divide_workspace([a, [(18.0, 0), (3.0, 9902894738)], a, a], 20291713591)
+            print(len(calls), chosen.status, file=sys.stderr)
+        """, TF_CPP_MIN_LOG_LEVEL="3")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertEqual(done.stdout, "")
+        self.assertIn("1 optimal", done.stderr)
 
     def test_bad_time_limit_raises_value_error(self):
         for limit in (0, -1.0, float("nan"), float("inf"), "5", True):
