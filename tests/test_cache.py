@@ -415,6 +415,8 @@ class DatabaseSafetyTest(tf.test.TestCase):
         open(self.path, "w").close()  # an empty file is a database with nothing in it
         done = _run_cli("show", "--database", self.path)
         self.assertIn("0 kernels", done.stdout)
+        done = _run_cli("clear", "--database", self.path)
+        self.assertIn("removed 0 kernels", done.stdout)
         self.assertEqual(os.path.getsize(self.path), 0)
 
 

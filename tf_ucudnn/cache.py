@@ -205,7 +205,9 @@ class BenchmarkDatabase:
 
     def _write(self, create):
         """A connection in a write transaction on a database that is ours, with
-        our tables at the current schema (made so if new or older).
+        our tables at the current schema (made so if new or older). With
+        ``create`` False, a missing file is an error and an empty one is left
+        as it is (None is returned).
 
         Raises:
           sqlite3.DatabaseError, OSError: as for reading, or not writable.
@@ -219,6 +221,10 @@ class BenchmarkDatabase:
         try:
             db.execute("BEGIN IMMEDIATE")  # inspect and change under one write lock
             state, version = _inspect(db)
+            if state == "empty" and not create:
+                db.execute("ROLLBACK")
+                db.close()
+                return None
             if state != "empty" and version > SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version}, this tf_ucudnn reads "
                                             f"{SCHEMA_VERSION}")
@@ -330,6 +336,8 @@ class BenchmarkDatabase:
         if not self.exists():
             return None
         db = self._write(create=False)
+        if db is None:  # an empty file: nothing to clear
+            return 0
         try:
             count = db.execute("DELETE FROM kernels").rowcount
             db.execute("COMMIT")
