@@ -68,10 +68,14 @@ def _check_ints(values, name, low=None, high=None):
 
 def _sizes(value, name):
     """``input_sizes`` / ``filter_sizes`` as the op's int32 tensor. Values known
-    now (Python, NumPy, constant tensors) must be whole numbers within int32:
-    3.5 or 2**32 + 3 are errors, not truncated or wrapped. A tensor known only
+    now (Python, NumPy, constant tensors) must be integers within int32: 3.5,
+    3.0 or 2**32 + 3 are errors, not truncated or wrapped. A tensor known only
     when the op runs must be an integer tensor; int64 values beyond int32
-    saturate, so that the kernel rejects them."""
+    saturate, so that the kernel rejects them.
+
+    Raises:
+      ValueError: naming ``name`` (and the element).
+    """
     static = tf.get_static_value(value) if tf.is_tensor(value) else value
     if static is None:
         if not value.dtype.is_integer:
