@@ -5,6 +5,14 @@ import keras
 from tf_ucudnn import nn
 
 
+def conv2d_arguments(layer):
+    """A ``keras.layers.Conv2D``'s geometry as ``tf_ucudnn.conv2d`` keyword
+    arguments: strides, padding, data_format (NHWC/NCHW), dilations."""
+    return dict(strides=list(layer.strides), padding=layer.padding.upper(),
+                data_format="NHWC" if layer.data_format == "channels_last" else "NCHW",
+                dilations=list(layer.dilation_rate))
+
+
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
 class Conv2D(keras.layers.Conv2D):
     """``keras.layers.Conv2D`` whose convolution runs through tf_ucudnn.
@@ -44,12 +52,10 @@ class Conv2D(keras.layers.Conv2D):
         self.micro_batch_size = micro_batch_size
 
     def convolution_op(self, inputs, kernel):
-        data_format = "NHWC" if self.data_format == "channels_last" else "NCHW"
-        return nn.conv2d(
-            inputs, kernel, strides=list(self.strides), padding=self.padding.upper(),
-            data_format=data_format, dilations=list(self.dilation_rate),
-            workspace_limit=self.workspace_limit, batch_size_policy=self.batch_size_policy,
-            micro_batch_size=self.micro_batch_size)
+        return nn.conv2d(inputs, kernel, **conv2d_arguments(self),
+                         workspace_limit=self.workspace_limit,
+                         batch_size_policy=self.batch_size_policy,
+                         micro_batch_size=self.micro_batch_size)
 
     def get_config(self):
         config = super().get_config()

@@ -419,12 +419,8 @@ def _greedy(groups, spare):
         if n < movable and bound is None:
             bound = time_ms - (ta - tb) * remaining / (eb - ea)
             price = (ta - tb) / (eb - ea)
-    counts = []
-    for (_, cands), hull, levels in zip(groups, hulls, at):
-        c = [0] * len(cands)
-        for i, n in zip(hull, levels):
-            c[i] = n
-        counts.append(c)
+    counts = [_scatter(len(cands), hull, levels)
+              for (_, cands), hull, levels in zip(groups, hulls, at)]
     return counts, (time_ms if bound is None else bound), price
 
 
@@ -509,13 +505,15 @@ def _solve_ilp(groups, weights, cap, time_limit_s):
 
 def _expand(groups, kept, core_counts):
     """Counts over a pruned core (see :func:`_prune`) as counts over ``groups``."""
-    full = []
-    for (_, cands), keep, c in zip(groups, kept, core_counts):
-        f = [0] * len(cands)
-        for i, n in zip(keep, c):
-            f[i] = n
-        full.append(f)
-    return full
+    return [_scatter(len(cands), keep, c) for (_, cands), keep, c in zip(groups, kept, core_counts)]
+
+
+def _scatter(length, indices, values):
+    """A list of ``length`` zeros with ``values`` at ``indices``."""
+    out = [0] * length
+    for i, n in zip(indices, values):
+        out[i] = n
+    return out
 
 
 def _ilp(groups, spare, deadline):

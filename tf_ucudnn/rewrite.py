@@ -271,9 +271,9 @@ def _install_xla_warning():
 
 def _xla_convolution(layer, settings, inputs, kernel):
     """``keras.layers.Conv2D.convolution_op`` through tf_ucudnn, with the rewrite's settings."""
-    data_format = "NHWC" if layer.data_format == "channels_last" else "NCHW"
-    attrs = nn._conv_attrs(list(layer.strides), layer.padding.upper(), data_format,
-                           list(layer.dilation_rate), workspace_limit=settings.workspace_limit,
+    from tf_ucudnn.layers import conv2d_arguments
+
+    attrs = nn._conv_attrs(**conv2d_arguments(layer), workspace_limit=settings.workspace_limit,
                            batch_size_policy=settings.batch_size_policy)
     if settings.total_workspace is not None:
         attrs["total_workspace"] = settings.total_workspace

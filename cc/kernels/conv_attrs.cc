@@ -434,6 +434,24 @@ TensorShape OutputShape(const ucudnn::ConvParams& p) {
   return TensorShape({dims[0], dims[1], dims[2], dims[3]});
 }
 
+const TensorShape& PassResultShape(ucudnn::Pass pass, const TensorShape& input,
+                                   const TensorShape& filter, const TensorShape& output) {
+  switch (pass) {
+    case ucudnn::Pass::kForward: return output;
+    case ucudnn::Pass::kBackwardData: return input;
+    case ucudnn::Pass::kBackwardFilter: return filter;
+  }
+  return output;
+}
+
+absl::Status CheckOutBackprop(const TensorShape& out_backprop, const TensorShape& output) {
+  if (out_backprop == output) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("out_backprop has shape ",
+                                                 out_backprop.DebugString(),
+                                                 " but the convolution's output shape is ",
+                                                 output.DebugString()));
+}
+
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape) {
   if (sizes.dims() != 1 || sizes.NumElements() != 4) {
     return errors::InvalidArgument(name, " must be a 1-D tensor of 4 sizes, got shape ",

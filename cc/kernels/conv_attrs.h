@@ -54,6 +54,15 @@ absl::Status MakeConvParams(const ConvAttrs& attrs, const TensorShape& input,
 // checked that its element count fits.
 TensorShape OutputShape(const ucudnn::ConvParams& params);
 
+// The shape a pass produces: the output (forward), the input (backward-data)
+// or the filter (backward-filter).
+const TensorShape& PassResultShape(ucudnn::Pass pass, const TensorShape& input,
+                                   const TensorShape& filter, const TensorShape& output);
+
+// InvalidArgument unless the gradient passes' out_backprop has the
+// convolution's output shape.
+absl::Status CheckOutBackprop(const TensorShape& out_backprop, const TensorShape& output);
+
 // Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes): each
 // non-negative, their product at most 2^63 - 1.
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape);

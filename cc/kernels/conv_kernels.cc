@@ -257,15 +257,10 @@ class UcudnnConvOp : public OpKernel {
                                        &params));
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
-      const TensorShape& got = ctx->input(2).shape();
-      OP_REQUIRES(ctx, got == output_shape,
-                  errors::InvalidArgument("out_backprop has shape ", got.DebugString(),
-                                          " but the convolution's output shape is ",
-                                          output_shape.DebugString()));
+      OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->input(2).shape(), output_shape));
     }
-    const TensorShape& result_shape = kPass == Pass::kForward        ? output_shape
-                                      : kPass == Pass::kBackwardData ? input_shape
-                                                                     : filter_shape;
+    const TensorShape& result_shape =
+        PassResultShape(kPass, input_shape, filter_shape, output_shape);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
     if (params.empty()) {

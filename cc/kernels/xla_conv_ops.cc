@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
 #include "cc/kernels/xla_conv_config.h"
 #include "tensorflow/compiler/tf2xla/kernels/conv_op_helpers.h"
@@ -39,6 +37,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     // so a bad value is the same InvalidArgument at compile time.
     OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
+    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());
@@ -68,20 +67,12 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
-      const TensorShape got = ctx->InputShape(2);
-      OP_REQUIRES(ctx, got == output_shape,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "out_backprop has shape ", got.DebugString(),
-                      " but the convolution's output shape is ", output_shape.DebugString())));
+      OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->InputShape(2), output_shape));
     }
     if (params.empty()) {
       // As stock TF: an empty result, or a zero filter gradient; nothing to plan.
-      const TensorShape& result = kPass == Pass::kForward        ? output_shape
-                                  : kPass == Pass::kBackwardData ? input_shape
-                                                                 : filter_shape;
-      xla::PrimitiveType type;
-      OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
-      ctx->SetOutput(0, xla::Broadcast(xla::Zero(ctx->builder(), type), result.dim_sizes()));
+      const TensorShape& result = PassResultShape(kPass, input_shape, filter_shape, output_shape);
+      ctx->SetOutput(0, xla::Broadcast(xla::Zero(ctx->builder(), type_), result.dim_sizes()));
       return;
     }
     if (kGpu) {
@@ -97,10 +88,8 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   void CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
                          const TensorShape& input_shape, const TensorShape& filter_shape,
                          const TensorShape& output_shape) {
-    xla::PrimitiveType type;
-    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
-    auto shape_of = [type](const TensorShape& s) {
-      return xla::ShapeUtil::MakeShapeWithDescendingLayout(type, s.dim_sizes());
+    auto shape_of = [this](const TensorShape& s) {
+      return xla::ShapeUtil::MakeShapeWithDescendingLayout(type_, s.dim_sizes());
     };
     std::vector<xla::XlaOp> operands;
     std::vector<xla::Shape> operand_shapes;
@@ -145,8 +134,6 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
   void CompileXlaConv(XlaOpKernelContext* ctx, const TensorShape& input_shape,
                       const TensorShape& filter_shape) {
-    xla::PrimitiveType type;
-    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type));
     absl::StatusOr<xla::XlaOp> out;
     switch (kPass) {
       case Pass::kForward:
@@ -155,13 +142,13 @@ class UcudnnXlaConvOp : public XlaOpKernel {
       case Pass::kBackwardData: {
         xla::XlaOp input_sizes = ctx->Input(0);
         out = MakeXlaBackpropInputConvOp(type_string(),
-                                         TensorShapeToXLAShape(type, input_shape),
+                                         TensorShapeToXLAShape(type_, input_shape),
                                          ctx->Input(1), ctx->Input(2), xla_attrs_, &input_sizes);
         break;
       }
       case Pass::kBackwardFilter:
         out = MakeXlaBackpropFilterConvOp(type_string(), ctx->Input(0),
-                                          TensorShapeToXLAShape(type, filter_shape),
+                                          TensorShapeToXLAShape(type_, filter_shape),
                                           ctx->Input(2), xla_attrs_);
         break;
     }
@@ -171,6 +158,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
 
   ConvAttrs attrs_;
   DataType dtype_ = DT_FLOAT;
+  xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
   ConvOpAttrs xla_attrs_;
 };
 
