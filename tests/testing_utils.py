@@ -144,7 +144,22 @@ def reference_conv2d(x, w, strides, padding, data_format="NHWC", dilations=1):
       strides, dilations: int or (h, w).
       padding: "SAME", "VALID" or ((top, bottom), (left, right)).
       data_format: "NHWC" or "NCHW".
+
+    For an empty input or filter the result is zeros of the shape that TF's
+    shape functions give this composition (traced, no kernel runs): CPU
+    kernels disagree on empty inputs (oneDNN's returns wrong shapes or
+    rejects some), and only padding can reach the filter. It stays
+    differentiable: zero gradients of the inputs' shapes.
     """
+    if x.shape.num_elements() == 0 or w.shape.num_elements() == 0:
+        traced = tf.function(lambda a, b: _composed_conv2d(
+            a, b, strides, padding, data_format, dilations)).get_concrete_function(
+                tf.TensorSpec(x.shape, x.dtype), tf.TensorSpec(w.shape, w.dtype))
+        return tf.zeros(traced.output_shapes, x.dtype) + 0 * (tf.reduce_sum(x) + tf.reduce_sum(w))
+    return _composed_conv2d(x, w, strides, padding, data_format, dilations)
+
+
+def _composed_conv2d(x, w, strides, padding, data_format, dilations):
     if data_format == "NCHW":
         x = tf.transpose(x, [0, 2, 3, 1])
     if isinstance(padding, str):
