@@ -3,7 +3,8 @@
 # On the device machine after ../shared/gpu/stage.sh's parts (see ../shared/gpu/README.md):
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
-#                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory
+#                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
+#                                 xla_pair|xla_profile|wd_vs_wr
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -124,8 +125,13 @@ case "$1" in
       --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
   xla_memory)  # where an XLA step's memory goes: buffer assignment, cuDNN workspace (dumps)
-    timeout "${3:-500}" python3 benchmarks/xla_memory.py "${2:-vgg16}" 2>&1 | grep -v WARNING \
+    timeout "${3:-500}" python3 benchmarks/xla_memory.py "${2:-vgg16}" ${4:-} 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_memory_${2:-vgg16}.log" ;;
+  xla_profile)  # where an XLA step's GPU time goes: MODEL [BATCH] [PRECISION] (TF's profiler;
+                # CUPTI 12 from the nvidia-cuda-cupti-cu12 wheel sent in .whl)
+    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    timeout "${5:-560}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
+      2>&1 | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/xla_profile_${2:-resnet50}.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

@@ -13,13 +13,16 @@ dumps of the largest compiled module (the training step):
   workspace each was given (the ``u8[bytes]`` of its result), summed and the largest;
 * the ops around the convolutions: custom calls, copies and transposes, fusions.
 
-Prints one table and writes xla_memory_MODEL.json into $OUT (or the working directory).
+Prints one table and writes xla_memory_MODEL.json into $OUT (or the working
+directory); with ``--keep-hlo`` also each run's optimized HLO module there
+(xla_hlo_MODEL_MODE.txt), to compare the fusions around the convolutions.
 """
 
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,7 +60,7 @@ def read_dump(directory):
     return out
 
 
-def run(model, batch):
+def run(model, batch, keep_hlo=False):
     results = {}
     for mode in ("stock-xla", "ucudnn-xla"):
         with tempfile.TemporaryDirectory(prefix="xla_dump_") as dump:
@@ -71,13 +74,19 @@ def run(model, batch):
             lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
             step = json.loads(lines[-1][7:]) if lines else dict(error=done.stderr[-800:])
             results[mode] = dict(step=step, dump=read_dump(dump))
+            hlo = _largest(glob.glob(os.path.join(dump, "*after_optimizations.txt")))
+            if keep_hlo and hlo:
+                shutil.copy(hlo, os.path.join(os.environ.get("OUT", "."),
+                                              f"xla_hlo_{model}_{mode}.txt"))
     return results
 
 
 def main(argv):
+    keep_hlo = "--keep-hlo" in argv
+    argv = [a for a in argv if a != "--keep-hlo"]
     model = argv[0] if argv else "vgg16"
     batch = int(argv[1]) if len(argv) > 1 else 64
-    results = run(model, batch)
+    results = run(model, batch, keep_hlo)
     gib = 2.0 ** 30
     print(f"{model} N={batch}, one training step under XLA (float32, TF32)")
     rows = [("", "stock XLA", "tf_ucudnn under XLA (64 MiB)")]

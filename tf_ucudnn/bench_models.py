@@ -91,12 +91,19 @@ def build_model(name):
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
-def run_worker(model_name, mode, bytes_, batch, precision="float32"):
+def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir=None):
     """One (model, mode, limit) in this process; returns the result dict.
 
     ``precision`` is a Keras dtype policy from :data:`PRECISIONS`; with
     ``mixed_float16`` the loss is scaled (``keras.optimizers.LossScaleOptimizer``).
+    With ``profile_dir``, three more steps after the timed ones run under
+    TensorFlow's profiler (``tf.profiler.experimental``; on a GPU it needs
+    CUPTI), which writes its trace there (see ``benchmarks/xla_profile.py``).
+    The result's ``model_bytes`` is the GPU memory in use once the model and
+    its data exist, before the first step.
     """
+    import gc
+
     import keras
     import numpy as np
     import tensorflow as tf
@@ -112,6 +119,9 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32"):
     model = build_model(model_name)
     if mode == "ucudnn-xla":
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
+        # The stock model's weights would stay on the GPU until Python's cycle
+        # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
+        gc.collect()
     x = tf.random.normal([batch, 224, 224, 3], seed=1)
     y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
     optimizer = keras.optimizers.SGD(0.01)
@@ -131,6 +141,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32"):
 
     sync = tf.test.experimental.sync_devices
     sync()
+    model_bytes = tf.config.experimental.get_memory_info("GPU:0")["current"]
     start = time.perf_counter()
     step()
     sync()
@@ -148,10 +159,17 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32"):
         sync()
         times.append((time.perf_counter() - start) / 5 * 1e3)
     steady_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    if profile_dir:
+        tf.profiler.experimental.start(profile_dir)
+        for _ in range(3):
+            step()
+        sync()
+        tf.profiler.experimental.stop()
     result = dict(model=model_name, mode=mode, bytes=bytes_, batch=batch, precision=precision,
                   step_ms=float(np.median(times)), step_ms_repeats=times,
                   first_step_s=first_step_s, peak_bytes=steady_peak,
-                  run_peak_bytes=max(run_peak, steady_peak), loss=float(loss))
+                  run_peak_bytes=max(run_peak, steady_peak), model_bytes=model_bytes,
+                  loss=float(loss))
     if mode.startswith("rewrite") or mode == "ucudnn-xla":
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
         result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
@@ -164,14 +182,15 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32"):
     return result
 
 
-def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
+def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32",
+            profile_dir=None):
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env.setdefault("UCUDNN_DATABASE", "off")
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
     cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
-           str(bytes_), str(batch), precision]
+           str(bytes_), str(batch), precision] + ([profile_dir] if profile_dir else [])
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -269,8 +288,9 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 7 and sys.argv[1] == "--worker":
-        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+    if len(sys.argv) in (7, 8) and sys.argv[1] == "--worker":
+        out = run_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6],
+                         *sys.argv[7:])
         print("RESULT " + json.dumps(out), flush=True)
         sys.exit(0)
     print("run through `tf-ucudnn bench --models ...`", file=sys.stderr)

@@ -1,0 +1,143 @@
+"""Where an XLA-compiled training step's GPU time goes (GPU machine).
+
+    python benchmarks/xla_profile.py [MODEL] [BATCH] [PRECISION]   (default resnet50 128 float32)
+
+Runs the model mode's worker (tf_ucudnn.bench_models) for ``stock-xla`` and
+``ucudnn-xla`` at 64 MiB, each in its own process, and profiles three steps
+after the timed ones with TensorFlow's profiler (CUPTI: ``libcupti.so.12``
+must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
+
+* the GPU's busy time (the union of all kernel and copy intervals) and its
+  idle time within the steps' span (host-bound gaps, launch latency);
+* kernel time by kind, from the kernel names: convolutions (cuDNN and
+  CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
+  transposes), XLA fusions, copies and sets, other.
+
+Prints one table and the largest kernels of each run, and writes
+xla_profile_MODEL_PRECISION.json into $OUT (or the working directory).
+"""
+
+import collections
+import glob
+import json
+import os
+import re
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+STEPS = 3
+KINDS = (  # first match wins: some cuDNN convolution kernels' names hold "Transform"
+    ("convolution", re.compile(r"conv|xmma|implicit|gemm|wgrad|dgrad|fprop|winograd|fft|cutlass|"
+                               r"sm\d\d_|kernel_\d+_|scudnn", re.I)),
+    ("layout transform", re.compile(r"nchwtonhwc|nhwctonchw|transpose|transform|permute|swizzle", re.I)),
+    ("XLA fusion", re.compile(r"fusion|triton|^loop_|^input_|reduce|wrapped_|slice|concat", re.I)),
+    ("copy / set", re.compile(r"memcpy|memset|copy", re.I)),
+)
+
+
+def kind_of(name):
+    """The kind of a kernel, from its name (see KINDS)."""
+    for kind, pattern in KINDS:
+        if pattern.search(name):
+            return kind
+    return "other"
+
+
+def _union_ps(intervals):
+    total, end = 0, None
+    for start, stop in sorted(intervals):
+        if end is None or start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def read_trace(directory):
+    """Per-step GPU figures from the XPlane trace under ``directory``."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
+    if not paths:
+        return dict(error=f"no trace under {directory}")
+    space = xplane_pb2.XSpace()
+    with open(max(paths, key=os.path.getsize), "rb") as f:
+        space.ParseFromString(f.read())
+    gpu = [p for p in space.planes if p.name.startswith("/device:GPU:")]
+    if not gpu:
+        return dict(error="no GPU plane in the trace (is CUPTI loadable?)",
+                    planes=[p.name for p in space.planes])
+    plane = gpu[0]
+    intervals, by_kind, by_kernel = [], collections.Counter(), collections.Counter()
+    counts, kind_counts = collections.Counter(), collections.Counter()
+    for line in plane.lines:
+        base_ps = line.timestamp_ns * 1000
+        for event in line.events:
+            name = plane.event_metadata[event.metadata_id].name
+            start = base_ps + event.offset_ps
+            intervals.append((start, start + event.duration_ps))
+            kind = kind_of(name)
+            by_kind[kind] += event.duration_ps
+            kind_counts[kind] += 1
+            by_kernel[name] += event.duration_ps
+            counts[name] += 1
+    if not intervals:
+        return dict(error="the GPU plane has no events")
+    span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    busy = _union_ps(intervals)
+    ms = lambda ps: ps / 1e9 / STEPS  # noqa: E731  (per step)
+    return dict(
+        lines=[l.name for l in plane.lines],
+        span_ms=ms(span), busy_ms=ms(busy), idle_ms=ms(span - busy),
+        kernel_sum_ms=ms(sum(by_kind.values())),
+        kinds={k: dict(ms=ms(v), count=kind_counts[k] / STEPS) for k, v in by_kind.items()},
+        top=[dict(name=n[:110], ms=ms(v), count=counts[n] / STEPS, kind=kind_of(n))
+             for n, v in by_kernel.most_common(25)])
+
+
+def main():
+    from tf_ucudnn import bench_models, table
+
+    model = sys.argv[1] if len(sys.argv) > 1 else "resnet50"
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else bench_models.DEFAULT_BATCH[model]
+    precision = sys.argv[3] if len(sys.argv) > 3 else "float32"
+    runs = {}
+    for mode in ("stock-xla", "ucudnn-xla"):
+        trace = tempfile.mkdtemp(prefix=f"xla_profile_{mode}_")
+        r = bench_models._launch(model, mode, 64 << 20, batch, 900, precision=precision,
+                                 profile_dir=trace)
+        r["trace"] = read_trace(trace) if "error" not in r else {}
+        runs[mode] = r
+        print(f"  {mode}: " + (r["error"] if "error" in r else
+                               f"{r['step_ms']:.1f} ms; trace: {r['trace'].get('error', 'read')}"),
+              flush=True)
+    ok = {m: r for m, r in runs.items() if "error" not in r and "error" not in r["trace"]}
+    kinds = sorted({k for r in ok.values() for k in r["trace"]["kinds"]})
+    rows = [("step ms (timed, wall)",) + tuple(f"{r['step_ms']:.2f}" for r in ok.values()),
+            ("profiled span per step ms",) + tuple(f"{r['trace']['span_ms']:.2f}" for r in ok.values()),
+            ("GPU busy ms",) + tuple(f"{r['trace']['busy_ms']:.2f}" for r in ok.values()),
+            ("GPU idle within span ms",) + tuple(f"{r['trace']['idle_ms']:.2f}" for r in ok.values()),
+            ("kernel time, sum ms",) + tuple(f"{r['trace']['kernel_sum_ms']:.2f}" for r in ok.values())]
+    for k in kinds:
+        rows.append((f"  {k} ms (kernels)",) + tuple(
+            "{ms:.2f} ({count:.0f})".format(**r["trace"]["kinds"].get(k, dict(ms=0, count=0)))
+            for r in ok.values()))
+    print(f"\n{model} N={batch}, {precision}, one XLA training step, per step (3 profiled)")
+    print(table.render(("",) + tuple(ok), rows, align="l" + "r" * len(ok)))
+    for mode, r in ok.items():
+        print(f"\n{mode}: largest kernels, ms per step (launches)")
+        for t in r["trace"]["top"][:15]:
+            print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+    out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}.json")
+    with open(out, "w") as f:
+        json.dump(runs, f, indent=1)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
