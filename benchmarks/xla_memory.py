@@ -2,7 +2,7 @@
 
     python benchmarks/xla_memory.py [MODEL] [BATCH]     (default vgg16 64)
 
-Runs the model mode's worker (tf_ucudnn.bench_models) for ``stock-xla`` and
+Runs the model mode's worker (tf_ucudnn.bench.models) for ``stock-xla`` and
 ``ucudnn-xla`` at 64 MiB, each with ``XLA_FLAGS=--xla_dump_to``, and reads the
 dumps of the largest compiled module (the training step):
 
@@ -65,7 +65,7 @@ def run(model, batch):
                        UCUDNN_DATABASE="off",
                        PYTHONPATH=os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")]
                                                   if p))
-            done = subprocess.run([sys.executable, "-m", "tf_ucudnn.bench_models", "--worker",
+            done = subprocess.run([sys.executable, "-m", "tf_ucudnn.bench.models", "--worker",
                                    model, mode, str(64 << 20), str(batch), "float32"],
                                   env=env, capture_output=True, text=True, timeout=400)
             lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]

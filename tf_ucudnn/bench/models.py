@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from tf_ucudnn import table
+from tf_ucudnn.bench import harness
 from tf_ucudnn.units import format_bytes
 
 MODELS = ("alexnet", "resnet18", "vgg16", "resnet50")
@@ -168,9 +169,8 @@ def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision=
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env.setdefault("UCUDNN_DATABASE", "off")
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
-    cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
+    env = harness.with_package_on_path(env)
+    cmd = [sys.executable, "-m", "tf_ucudnn.bench.models", "--worker", model_name, mode,
            str(bytes_), str(batch), precision]
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
