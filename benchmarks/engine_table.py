@@ -14,6 +14,16 @@ import tf_ucudnn
 from tf_ucudnn.division import kernels
 
 
+def engine_name(algo):
+    """A candidate of kernels()["algos"] as TF logs it: "eng34{k2=1,k3=0}[/transposed]"
+    for a graph-API engine, "legacy algo 1 math 2" for a legacy algorithm."""
+    engine = algo.get("engine")
+    if engine is None:
+        return f"legacy algo {algo['algo']} math {algo['math_type']}"
+    knobs = ",".join(f"k{knob}={value}" for knob, value in engine["knobs"])
+    return f"eng{engine['id']}{{{knobs}}}" + ("/transposed" if engine["transposed"] else "")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-mib", type=int, default=64)
@@ -30,15 +40,13 @@ def main():
     tape.gradient(y, [x, f], output_gradients=tf.ones_like(y))
     sizes = {int(s) for s in args.sizes.split(",")}
     for k in kernels():
-        print(f"\n{k['pass']} {k['shape']} limit {k['workspace_limit'] >> 20} MiB; "
+        print(f"\n{k['pass']} {k['shape']} limit {k['key']['workspace_limit'] >> 20} MiB; "
               f"plan {k['plan']['time_ms']:.3f} ms")
-        # Graph engines: (algo, math, deterministic, id, transposed, knob, value, ...).
-        names = [("eng%d{%s}%s" % (a[3], ",".join(f"k{a[i]}={a[i + 1]}" for i in range(5, len(a), 2)),
-                                   "/transposed" if a[4] else "")
-                  if len(a) > 3 else f"legacy algo {a[0]} math {a[1]}") for a in k["algos"]]
-        for size, algo, ms, ws in sorted(k["table"], key=lambda r: (-r[0], r[2])):
-            if size in sizes:
-                print(f"  {size:4d}  {ms:8.3f} ms  {ws / 2**20:9.1f} MiB  {names[algo]}")
+        names = [engine_name(a) for a in k["algos"]]
+        for row in sorted(k["table"], key=lambda r: (-r["size"], r["time_ms"])):
+            if row["size"] in sizes:
+                print(f"  {row['size']:4d}  {row['time_ms']:8.3f} ms  "
+                      f"{row['workspace_bytes'] / 2**20:9.1f} MiB  {names[row['algo']]}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tf_ucudnn import bench
 
 layer = bench.ConvLayer(("deepbench/vision_18_3x3",), 64, 112, 112, 128, 3, 3, 1, 1, 1, 1)
-x, w, dy = bench._random_tensors(layer, 256, "NHWC", tf.float32)
+x, w, dy = bench.random_tensors(layer, 256, "NHWC", tf.float32)
 for name in bench.PASSES:
     for mode in ("stock", "ucudnn"):
         knobs = dict(workspace_limit=256 << 20) if mode == "ucudnn" else {}

@@ -40,6 +40,7 @@ def build(name, conv):
 def worker(model_name, mode, total):
     import keras, numpy as np, tensorflow as tf
     import tf_ucudnn
+    from tf_ucudnn.bench import harness
     if mode == "stock":
         conv = keras.layers.Conv2D
     else:
@@ -67,13 +68,8 @@ def worker(model_name, mode, total):
     t0 = time.perf_counter(); step(); tf.test.experimental.sync_devices(); first_s = time.perf_counter() - t0
     for _ in range(3): step()
     tf.config.experimental.reset_memory_stats("GPU:0")
-    tf.test.experimental.sync_devices()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(5): step()
-        tf.test.experimental.sync_devices()
-        ts.append((time.perf_counter() - t0) / 5 * 1e3)
+    # Median of 5 repeats of 5 steps, each from a synced device to a synced device.
+    _, ts = harness.time_ms(step, (), warmup=0, repeats=5, iters=5)
     peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
     return dict(model=model_name, mode=mode, total_mib=total >> 20, step_ms=float(np.median(ts)),
                 first_step_s=round(first_s, 2), plan_s=round(plan_s, 2), peak_gib=round(peak / 2**30, 2),

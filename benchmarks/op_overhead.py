@@ -21,7 +21,7 @@ LAYERS = [(bench.ConvLayer(("tiny",), 8, 8, 8, 8, 3, 3, 1, 1, 1, 1), 1),
           (bench.ConvLayer(("deepbench/facerec_16_3x3",), 256, 7, 7, 512, 3, 3, 1, 1, 1, 1), 256)]
 rows = []
 for layer, batch in LAYERS:
-    x, w, dy = bench._random_tensors(layer, batch, "NHWC", tf.float32)
+    x, w, dy = bench.random_tensors(layer, batch, "NHWC", tf.float32)
     for name in bench.PASSES:
         row = dict(layer=layer.name, batch=batch, **{"pass": name})
         for mode in ("stock", "ucudnn"):

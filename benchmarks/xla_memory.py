@@ -2,7 +2,7 @@
 
     python benchmarks/xla_memory.py [MODEL] [BATCH]     (default vgg16 64)
 
-Runs the model mode's worker (tf_ucudnn.bench_models) for ``stock-xla`` and
+Runs the model mode's worker (tf_ucudnn.bench.models) for ``stock-xla`` and
 ``ucudnn-xla`` at 64 MiB, each with ``XLA_FLAGS=--xla_dump_to``, and reads the
 dumps of the largest compiled module (the training step):
 
@@ -23,11 +23,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
 
 def _largest(paths):
@@ -61,18 +61,13 @@ def read_dump(directory):
 
 
 def run(model, batch, keep_hlo=False):
+    from tf_ucudnn.bench import models
+
     results = {}
     for mode in ("stock-xla", "ucudnn-xla"):
         with tempfile.TemporaryDirectory(prefix="xla_dump_") as dump:
-            env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump}", TF_CPP_MIN_LOG_LEVEL="2",
-                       UCUDNN_DATABASE="off",
-                       PYTHONPATH=os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")]
-                                                  if p))
-            done = subprocess.run([sys.executable, "-m", "tf_ucudnn.bench_models", "--worker",
-                                   model, mode, str(64 << 20), str(batch), "float32"],
-                                  env=env, capture_output=True, text=True, timeout=400)
-            lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
-            step = json.loads(lines[-1][7:]) if lines else dict(error=done.stderr[-800:])
+            step = models.launch(model, mode, 64 << 20, batch, 400,
+                                 extra_env=dict(XLA_FLAGS=f"--xla_dump_to={dump}"))
             results[mode] = dict(step=step, dump=read_dump(dump))
             hlo = _largest(glob.glob(os.path.join(dump, "*after_optimizations.txt")))
             if keep_hlo and hlo:

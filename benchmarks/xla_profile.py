@@ -2,7 +2,7 @@
 
     python benchmarks/xla_profile.py [MODEL] [BATCH] [PRECISION]   (default resnet50 128 float32)
 
-Runs the model mode's worker (tf_ucudnn.bench_models) for ``stock-xla`` and
+Runs the model mode's worker (tf_ucudnn.bench.models) for ``stock-xla`` and
 ``ucudnn-xla`` at 64 MiB, each in its own process, and profiles three steps
 after the timed ones with TensorFlow's profiler (CUPTI: ``libcupti.so.12``
 must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
@@ -101,15 +101,16 @@ def read_trace(directory):
 
 
 def main():
-    from tf_ucudnn import bench_models, table
+    from tf_ucudnn import table
+    from tf_ucudnn.bench import models
 
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet50"
-    batch = int(sys.argv[2]) if len(sys.argv) > 2 else bench_models.DEFAULT_BATCH[model]
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else models.DEFAULT_BATCH[model]
     precision = sys.argv[3] if len(sys.argv) > 3 else "float32"
     runs = {}
     for mode in ("stock-xla", "ucudnn-xla"):
         trace = tempfile.mkdtemp(prefix=f"xla_profile_{mode}_")
-        r = bench_models._launch(model, mode, 64 << 20, batch, 900, precision=precision,
+        r = models.launch(model, mode, 64 << 20, batch, 900, precision=precision,
                                  profile_dir=trace)
         r["trace"] = read_trace(trace) if "error" not in r else {}
         runs[mode] = r

@@ -10,7 +10,9 @@ import tensorflow as tf
 import contextlib
 import io
 
-from tf_ucudnn import bench, bench_figures, bench_models, bench_overhead
+from tf_ucudnn import bench
+from tf_ucudnn.bench import figures as bench_figures, models as bench_models
+from tf_ucudnn.bench import overhead as bench_overhead, report as bench_report
 from testing_utils import rel_l2
 
 
@@ -120,7 +122,7 @@ class EnvironmentRecordTest(tf.test.TestCase):
                                           "UCUDNN_GRAPH_PRUNE_FACTOR": "0",
                                           "TF_CUDNN_WORKSPACE_LIMIT_IN_MB": "64",
                                           "UNRELATED_VARIABLE": "1"}):
-            variables = bench._environment(on_gpu=False)["variables"]
+            variables = bench.describe_environment(on_gpu=False)["variables"]
         self.assertEqual(variables.get("CUDA_MODULE_LOADING"), "EAGER")
         self.assertEqual(variables.get("UCUDNN_GRAPH_PRUNE_FACTOR"), "0")
         self.assertEqual(variables.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB"), "64")
@@ -164,7 +166,7 @@ class ResultTablesTest(tf.test.TestCase):
                    stock_ms=12.5, ucudnn_ms=8.25, speedup=12.5 / 8.25, reference_ms=7.0,
                    plan={"forward": "2x128 ALGO_1", "backward-filter": "1x256 ALGO_0"})
         failed = dict(row, name="vgg/conv1", ucudnn_ms=None, speedup=None, plan=None)
-        lines = self.printed(bench._print_table, [row, failed])
+        lines = self.printed(bench_report.print_layer_table, [row, failed])
         self.assertLen(lines, 4)
         self.assertTrue(lines[0].startswith("layer"))
         self.assertIn("12.50 8.250 1.52x 7.000 F: 2x128 ALGO_1 | W: 1x256 ALGO_0",
@@ -189,7 +191,6 @@ class ResultTablesTest(tf.test.TestCase):
 
 def test_model_modes_select_the_settings_that_run(monkeypatch):
     """--modes keeps only the named settings; --xla adds the two XLA settings."""
-    from tf_ucudnn import bench_models
 
     launched = []
 
@@ -198,7 +199,7 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
         return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
                     first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
 
-    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    monkeypatch.setattr(bench_models, "launch", fake_launch)
     bench_models.run_models(["vgg16"], [64 << 20], [], xla=True)
     assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "stock-xla", "ucudnn-xla"]
     launched.clear()
@@ -208,7 +209,6 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
 
 
 def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
-    from tf_ucudnn import bench_models
 
     seen = []
 
@@ -217,7 +217,7 @@ def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
         return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
                     first_step_s=1.0, peak_bytes=1, run_peak_bytes=1, precision=precision)
 
-    monkeypatch.setattr(bench_models, "_launch", fake_launch)
+    monkeypatch.setattr(bench_models, "launch", fake_launch)
     results = bench_models.run_models(["vgg16"], [64 << 20], [], precision="mixed_bfloat16")
     assert seen and set(seen) == {"mixed_bfloat16"}
     assert all(bench_models._label(r).endswith(", mixed_bfloat16") for r in results)

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import tf_ucudnn
 from testing_utils import ROOT, run_python
-from tf_ucudnn import cache, cli
+from tf_ucudnn import cli, database
 
 COMMANDS = ("demo", "bench", "cache")
 
@@ -99,7 +99,7 @@ class DispatchTest(tf.test.TestCase):
     def test_the_rest_of_the_line_reaches_the_command_unchanged(self):
         rest = ["--epochs", "1", "--filters", "4,4,4", "--json", "out.json"]
         for name, module in (("demo", "tf_ucudnn.demo"), ("bench", "tf_ucudnn.bench"),
-                             ("cache", "tf_ucudnn.cache")):
+                             ("cache", "tf_ucudnn.database")):
             with self.subTest(command=name), mock.patch(f"{module}.main", return_value=7) as main:
                 self.assertEqual(cli.main([name, *rest]), 7)
                 main.assert_called_once_with(rest)
@@ -121,7 +121,7 @@ class CacheCommandTest(tf.test.TestCase):
         record = dict(key=[0, 32] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0],
                       table=[[32, 0, 0.5, 0]], algos=[[1, 2, 1]], shape="N=32 C=3",
                       **{"pass": "forward"})
-        cache.BenchmarkDatabase(path).put("NVIDIA H200", "9.19.0", "2.21.0", [record])
+        database.BenchmarkDatabase(path).put("NVIDIA H200", "9.19.0", "2.21.0", [record])
         done, imported = run_command("cache", "show", "--database", path)
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         self.assertIn("1 kernels", done.stdout)

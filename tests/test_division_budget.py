@@ -84,7 +84,8 @@ class DebugOutputTest(tf.test.TestCase):
 
     def divide_group(self, debug_output):
         """Runs the engine's division callback on one fake kernel; returns (stdout, stderr)."""
-        kernel = dict(id=1, device=0, total_workspace=MiB, conv=[16], **{"pass": "forward"})
+        kernel = dict(id=1, device=0, total_workspace=MiB, key=dict(conv=dict(batch=16)),
+                      **{"pass": "forward"})
         share = division.KernelShare(layers=[], pass_name="forward", shape="N=16", micro_batches=[
             dict(size=16, algo="ALGO_1", workspace_bytes=MiB, time_ms=0.5)], workspace_bytes=MiB,
             time_ms=0.5, fastest_ms=0.5, fastest_workspace_bytes=MiB)

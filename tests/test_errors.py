@@ -9,7 +9,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_ucudnn
-from tf_ucudnn._ops import ops as raw_ops
+from tf_ucudnn._engine import ops as raw_ops
 
 X = np.ones((2, 6, 6, 4), np.float32)      # NHWC
 W = np.ones((3, 3, 2, 4), np.float32)      # groups = 4 / 2 = 2

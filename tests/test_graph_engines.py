@@ -118,8 +118,8 @@ class GraphEnginesGpuTest(tf.test.TestCase):
             with tf.device("/GPU:0"):
                 tf_ucudnn.conv2d(x, f, 1, "SAME")
             algos = kernels()[0]["algos"]
-            print(json.dumps(dict(legacy=sum(len(a) == 3 for a in algos),
-                                  graph=sum(len(a) > 3 for a in algos))))
+            print(json.dumps(dict(legacy=sum("engine" not in a for a in algos),
+                                  graph=sum("engine" in a for a in algos))))
         """, pythonpath=ROOT)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         counts = json.loads(done.stdout.strip().splitlines()[-1])

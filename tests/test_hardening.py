@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_ucudnn
-from tf_ucudnn._ops import ops as raw_ops
+from tf_ucudnn._engine import ops as raw_ops
 
 S1 = [1, 1, 1, 1]
 

@@ -424,7 +424,7 @@ class RewriteModelTest(RewriteTestCase):
 class TotalWorkspaceAttributeTest(RewriteTestCase):
 
     def test_total_workspace_and_workspace_limit_together_are_invalid(self):
-        from tf_ucudnn._ops import ops
+        from tf_ucudnn._engine import ops
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "not both"):
             ops.ucudnn_conv2d(input=self.x, filter=self.w, strides=[1, 1, 1, 1], padding="SAME",
                               workspace_limit=MiB, total_workspace=4 * MiB)

@@ -22,9 +22,12 @@ import os as _os
 import sys as _sys
 
 __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
-           "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version",
+           "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version", "database",
            "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
            "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]
+# Submodules among those names; `cache` is the benchmark database's former name.
+_SUBMODULES = {"cache": "database", "database": "database", "layers": "layers",
+               "planner": "planner"}
 
 _COMMAND = "tf-ucudnn"
 
@@ -59,13 +62,13 @@ def _bind_api():
 
 if _started_as_the_command():
     def __getattr__(name):  # PEP 562: the command binds the API when it is first used
-        if name in __all__ and name not in ("cache", "layers", "planner"):
+        if name in __all__ and name not in _SUBMODULES:
             _bind_api()
             return globals()[name]
         import importlib
 
-        try:  # a submodule (tf_ucudnn.cache, .division, ...): just that one
-            return importlib.import_module(f"{__name__}.{name}")
+        try:  # a submodule (tf_ucudnn.database, .division, ...): just that one
+            return importlib.import_module(f"{__name__}.{_SUBMODULES.get(name, name)}")
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{name}":
                 raise

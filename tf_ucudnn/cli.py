@@ -2,10 +2,10 @@
 
     tf-ucudnn demo [options]         the main job: tf_ucudnn vs stock Keras (tf_ucudnn.demo)
     tf-ucudnn bench [options]        the GPU benchmarks (tf_ucudnn.bench)
-    tf-ucudnn cache show|clear       the benchmark database (tf_ucudnn.cache)
+    tf-ucudnn cache show|clear       the benchmark database (tf_ucudnn.database)
 
 Each command's options belong to its module (``demo.parse_args``,
-``bench.parse_args``, ``cache.main``): this parser reads what comes before the
+``bench.parse_args``, ``database.main``): this parser reads what comes before the
 command and the command's name, and hands everything after the name over as
 it is, ``--help`` included. ``--help``, ``--version`` and ``cache`` import no
 TensorFlow.
@@ -23,7 +23,7 @@ COMMANDS = {
                      "keras.layers.Conv2D, side by side (runs on the CPU too)"),
     "bench": ("bench", "time tf_ucudnn against stock TensorFlow per layer or per model "
                        "(needs a GPU; --plot redraws a saved result)"),
-    "cache": ("cache", "show|clear: the benchmark database of cuDNN measurements"),
+    "cache": ("database", "show|clear: the benchmark database of cuDNN measurements"),
 }
 _DEPRECATED = {"run": "demo"}
 
@@ -68,8 +68,8 @@ def main(argv=None):
     if args.command == "bench":
         from tf_ucudnn import bench
         return bench.main(rest)
-    from tf_ucudnn import cache
-    return cache.main(rest)
+    from tf_ucudnn import database
+    return database.main(rest)
 
 
 if __name__ == "__main__":

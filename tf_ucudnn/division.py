@@ -25,30 +25,19 @@ import dataclasses
 import json
 import logging
 import numbers
-import os
 import sys
 import threading
 
 import tensorflow as tf
 
-from tf_ucudnn import table
-from tf_ucudnn._ops import DIVISION_CALLBACK, PLAN_LISTENER, clib, read_c_string
+from tf_ucudnn import _engine, environment, table
+from tf_ucudnn.layers import Conv2D
 from tf_ucudnn.planner import check_int, divide_workspace
 from tf_ucudnn.plan_registry import format_ms, micro_batch_pieces
 from tf_ucudnn.units import format_bytes, to_bytes
 
 
-def kernels():
-    """Every planned GPU kernel of this process with its Pareto front.
-
-    Returns:
-      A list of dicts: ``id``, ``device`` (GPU ordinal), ``pass``, ``shape``,
-      ``conv`` (the convolution's fields, batch first), ``workspace_limit``
-      (the op's, bytes), ``planned_limit`` (the limit its plan uses now),
-      ``plan`` and ``front`` (plans as dicts with ``time_ms``,
-      ``workspace_bytes`` and ``micro_batches``).
-    """
-    return json.loads(read_c_string(clib.ucudnn_kernels_json))
+kernels = _engine.kernels  # every planned GPU kernel with its Pareto front
 
 
 def set_kernel_limit(kernel_id, workspace_limit):
@@ -58,13 +47,8 @@ def set_kernel_limit(kernel_id, workspace_limit):
     Raises:
       ValueError: unknown id, a kernel not yet planned, or no plan that fits.
     """
-    import ctypes
-
-    error = ctypes.create_string_buffer(1024)
-    if clib.ucudnn_set_kernel_limit(check_int(kernel_id, "kernel_id", 0),
-                                    to_bytes(workspace_limit, "workspace_limit"),
-                                    error, len(error)) != 0:
-        raise ValueError(error.value.decode())
+    _engine.set_kernel_limit(check_int(kernel_id, "kernel_id", 0),
+                             to_bytes(workspace_limit, "workspace_limit"))
 
 
 @dataclasses.dataclass
@@ -172,7 +156,7 @@ def _divide_group(device, total_workspace):
     evenly instead and logs why."""
     try:
         group = [k for k in kernels()
-                 if k["device"] == device and k.get("total_workspace") == total_workspace]
+                 if k["device"] == device and k["total_workspace"] == total_workspace]
         if not group:
             return
         try:
@@ -186,14 +170,14 @@ def _divide_group(device, total_workspace):
                 set_kernel_limit(k["id"], even)
             return
         report = DivisionReport(total_workspace=total_workspace,
-                                batch_size=max(k["conv"][0] for k in group), kernels=list(shares),
-                                gap=getattr(shares, "gap", 0.0))
+                                batch_size=max(k["key"]["conv"]["batch"] for k in group),
+                                kernels=list(shares), gap=getattr(shares, "gap", 0.0))
         with _reports_lock:
             _reports[(device, total_workspace)] = report
         _log.info("tf_ucudnn: divided %s among %d kernels on GPU:%d: %s in use, %.3f ms predicted",
                   format_bytes(total_workspace), len(group), device,
                   format_bytes(report.workspace_bytes), report.time_ms)
-        if os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0"):
+        if environment.debug_output():
             # Where the engine prints its plan lines under UCUDNN_DEBUG_OUTPUT: stderr.
             print(f"tf_ucudnn: Workspace Division on GPU:{device}\n{report}", file=sys.stderr,
                   flush=True)
@@ -257,16 +241,11 @@ def _on_plan():
         progress.planned()
 
 
-# Kept alive for as long as the library may call them.
-_DIVISION_CALLBACK = DIVISION_CALLBACK(_divide_group)
-_PLAN_LISTENER = PLAN_LISTENER(_on_plan)
-clib.ucudnn_set_division_callback(_DIVISION_CALLBACK)
-clib.ucudnn_set_plan_listener(_PLAN_LISTENER)
+_engine.set_division_callback(_divide_group)
+_engine.set_plan_listener(_on_plan)
 
 
 def _ucudnn_layers(model):
-    from tf_ucudnn.layers import Conv2D
-
     found, stack = [], [model]
     while stack:
         layer = stack.pop()
@@ -336,8 +315,10 @@ def _plan_forward_backward(model, batch_size, verbose):
 
 
 def _kernel_signature(conv):
-    # ConvParams::Fields(): N C H W K R S groups sh sw dh dw pt pb pl pr P Q layout dtype
-    return (conv[1], conv[4], conv[5], conv[6], conv[8], conv[9], conv[10], conv[11], conv[7])
+    """:func:`_layer_signature` of a kernel's ``key["conv"]``."""
+    return tuple(conv[name] for name in ("in_channels", "out_channels", "filter_height",
+                                         "filter_width", "stride_h", "stride_w", "dilation_h",
+                                         "dilation_w", "groups"))
 
 
 def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
@@ -388,10 +369,10 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     for layer in layers:
         by_signature.setdefault(_layer_signature(layer), []).append(layer.name)
     mine = [k for k in kernels()
-            if k["workspace_limit"] == total_workspace and not k.get("total_workspace")
-            and k["conv"][0] == batch_size
-            and _kernel_signature(k["conv"]) in by_signature]
+            if k["key"]["workspace_limit"] == total_workspace and not k["total_workspace"]
+            and k["key"]["conv"]["batch"] == batch_size
+            and _kernel_signature(k["key"]["conv"]) in by_signature]
     shares = _divide(mine, total_workspace,
-                     lambda kernel: by_signature[_kernel_signature(kernel["conv"])])
+                     lambda kernel: by_signature[_kernel_signature(kernel["key"]["conv"])])
     return DivisionReport(total_workspace=total_workspace, batch_size=batch_size,
                           kernels=list(shares), gap=shares.gap)

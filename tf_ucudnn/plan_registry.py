@@ -1,9 +1,6 @@
 """`plans()`: the micro-batch plans the kernels have chosen so far in this process."""
 
-import json
-
-from tf_ucudnn import table
-from tf_ucudnn._ops import clib, read_c_string
+from tf_ucudnn import _engine, table
 from tf_ucudnn.units import format_bytes  # noqa: F401  (also tf_ucudnn.plan_registry.format_bytes)
 
 
@@ -77,9 +74,9 @@ def plans():
     Returns:
       A :class:`PlanTable`: a list of dicts that prints as a table.
     """
-    return PlanTable(json.loads(read_c_string(clib.ucudnn_plans_json)))
+    return PlanTable(_engine.plan_records())
 
 
 def clear_plans():
     """Forgets the recorded plans (the kernels keep their cached plans)."""
-    clib.ucudnn_clear_plans()
+    _engine.clear_plan_records()

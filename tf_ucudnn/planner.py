@@ -13,7 +13,6 @@ Micro-batches", IEEE CLUSTER 2018 (arXiv:1804.04806), §III-B (Workspace
 Reuse) and §III-C (the desirable set used by Workspace Division).
 """
 
-import ctypes
 import dataclasses
 import math
 import numbers
@@ -21,11 +20,10 @@ import time
 import warnings
 from typing import Any, NamedTuple
 
-from tf_ucudnn._ops import clib
+from tf_ucudnn import _engine
 
 POLICIES = ("undivided", "powerOfTwo", "all")
 _POLICY_IDS = {name: i for i, name in enumerate(POLICIES)}
-_MODE_BEST, _MODE_FRONT = 0, 1
 
 
 class MicroBatch(NamedTuple):
@@ -120,7 +118,7 @@ def _check_time(value, what):
 def _check_policy(policy):
     if policy not in _POLICY_IDS:
         raise ValueError(f"batch_size_policy must be one of {', '.join(POLICIES)}; got {policy!r}")
-    return _POLICY_IDS[policy]
+    return POLICIES[_POLICY_IDS[policy]]
 
 
 def _check_batch_size(batch_size):
@@ -145,13 +143,7 @@ def micro_batch_sizes(policy, batch_size):
     Raises:
       ValueError: unknown policy or batch_size not a positive int.
     """
-    policy_id = _check_policy(policy)
-    batch_size = _check_batch_size(batch_size)
-    # Ask how many first: a buffer of N would be 8 TB for N = 2**40.
-    count = clib.ucudnn_micro_batch_sizes(policy_id, batch_size, None, 0)
-    out = (ctypes.c_int64 * count)()
-    clib.ucudnn_micro_batch_sizes(policy_id, batch_size, out, count)
-    return list(out)
+    return _engine.micro_batch_sizes(_check_policy(policy), _check_batch_size(batch_size))
 
 
 def _flatten(table):
@@ -180,43 +172,26 @@ def _flatten(table):
 
 
 def _solve(table, batch_size, policy, mode, workspace_limit=0):
-    policy_id = _check_policy(policy)
+    policy = _check_policy(policy)
     batch_size = _check_batch_size(batch_size)
     rows = _flatten(table)
-    n = len(rows)
-    sizes = (ctypes.c_int64 * max(n, 1))(*[r[0] for r in rows])
-    ids = (ctypes.c_int32 * max(n, 1))(*range(n))
-    times = (ctypes.c_double * max(n, 1))(*[r[2] for r in rows])
-    workspace = (ctypes.c_int64 * max(n, 1))(*[r[3] for r in rows])
-    # The answer's size is unknown until it is computed: start small and grow
-    # to what the planner says it needs (a buffer per sample of N was 1 KiB a
-    # sample: 10 GB for N = 10**7).
-    capacity = 1 + 64 * (1 + 2 * max(n, 1))
-    while True:
-        out = (ctypes.c_int64 * capacity)()
-        needed = clib.ucudnn_plan(n, sizes, ids, times, workspace, batch_size, policy_id, mode,
-                                  workspace_limit, 0, out, capacity)
-        if needed < 0:
-            raise ValueError(
-                f"batch_size {batch_size} is too large to plan for a table whose sizes are not "
-                f"all powers of two (at most {_MAX_DENSE_BATCH} samples; powerOfTwo tables "
-                f"have no limit)")
-        if needed <= capacity:
-            break
-        capacity = needed
-    plans, pos = [], 1
-    for _ in range(out[0]):
-        length = out[pos]
-        pos += 1
-        micro_batches = []
-        for i in range(length):
-            size, row = out[pos + 2 * i], out[pos + 2 * i + 1]
-            micro_batches.append(MicroBatch(size, rows[row][1], rows[row][3]))
-        times_ms = [rows[out[pos + 2 * i + 1]][2] for i in range(length)]
-        pos += 2 * length
-        plans.append(Plan(micro_batches, float(sum(times_ms)),
-                          max(mb.workspace_bytes for mb in micro_batches)))
-    return plans
+    # The engine sees each row's index as its algo and hands it back.
+    plans = _engine.plan([dict(size=size, algo=i, time_ms=time_ms, workspace_bytes=workspace)
+                          for i, (size, _, time_ms, workspace) in enumerate(rows)],
+                         batch_size, policy=policy, mode=mode, workspace_limit=workspace_limit)
+    if plans is None:
+        raise ValueError(
+            f"batch_size {batch_size} is too large to plan for a table whose sizes are not "
+            f"all powers of two (at most {_MAX_DENSE_BATCH} samples; powerOfTwo tables "
+            f"have no limit)")
+    result = []
+    for plan in plans:
+        micro_batches = [MicroBatch(mb["size"], rows[mb["algo"]][1], rows[mb["algo"]][3])
+                         for mb in plan]
+        times_ms = [rows[mb["algo"]][2] for mb in plan]
+        result.append(Plan(micro_batches, float(sum(times_ms)),
+                           max(mb.workspace_bytes for mb in micro_batches)))
+    return result
 
 
 def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
@@ -244,7 +219,7 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
         of two (powerOfTwo tables are planned over bits, for any batch_size).
     """
     workspace_limit = check_bytes(workspace_limit, "workspace_limit")
-    plans = _solve(table, batch_size, policy, _MODE_BEST, workspace_limit)
+    plans = _solve(table, batch_size, policy, "best", workspace_limit)
     if not plans:
         raise ValueError(f"no plan for batch_size {batch_size} within {workspace_limit} bytes under "
                          f"policy {policy!r}: the table's sizes {sorted(table)} with algorithms "
@@ -272,7 +247,7 @@ def pareto_front(table, batch_size, policy="powerOfTwo"):
       ValueError: bad arguments, or batch_size above 2**24 for a table whose
         sizes are not all powers of two.
     """
-    return _solve(table, batch_size, policy, _MODE_FRONT)
+    return _solve(table, batch_size, policy, "front")
 
 
 def _point(p):

@@ -37,8 +37,7 @@ import warnings
 import keras
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import nn
-from tf_ucudnn._ops import clib
+from tf_ucudnn import _engine, database, nn
 from tf_ucudnn.units import to_bytes
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -208,8 +207,7 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         batch_size_policy=knobs["batch_size_policy"] or None,
         devices=_normalize_devices(devices))
     # The substituted kernels plan from (and save to) the benchmark database too.
-    from tf_ucudnn import cache
-    cache.load()
+    database.load()
     previous = _settings()
     _apply(settings)
     with _lock:
@@ -242,11 +240,7 @@ def rewrite_stats():
       conv, BiasAdd and activation), ``fused_left`` (fused convolutions left
       alone: batch-norm fusions and other filter formats).
     """
-    import ctypes
-
-    values = [ctypes.c_int64() for _ in range(3)]
-    clib.ucudnn_rewrite_stats(*[ctypes.byref(v) for v in values])
-    return dict(zip(("rewritten", "fused_rewritten", "fused_left"), (v.value for v in values)))
+    return _engine.rewrite_stats()
 
 
 def _install_xla_warning():

@@ -18,6 +18,13 @@ cc_library(
     ],
 )
 
+# nlohmann/json (one header), as cudnn-frontend ships it in the wheel.
+cc_library(
+    name = "nlohmann_json",
+    hdrs = ["include/external/cudnn_frontend_archive/include/cudnn_frontend/thirdparty/nlohmann/json.hpp"],
+    includes = ["include/external/cudnn_frontend_archive/include/cudnn_frontend/thirdparty"],
+)
+
 cc_library(
     name = "libtensorflow_framework",
     srcs = ["lib/{lib}"],

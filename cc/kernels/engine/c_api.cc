@@ -1,10 +1,17 @@
-// A C interface to the planner and the plan registry, for tf_ucudnn's Python
-// side (ctypes on the same shared library): one implementation of the
-// Workspace Reuse recurrence and the Pareto front, shared with the kernels.
+// The C interface of the engine for tf_ucudnn's Python side (ctypes on the
+// same shared library; tf_ucudnn/_engine.py is its only caller).
+//
+// Records cross as JSON with named fields, never as positional arrays:
+// functions that return `char*` return a malloc'd NUL-terminated JSON document
+// that the caller frees with ucudnn_free; a failure is {"error": "message"}.
+// Requests are JSON too. The names are those of the C++ structs (ConvParams,
+// KernelKey, CudnnAlgo, AlgoPerf, MicroBatch, Plan); enums cross as their
+// names ("forward", "NHWC", "float32", "powerOfTwo", "all").
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +19,7 @@
 #include "cc/kernels/engine/division_groups.h"
 #include "cc/kernels/engine/plan_cache.h"
 #include "cc/kernels/engine/planner.h"
+#include "nlohmann/json.hpp"
 
 #if GOOGLE_CUDA
 #include "cc/kernels/engine/cudnn_backend.h"
@@ -19,33 +27,55 @@
 
 namespace {
 
-// Plans as a flat int64 list: count, then per plan its length L and L pairs
-// (size, algo). Returns the number of int64 values needed.
-int64_t WritePlans(const std::vector<ucudnn::Plan>& plans, int64_t* out, int64_t capacity) {
-  std::vector<int64_t> flat = {static_cast<int64_t>(plans.size())};
-  for (const ucudnn::Plan& plan : plans) {
-    flat.push_back(static_cast<int64_t>(plan.micro_batches.size()));
-    for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
-      flat.push_back(mb.size);
-      flat.push_back(mb.algo);
-    }
-  }
-  if (static_cast<int64_t>(flat.size()) <= capacity) {
-    std::memcpy(out, flat.data(), flat.size() * sizeof(int64_t));
-  }
-  return static_cast<int64_t>(flat.size());
+using json = nlohmann::json;
+
+char* Copy(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
 }
 
-int64_t WriteString(const std::string& s, char* out, int64_t capacity) {
-  if (static_cast<int64_t>(s.size()) < capacity) std::memcpy(out, s.c_str(), s.size() + 1);
-  return static_cast<int64_t>(s.size()) + 1;
+char* Dump(const json& j) { return Copy(j.dump()); }
+
+char* Error(const std::string& message) { return Dump({{"error", message}}); }
+
+// The enum value whose name is j[field]; throws naming the field otherwise.
+template <typename T>
+T EnumField(const json& j, const char* field, const char* (*name_of)(T), int count) {
+  const std::string text = j.at(field).get<std::string>();
+  for (int i = 0; i < count; ++i) {
+    if (text == name_of(static_cast<T>(i))) return static_cast<T>(i);
+  }
+  throw std::invalid_argument(std::string(field) + ": unknown name '" + text + "'");
+}
+
+ucudnn::BatchSizePolicy PolicyField(const json& j, const char* field) {
+  ucudnn::BatchSizePolicy policy;
+  const std::string text = j.at(field).get<std::string>();
+  if (!ucudnn::ParseBatchSizePolicy(text, &policy)) {
+    throw std::invalid_argument(std::string(field) + ": unknown batch-size policy '" + text + "'");
+  }
+  return policy;
+}
+
+json PlanJson(const ucudnn::Plan& plan) {
+  json micro_batches = json::array();
+  for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
+    micro_batches.push_back({{"size", mb.size}, {"algo", mb.algo}});
+  }
+  return {{"micro_batches", std::move(micro_batches)}};
 }
 
 }  // namespace
 
 extern "C" {
 
-// The TensorFlow major.minor this library was compiled against.
+// Frees a JSON document returned by this interface.
+void ucudnn_free(char* json_text) { std::free(json_text); }
+
+// The TensorFlow major.minor this library was compiled against. Plain
+// integers: the loader checks them before anything else, so this signature
+// stays as it is across versions.
 void ucudnn_built_for_tf(int32_t* major, int32_t* minor) {
   *major = TF_UCUDNN_TF_MAJOR;
   *minor = TF_UCUDNN_TF_MINOR;
@@ -71,67 +101,75 @@ int32_t ucudnn_has_cudnn() {
 #endif
 }
 
-// Allowed micro-batch sizes; returns how many (writes at most `capacity`, so
-// a caller can ask with capacity 0 first). Lists nothing it does not write:
-// policy all with N = 2^40 has 2^40 sizes.
-int64_t ucudnn_micro_batch_sizes(int32_t policy, int64_t batch_size, int64_t* out,
+// The micro-batch sizes that `policy` ("undivided", "powerOfTwo", "all")
+// allows for `batch_size` samples, ascending; returns how many (-1 for an
+// unknown policy) and writes at most `capacity`, so a caller can ask with
+// capacity 0 first. Lists nothing it does not write: policy all with
+// N = 2^40 has 2^40 sizes.
+int64_t ucudnn_micro_batch_sizes(const char* policy_name, int64_t batch_size, int64_t* out,
                                  int64_t capacity) {
-  const auto p = static_cast<ucudnn::BatchSizePolicy>(policy);
-  const int64_t count = ucudnn::MicroBatchSizeCount(p, batch_size);
-  if (p == ucudnn::BatchSizePolicy::kAll) {
+  ucudnn::BatchSizePolicy policy;
+  if (!ucudnn::ParseBatchSizePolicy(policy_name, &policy)) return -1;
+  const int64_t count = ucudnn::MicroBatchSizeCount(policy, batch_size);
+  if (policy == ucudnn::BatchSizePolicy::kAll) {
     for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = i + 1;
   } else if (capacity > 0) {
-    const std::vector<int64_t> sizes = ucudnn::MicroBatchSizes(p, batch_size);  // <= 64
+    const std::vector<int64_t> sizes = ucudnn::MicroBatchSizes(policy, batch_size);  // <= 64
     for (int64_t i = 0; i < count && i < capacity; ++i) out[i] = sizes[i];
   }
   return count;
 }
 
-// Plans over a benchmark table of `rows` rows (size, algo, time_ms,
-// workspace_bytes), restricted to the policy's sizes.
-//   mode 0: Workspace Reuse best plan within workspace_limit (0 or 1 plan)
-//   mode 1: the Pareto front
-//   mode 2: the forced plan of micro-batches of max_size within workspace_limit
-// Returns -1 when batch_size is too large for the table (ucudnn::PlanTooLarge).
-int64_t ucudnn_plan(int64_t rows, const int64_t* sizes, const int32_t* algos,
-                    const double* times_ms, const int64_t* workspace_bytes, int64_t batch_size,
-                    int32_t policy, int32_t mode, int64_t workspace_limit, int64_t max_size,
-                    int64_t* out, int64_t capacity) {
-  ucudnn::PerfTable table;
-  for (int64_t i = 0; i < rows; ++i) {
-    table[sizes[i]].push_back({algos[i], times_ms[i], workspace_bytes[i]});
-  }
-  std::vector<ucudnn::Plan> plans;
-  if (mode == 2) {
-    const ucudnn::Plan plan = ucudnn::ForcedPlan(table, batch_size, max_size, workspace_limit);
-    if (!plan.empty()) plans.push_back(plan);
-  } else {
-    table = ucudnn::RestrictTable(table, static_cast<ucudnn::BatchSizePolicy>(policy),
-                                  batch_size);
-    if (ucudnn::PlanTooLarge(table, batch_size)) return -1;
-    if (mode == 0) {
-      const ucudnn::Plan plan = ucudnn::BestPlan(table, batch_size, workspace_limit);
+// Plans over a benchmark table, restricted to the policy's sizes. Request:
+//   {"table": [{"size", "algo", "time_ms", "workspace_bytes"}, ...],
+//    "batch_size", "policy", "workspace_limit",
+//    "mode": "best" (the Workspace Reuse plan within workspace_limit: 0 or 1
+//            plan) | "front" (the Pareto front)}
+// "algo" is the caller's index, handed back in the plans. Answer:
+//   {"plans": [{"micro_batches": [{"size", "algo"}, ...]}, ...]}, or
+//   {"too_large": true} when batch_size is too large for the table
+//   (ucudnn::PlanTooLarge).
+char* ucudnn_plan(const char* request) {
+  try {
+    const json r = json::parse(request);
+    ucudnn::PerfTable table;
+    for (const json& row : r.at("table")) {
+      table[row.at("size").get<int64_t>()].push_back(
+          {row.at("algo").get<int>(), row.at("time_ms").get<double>(),
+           row.at("workspace_bytes").get<int64_t>()});
+    }
+    const int64_t batch_size = r.at("batch_size").get<int64_t>();
+    const std::string mode = r.at("mode").get<std::string>();
+    if (mode != "best" && mode != "front") throw std::invalid_argument("mode: " + mode);
+    table = ucudnn::RestrictTable(table, PolicyField(r, "policy"), batch_size);
+    if (ucudnn::PlanTooLarge(table, batch_size)) return Dump({{"too_large", true}});
+    std::vector<ucudnn::Plan> plans;
+    if (mode == "best") {
+      const ucudnn::Plan plan =
+          ucudnn::BestPlan(table, batch_size, r.at("workspace_limit").get<int64_t>());
       if (!plan.empty()) plans.push_back(plan);
     } else {
       plans = ucudnn::ParetoFront(table, batch_size);
     }
+    json out = json::array();
+    for (const ucudnn::Plan& plan : plans) out.push_back(PlanJson(plan));
+    return Dump({{"plans", std::move(out)}});
+  } catch (const std::exception& e) {
+    return Error(e.what());
   }
-  return WritePlans(plans, out, capacity);
 }
 
-// The plans chosen so far as JSON; returns the bytes needed (with the NUL).
-int64_t ucudnn_plans_json(char* out, int64_t capacity) {
-  return WriteString(ucudnn::PlanRecordsJson(), out, capacity);
-}
+// The plans chosen so far: a JSON array of plan records (plan_cache.h).
+char* ucudnn_plan_records() { return Copy(ucudnn::PlanRecordsJson()); }
 
-void ucudnn_clear_plans() { ucudnn::ClearPlanRecords(); }
+void ucudnn_clear_plan_records() { ucudnn::ClearPlanRecords(); }
 
-// cuDNN's version as "9.19.0" ("" without cuDNN); returns the bytes needed.
-int64_t ucudnn_cudnn_version(char* out, int64_t capacity) {
+// {"cudnn": "9.19.0"} ("" without cuDNN); loads cuDNN on the first call.
+char* ucudnn_cudnn_version() {
 #if GOOGLE_CUDA
-  return WriteString(ucudnn::CudnnVersionString(), out, capacity);
+  return Dump({{"cudnn", ucudnn::CudnnVersionString()}});
 #else
-  return WriteString("", out, capacity);
+  return Dump({{"cudnn", ""}});
 #endif
 }
 
@@ -140,30 +178,132 @@ int64_t ucudnn_cudnn_version(char* out, int64_t capacity) {
 #if GOOGLE_CUDA
 namespace {
 
-void AppendPlanJson(std::ostringstream& s, const ucudnn::CudnnKernel& kernel,
-                    const ucudnn::Plan& plan) {
-  s << "{\"time_ms\":" << plan.time_ms << ",\"workspace_bytes\":" << plan.workspace_bytes
-    << ",\"micro_batches\":[";
-  for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
-    const ucudnn::MicroBatch& mb = plan.micro_batches[i];
-    s << (i ? "," : "") << "{\"size\":" << mb.size << ",\"algo\":\""
-      << ucudnn::CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo])
-      << "\",\"workspace_bytes\":" << mb.workspace_bytes << ",\"time_ms\":" << mb.time_ms
-      << "}";
-  }
-  s << "]}";
+json ConvJson(const ucudnn::ConvParams& p) {
+  return {{"batch", p.batch},
+          {"in_channels", p.in_channels},
+          {"in_height", p.in_height},
+          {"in_width", p.in_width},
+          {"out_channels", p.out_channels},
+          {"filter_height", p.filter_height},
+          {"filter_width", p.filter_width},
+          {"groups", p.groups},
+          {"stride_h", p.stride_h},
+          {"stride_w", p.stride_w},
+          {"dilation_h", p.dilation_h},
+          {"dilation_w", p.dilation_w},
+          {"pad_top", p.pad_top},
+          {"pad_bottom", p.pad_bottom},
+          {"pad_left", p.pad_left},
+          {"pad_right", p.pad_right},
+          {"out_height", p.out_height},
+          {"out_width", p.out_width},
+          {"layout", ucudnn::LayoutName(p.layout)},
+          {"dtype", ucudnn::DTypeName(p.dtype)}};
 }
 
-// Kernel `id` (from ucudnn_kernels_json), or false with a message in `error`.
-bool FindKernel(int64_t id, std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>>* out,
-                char* error, int64_t capacity) {
+ucudnn::ConvParams ConvFromJson(const json& j) {
+  ucudnn::ConvParams p;
+  const auto i64 = [&](const char* field) { return j.at(field).get<int64_t>(); };
+  p.batch = i64("batch");
+  p.in_channels = i64("in_channels");
+  p.in_height = i64("in_height");
+  p.in_width = i64("in_width");
+  p.out_channels = i64("out_channels");
+  p.filter_height = i64("filter_height");
+  p.filter_width = i64("filter_width");
+  p.groups = i64("groups");
+  p.stride_h = i64("stride_h");
+  p.stride_w = i64("stride_w");
+  p.dilation_h = i64("dilation_h");
+  p.dilation_w = i64("dilation_w");
+  p.pad_top = i64("pad_top");
+  p.pad_bottom = i64("pad_bottom");
+  p.pad_left = i64("pad_left");
+  p.pad_right = i64("pad_right");
+  p.out_height = i64("out_height");
+  p.out_width = i64("out_width");
+  p.layout = EnumField(j, "layout", ucudnn::LayoutName, 2);
+  p.dtype = EnumField(j, "dtype", ucudnn::DTypeName, 3);
+  return p;
+}
+
+// What the benchmark database stores a kernel's tables under: the kernel's
+// key without its device and Workspace Division total (seeds hold for any).
+json KeyJson(const ucudnn::KernelKey& key, const ucudnn::ConvParams& params) {
+  return {{"pass", ucudnn::PassName(key.pass)},
+          {"conv", ConvJson(params)},
+          {"allow_tf32", key.allow_tf32},
+          {"deterministic", key.deterministic},
+          {"workspace_limit", key.workspace_limit},
+          {"policy", ucudnn::BatchSizePolicyName(key.policy)},
+          {"forced_micro_batch", key.forced_micro_batch},
+          {"engines", ucudnn::EngineSetName(key.engines)}};
+}
+
+ucudnn::KernelKey KeyFromJson(const json& j) {
+  ucudnn::KernelKey key;
+  key.pass = EnumField(j, "pass", ucudnn::PassName, 3);
+  key.conv = ConvFromJson(j.at("conv")).Fields();
+  key.allow_tf32 = j.at("allow_tf32").get<bool>();
+  key.deterministic = j.at("deterministic").get<bool>();
+  key.workspace_limit = j.at("workspace_limit").get<int64_t>();
+  key.policy = PolicyField(j, "policy");
+  key.forced_micro_batch = j.at("forced_micro_batch").get<int64_t>();
+  key.engines = EnumField(j, "engines", ucudnn::EngineSetName, 3);
+  return key;
+}
+
+// A candidate: {"algo", "math_type", "deterministic"} for a legacy
+// algorithm, plus "engine": {"id", "transposed", "knobs": [[knob, value], ...]}
+// for a graph-API engine.
+json AlgoJson(const ucudnn::CudnnAlgo& a) {
+  json j = {{"algo", a.algo}, {"math_type", a.math_type}, {"deterministic", a.deterministic}};
+  if (a.graph()) {
+    json knobs = json::array();
+    for (const auto& [knob, value] : a.engine.knobs) knobs.push_back({knob, value});
+    j["engine"] = {{"id", a.engine.id}, {"transposed", a.engine.transposed}, {"knobs", knobs}};
+  }
+  return j;
+}
+
+ucudnn::CudnnAlgo AlgoFromJson(const json& j) {
+  ucudnn::CudnnAlgo a;
+  a.algo = j.at("algo").get<int>();
+  a.math_type = j.at("math_type").get<int>();
+  a.deterministic = j.at("deterministic").get<bool>();
+  if (j.contains("engine")) {
+    const json& e = j.at("engine");
+    a.engine.id = e.at("id").get<int64_t>();
+    if (a.engine.id < 0) throw std::invalid_argument("engine.id must be >= 0");
+    a.engine.transposed = e.at("transposed").get<bool>();
+    for (const json& knob : e.at("knobs")) {
+      a.engine.knobs.emplace_back(knob.at(0).get<int64_t>(), knob.at(1).get<int64_t>());
+    }
+  }
+  return a;
+}
+
+// A plan with each micro-batch's algorithm named, its time and workspace.
+json NamedPlanJson(const ucudnn::CudnnKernel& kernel, const ucudnn::Plan& plan) {
+  json micro_batches = json::array();
+  for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
+    micro_batches.push_back({{"size", mb.size},
+                             {"algo", ucudnn::CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo])},
+                             {"workspace_bytes", mb.workspace_bytes},
+                             {"time_ms", mb.time_ms}});
+  }
+  return {{"time_ms", plan.time_ms},
+          {"workspace_bytes", plan.workspace_bytes},
+          {"micro_batches", std::move(micro_batches)}};
+}
+
+// Kernel `id` (from ucudnn_kernels); throws for an unknown id.
+std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>> FindKernel(int64_t id) {
   const auto kernels = ucudnn::AllKernels();
   if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
-    WriteString("no kernel with id " + std::to_string(id), error, capacity);
-    return false;
+    throw std::invalid_argument("no kernel with id " + std::to_string(id));
   }
-  *out = kernels[id];
-  return true;
+  return kernels[id];
 }
 
 }  // namespace
@@ -171,183 +311,141 @@ bool FindKernel(int64_t id, std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn:
 
 extern "C" {
 
-// Every planned GPU kernel with its Pareto front, as JSON: a list of
-// {id, device, pass, shape, conv: [ConvParams::Fields()], workspace_limit
-// (the op's), planned_limit (the limit its plan now uses), plan, front}.
-// `id` is the argument of ucudnn_set_kernel_limit. Returns the bytes needed.
-int64_t ucudnn_kernels_json(char* out, int64_t capacity) {
-  std::ostringstream s;
-  s.precision(9);
-  s << "[";
+// Every planned GPU kernel with its benchmark table and Pareto front, as a
+// JSON array of {"id" (the argument of ucudnn_set_kernel_limit), "device",
+// "pass", "shape", "key" (pass, conv, allow_tf32, deterministic,
+// workspace_limit (the op's), policy, forced_micro_batch, engines),
+// "total_workspace", "seeded", "algos" (candidates), "table" ([{"size",
+// "algo" (index into algos), "time_ms", "workspace_bytes"}]), "planned_limit"
+// (the limit its plan now uses), "plan", "front"}.
+char* ucudnn_kernels() {
+  json out = json::array();
 #if GOOGLE_CUDA
-  const auto kernels = ucudnn::AllKernels();
-  bool first = true;
-  for (size_t id = 0; id < kernels.size(); ++id) {
-    const ucudnn::KernelKey& key = kernels[id].first;
-    const ucudnn::CudnnKernel& kernel = *kernels[id].second;
-    const std::vector<ucudnn::Plan> front = kernel.ParetoFront();
-    if (front.empty()) continue;  // created but not planned (an error, or in flight)
-    s << (first ? "" : ",") << "{\"id\":" << id << ",\"device\":" << key.device
-      << ",\"pass\":\"" << ucudnn::PassName(key.pass) << "\",\"shape\":\""
-      << kernel.params().ToString() << "\",\"conv\":[";
-    for (size_t i = 0; i < key.conv.size(); ++i) s << (i ? "," : "") << key.conv[i];
-    s << "],\"workspace_limit\":" << key.workspace_limit
-      << ",\"total_workspace\":" << key.total_workspace
-      << ",\"allow_tf32\":" << key.allow_tf32 << ",\"deterministic\":" << key.deterministic
-      << ",\"policy\":" << static_cast<int>(key.policy)
-      << ",\"forced_micro_batch\":" << key.forced_micro_batch
-      << ",\"engines\":" << static_cast<int>(key.engines)
-      << ",\"seeded\":" << kernel.seeded() << ",\"algos\":[";
-    for (size_t i = 0; i < kernel.algos().size(); ++i) {
-      const ucudnn::CudnnAlgo& a = kernel.algos()[i];
-      s << (i ? "," : "") << "[" << a.algo << "," << a.math_type << "," << a.deterministic;
-      if (a.graph()) {
-        s << "," << a.engine.id << "," << a.engine.transposed;
-        for (const auto& [knob, value] : a.engine.knobs) s << "," << knob << "," << value;
+  try {
+    const auto kernels = ucudnn::AllKernels();
+    for (size_t id = 0; id < kernels.size(); ++id) {
+      const ucudnn::KernelKey& key = kernels[id].first;
+      const ucudnn::CudnnKernel& kernel = *kernels[id].second;
+      const std::vector<ucudnn::Plan> front = kernel.ParetoFront();
+      if (front.empty()) continue;  // created but not planned (an error, or in flight)
+      json algos = json::array();
+      for (const ucudnn::CudnnAlgo& a : kernel.algos()) algos.push_back(AlgoJson(a));
+      json table = json::array();
+      for (const auto& [size, perfs] : kernel.table()) {
+        for (const ucudnn::AlgoPerf& perf : perfs) {
+          table.push_back({{"size", size}, {"algo", perf.algo}, {"time_ms", perf.time_ms},
+                           {"workspace_bytes", perf.workspace_bytes}});
+        }
       }
-      s << "]";
+      json front_json = json::array();
+      for (const ucudnn::Plan& plan : front) front_json.push_back(NamedPlanJson(kernel, plan));
+      out.push_back({{"id", id},
+                     {"device", key.device},
+                     {"pass", ucudnn::PassName(key.pass)},
+                     {"shape", kernel.params().ToString()},
+                     {"key", KeyJson(key, kernel.params())},
+                     {"total_workspace", key.total_workspace},
+                     {"seeded", kernel.seeded()},
+                     {"algos", std::move(algos)},
+                     {"table", std::move(table)},
+                     {"planned_limit", kernel.planned_limit()},
+                     {"plan", NamedPlanJson(kernel, kernel.plan())},
+                     {"front", std::move(front_json)}});
     }
-    s << "],\"table\":[";
-    bool first_row = true;
-    for (const auto& [size, perfs] : kernel.table()) {
-      for (const ucudnn::AlgoPerf& perf : perfs) {
-        s << (first_row ? "" : ",") << "[" << size << "," << perf.algo << "," << perf.time_ms
-          << "," << perf.workspace_bytes << "]";
-        first_row = false;
+  } catch (const std::exception& e) {
+    return Error(e.what());
+  }
+#endif
+  return Dump(out);
+}
+
+// Seeds one kernel's benchmark results (from the benchmark database): kernels
+// created later with this key, on any GPU, plan from them instead of
+// benchmarking. Request: {"key", "algos", "table"} as ucudnn_kernels writes
+// them. Answer: {} or {"error": ...} for a malformed request.
+char* ucudnn_seed_kernel(const char* request) {
+#if GOOGLE_CUDA
+  try {
+    const json r = json::parse(request);
+    const ucudnn::KernelKey key = KeyFromJson(r.at("key"));
+    std::vector<ucudnn::CudnnAlgo> algos;
+    for (const json& a : r.at("algos")) algos.push_back(AlgoFromJson(a));
+    ucudnn::PerfTable table;
+    for (const json& row : r.at("table")) {
+      const int64_t size = row.at("size").get<int64_t>();
+      const int algo = row.at("algo").get<int>();
+      if (algo < 0 || algo >= static_cast<int64_t>(algos.size()) || size <= 0) {
+        throw std::invalid_argument("table row " + row.dump() + ": size <= 0 or algo not an "
+                                    "index into algos");
       }
+      table[size].push_back(
+          {algo, row.at("time_ms").get<double>(), row.at("workspace_bytes").get<int64_t>()});
     }
-    s << "],\"planned_limit\":" << kernel.planned_limit() << ",\"plan\":";
-    AppendPlanJson(s, kernel, kernel.plan());
-    s << ",\"front\":[";
-    for (size_t i = 0; i < front.size(); ++i) {
-      if (i) s << ",";
-      AppendPlanJson(s, kernel, front[i]);
-    }
-    s << "]}";
-    first = false;
+    ucudnn::SeedKernelTable(key, std::move(table), std::move(algos));
+    return Dump(json::object());
+  } catch (const std::exception& e) {
+    return Error(e.what());
   }
-#endif
-  s << "]";
-  return WriteString(s.str(), out, capacity);
-}
-
-// Seeds the benchmark results of one kernel (from the benchmark database):
-// kernels created later with this key, on any GPU, plan from them instead of
-// benchmarking. key: pass, the 20 ConvParams fields, allow_tf32,
-// deterministic, workspace_limit, policy, forced_micro_batch, engines (27
-// values). algos: n_algos entries of algo_lengths[i] values each, laid end to
-// end in algo_values: (cuDNN algo, math type, deterministic) for a legacy
-// algorithm, followed by (engine id, transposed, knob type, knob value, ...)
-// for a graph-API engine. rows: (size, index into algos, time_ms, workspace_bytes).
-// Returns 0, or -1 if the arguments are malformed.
-int32_t ucudnn_seed_kernel(const int64_t* key, int64_t key_len, int64_t n_algos,
-                           const int64_t* algo_lengths, const int64_t* algo_values,
-                           int64_t n_rows, const int64_t* sizes, const int32_t* algo_index,
-                           const double* times_ms, const int64_t* workspace_bytes) {
-#if GOOGLE_CUDA
-  if (key_len != 27 || n_algos < 0 || n_rows < 0 || key[0] < 0 || key[0] > 2) return -1;
-  if (key[24] < 0 || key[24] > 2 || key[26] < 0 || key[26] > 2) return -1;
-  ucudnn::KernelKey k;
-  k.pass = static_cast<ucudnn::Pass>(key[0]);
-  for (int i = 0; i < 20; ++i) k.conv[i] = key[1 + i];
-  k.allow_tf32 = key[21] != 0;
-  k.deterministic = key[22] != 0;
-  k.workspace_limit = key[23];
-  k.policy = static_cast<ucudnn::BatchSizePolicy>(key[24]);
-  k.forced_micro_batch = key[25];
-  k.engines = static_cast<ucudnn::EngineSet>(key[26]);
-  std::vector<ucudnn::CudnnAlgo> algo_list;
-  const int64_t* v = algo_values;
-  for (int64_t i = 0; i < n_algos; ++i) {
-    const int64_t len = algo_lengths[i];
-    // 3 values, or 5 plus knob pairs.
-    if (len != 3 && (len < 5 || (len - 5) % 2 != 0)) return -1;
-    ucudnn::CudnnAlgo a;
-    a.algo = static_cast<int>(v[0]);
-    a.math_type = static_cast<int>(v[1]);
-    a.deterministic = v[2] != 0;
-    if (len >= 5) {
-      if (v[3] < 0 || v[4] < 0 || v[4] > 1) return -1;
-      a.engine.id = v[3];
-      a.engine.transposed = v[4] != 0;
-      for (int64_t j = 5; j < len; j += 2) a.engine.knobs.emplace_back(v[j], v[j + 1]);
-    }
-    algo_list.push_back(std::move(a));
-    v += len;
-  }
-  ucudnn::PerfTable table;
-  for (int64_t i = 0; i < n_rows; ++i) {
-    if (algo_index[i] < 0 || algo_index[i] >= n_algos || sizes[i] <= 0) return -1;
-    table[sizes[i]].push_back({algo_index[i], times_ms[i], workspace_bytes[i]});
-  }
-  ucudnn::SeedKernelTable(k, std::move(table), std::move(algo_list));
-  return 0;
 #else
-  return -1;
+  return Error("this library has no cuDNN kernels");
 #endif
 }
 
-// Workspace Division: replans kernel `id` (from ucudnn_kernels_json) within
-// `workspace_limit` bytes from its benchmark table. Returns 0, or -1 with a
-// message in `error` (NUL-terminated, at most `capacity` bytes).
-int32_t ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit, char* error,
-                                int64_t capacity) {
+// Workspace Division: replans kernel `id` (from ucudnn_kernels) within
+// `workspace_limit` bytes from its benchmark table, and records the new plan
+// for tf_ucudnn.plans(). Answer: {} or {"error": ...}.
+char* ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit) {
 #if GOOGLE_CUDA
-  std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>> found;
-  if (!FindKernel(id, &found, error, capacity)) return -1;
-  const ucudnn::KernelKey& key = found.first;
-  const ucudnn::CudnnKernel& kernel = *found.second;
-  const ucudnn::Status status = found.second->Replan(workspace_limit);
-  if (!status.ok()) {
-    WriteString(status.message(), error, capacity);
-    return -1;
+  try {
+    const auto [key, kernel] = FindKernel(id);
+    const ucudnn::Status status = kernel->Replan(workspace_limit);
+    if (!status.ok()) return Error(status.message());
+    const ucudnn::Plan plan = kernel->plan();
+    ucudnn::PlanRecord r;
+    r.device = "/device:GPU:" + std::to_string(key.device);
+    r.pass = key.pass;
+    r.params = kernel->params();
+    r.workspace_limit = workspace_limit;
+    r.policy = ucudnn::BatchSizePolicyName(key.policy);
+    for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
+      r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(key.pass, kernel->algos()[mb.algo]),
+                                 mb.workspace_bytes, mb.time_ms});
+    }
+    r.workspace_bytes = plan.workspace_bytes;
+    r.time_ms = plan.time_ms;
+    r.note = "Workspace Division";
+    ucudnn::RecordPlan(std::move(r));
+    return Dump(json::object());
+  } catch (const std::exception& e) {
+    return Error(e.what());
   }
-  // The new plan shows in tf_ucudnn.plans() like any other.
-  const ucudnn::Plan plan = kernel.plan();
-  ucudnn::PlanRecord r;
-  r.device = "/device:GPU:" + std::to_string(key.device);
-  r.pass = key.pass;
-  r.params = kernel.params();
-  r.workspace_limit = workspace_limit;
-  r.policy = ucudnn::BatchSizePolicyName(key.policy);
-  for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
-    r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(key.pass, kernel.algos()[mb.algo]),
-                               mb.workspace_bytes, mb.time_ms});
-  }
-  r.workspace_bytes = plan.workspace_bytes;
-  r.time_ms = plan.time_ms;
-  r.note = "Workspace Division";
-  ucudnn::RecordPlan(std::move(r));
-  return 0;
 #else
-  WriteString("this library has no cuDNN kernels", error, capacity);
-  return -1;
+  return Error("this library has no cuDNN kernels");
 #endif
 }
 
-// Execution overhead of kernel `id` (from ucudnn_kernels_json), whose plan
-// must be one micro-batch. times[5]: ms per call through the engine's Run, per
-// direct cuDNN call, per filter transform, and the host's ms per call to
-// enqueue Run and the direct call (see CudnnKernel::TimeOverhead). Returns 0,
-// or -1 with a message in `error`.
-int32_t ucudnn_time_overhead(int64_t id, int32_t iters, double* times, char* error,
-                             int64_t capacity) {
+// Execution overhead of kernel `id` (from ucudnn_kernels), whose plan must be
+// one micro-batch, over `iters` calls (CudnnKernel::TimeOverhead). Answer, in
+// ms per call: {"plan_ms" (through the engine's Run), "direct_ms" (a direct
+// cuDNN call), "transform_ms" (the filter transform), "plan_host_ms",
+// "direct_host_ms" (host time to enqueue each)}, or {"error": ...}.
+char* ucudnn_time_overhead(int64_t id, int32_t iters) {
 #if GOOGLE_CUDA
-  std::pair<ucudnn::KernelKey, std::shared_ptr<ucudnn::CudnnKernel>> found;
-  if (!FindKernel(id, &found, error, capacity)) return -1;
-  ucudnn::CudnnKernel::OverheadTimes t;
-  const ucudnn::Status status = found.second->TimeOverhead(found.first.device, iters, &t);
-  if (!status.ok()) {
-    WriteString(status.message(), error, capacity);
-    return -1;
+  try {
+    const auto [key, kernel] = FindKernel(id);
+    ucudnn::CudnnKernel::OverheadTimes t;
+    const ucudnn::Status status = kernel->TimeOverhead(key.device, iters, &t);
+    if (!status.ok()) return Error(status.message());
+    return Dump({{"plan_ms", t.plan_ms},
+                 {"direct_ms", t.direct_ms},
+                 {"transform_ms", t.transform_ms},
+                 {"plan_host_ms", t.plan_host_ms},
+                 {"direct_host_ms", t.direct_host_ms}});
+  } catch (const std::exception& e) {
+    return Error(e.what());
   }
-  const double values[5] = {t.plan_ms, t.direct_ms, t.transform_ms, t.plan_host_ms,
-                            t.direct_host_ms};
-  for (int i = 0; i < 5; ++i) times[i] = values[i];
-  return 0;
 #else
-  WriteString("this library has no cuDNN kernels", error, capacity);
-  return -1;
+  return Error("this library has no cuDNN kernels");
 #endif
 }
 

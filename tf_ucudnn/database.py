@@ -37,6 +37,8 @@ import time
 import urllib.parse
 import warnings
 
+from tf_ucudnn import environment
+
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
 # 3: transposed graph-API candidates (a flag after the engine id).
@@ -45,15 +47,29 @@ SCHEMA_VERSION = 3
 APPLICATION_ID = int.from_bytes(b"tfuc", "big")
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
-_KEY_FIELDS = 27  # see ucudnn_seed_kernel in cc/kernels/engine/c_api.cc
+
+# How a record is stored (schema 3). The engine names every field
+# (tf_ucudnn._engine.kernels); the database keeps them in this order, enums
+# by these numbers, so that files written before names crossed stay valid.
+# key: pass, the convolution's fields, then the kernel's settings.
+_CONV_FIELDS = ("batch", "in_channels", "in_height", "in_width", "out_channels",
+                "filter_height", "filter_width", "groups", "stride_h", "stride_w",
+                "dilation_h", "dilation_w", "pad_top", "pad_bottom", "pad_left", "pad_right",
+                "out_height", "out_width", "layout", "dtype")
+_KEY_FIELDS = 1 + len(_CONV_FIELDS) + 6  # 27
+_PASSES = ("forward", "backward-data", "backward-filter")
+_LAYOUTS = ("NHWC", "NCHW")
+_DTYPES = ("float32", "float16", "bfloat16")
+_POLICIES = ("undivided", "powerOfTwo", "all")
+_ENGINE_SETS = ("all", "legacy", "graph")
 
 
 def gpu_identity():
     """What stored benchmarks are valid for: ``(GPU name, cuDNN version, TF
     version)`` of the first visible GPU, or None without a GPU."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: the `tf-ucudnn cache` command runs without TensorFlow
 
-    from tf_ucudnn import cudnn_version
+    from tf_ucudnn._engine import cudnn_version
 
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
@@ -67,7 +83,7 @@ _OFF = ("off", "0", "none")
 
 def database_path():
     """The database file from ``UCUDNN_DATABASE`` (None when turned off)."""
-    path = os.environ.get("UCUDNN_DATABASE")
+    path = environment.database()
     if path is None:
         return DEFAULT_PATH
     if path.strip().lower() in ("",) + _OFF:
@@ -436,44 +452,95 @@ class _EngineLink:
         """Stores the tables of every kernel benchmarked in this process."""
         if self.db is None or self.identity is None:
             return
-        from tf_ucudnn.division import kernels
+        from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
 
         records = []
-        for k in kernels():
-            if k["seeded"]:
+        for kernel in _engine.kernels():
+            if kernel["seeded"]:
                 continue
-            key = [_PASS_IDS[k["pass"]], *k["conv"], int(k["allow_tf32"]), int(k["deterministic"]),
-                   k["workspace_limit"], k["policy"], k["forced_micro_batch"], k["engines"]]
-            if json.dumps(key) in self.saved_keys:
+            record = stored_record(kernel)
+            if json.dumps(record["key"]) in self.saved_keys:
                 continue
-            records.append(dict(key=key, table=k["table"], algos=k["algos"], shape=k["shape"],
-                                **{"pass": k["pass"]}))
-            self.saved_keys.add(json.dumps(key))
+            records.append(record)
+            self.saved_keys.add(json.dumps(record["key"]))
         self.db.put(*self.identity, records)
 
 
-_PASS_IDS = {"forward": 0, "backward-data": 1, "backward-filter": 2}
 _LINK = _EngineLink()
+
+
+def stored_record(kernel):
+    """A kernel of :func:`tf_ucudnn._engine.kernels` as the database stores it:
+    ``{"key": [27 ints], "table": [[size, algo index, time_ms,
+    workspace_bytes], ...], "algos": [[ints], ...], "shape", "pass"}`` (see
+    :func:`check_record`)."""
+    key, conv = kernel["key"], kernel["key"]["conv"]
+    fields = [conv[name] for name in _CONV_FIELDS[:-2]]
+    fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
+    stored_key = [_PASSES.index(key["pass"]), *fields, int(key["allow_tf32"]),
+                  int(key["deterministic"]), key["workspace_limit"],
+                  _POLICIES.index(key["policy"]), key["forced_micro_batch"],
+                  _ENGINE_SETS.index(key["engines"])]
+    algos = []
+    for a in kernel["algos"]:
+        # (algo, math type, deterministic) [, engine id, transposed, knob, value, ...]
+        stored = [a["algo"], a["math_type"], int(a["deterministic"])]
+        if "engine" in a:
+            stored += [a["engine"]["id"], int(a["engine"]["transposed"])]
+            stored += [v for knob in a["engine"]["knobs"] for v in knob]
+        algos.append(stored)
+    table = [[r["size"], r["algo"], r["time_ms"], r["workspace_bytes"]] for r in kernel["table"]]
+    return {"key": stored_key, "table": table, "algos": algos, "shape": kernel["shape"],
+            "pass": kernel["pass"]}
+
+
+def _named(names, index, what):
+    if not 0 <= index < len(names):
+        raise ValueError(f"{what} {index} is not one of 0..{len(names) - 1}")
+    return names[index]
+
+
+def engine_record(record):
+    """A stored record (checked by :func:`check_record`) with its fields named,
+    as :func:`tf_ucudnn._engine.seed_kernel` takes it.
+
+    Raises:
+      ValueError: an enum number out of range (pass, layout, dtype, policy,
+        candidate set).
+    """
+    key = record["key"]
+    conv = dict(zip(_CONV_FIELDS, key[1:21]))
+    conv["layout"] = _named(_LAYOUTS, conv["layout"], "layout")
+    conv["dtype"] = _named(_DTYPES, conv["dtype"], "dtype")
+    named_key = {"pass": _named(_PASSES, key[0], "pass"), "conv": conv,
+                 "allow_tf32": key[21] != 0, "deterministic": key[22] != 0,
+                 "workspace_limit": key[23], "policy": _named(_POLICIES, key[24], "policy"),
+                 "forced_micro_batch": key[25],
+                 "engines": _named(_ENGINE_SETS, key[26], "engines")}
+    algos = []
+    for a in record["algos"]:
+        algo = dict(algo=a[0], math_type=a[1], deterministic=a[2] != 0)
+        if len(a) >= 5:
+            if a[4] not in (0, 1):
+                raise ValueError(f"transposed flag {a[4]} is not 0 or 1")
+            algo["engine"] = dict(id=a[3], transposed=a[4] != 0,
+                                  knobs=[list(a[i:i + 2]) for i in range(5, len(a), 2)])
+        algos.append(algo)
+    table = [dict(size=r[0], algo=r[1], time_ms=r[2], workspace_bytes=r[3])
+             for r in record["table"]]
+    return dict(key=named_key, algos=algos, table=table)
 
 
 def seed_engine(record):
     """Hands one stored kernel's benchmark table (checked by
     :func:`check_record`) to the engine; returns whether the engine took it."""
-    import ctypes
+    from tf_ucudnn import _engine
 
-    from tf_ucudnn._ops import clib
-
-    key = (ctypes.c_int64 * _KEY_FIELDS)(*record["key"])
-    # Each algo: (algo, math type, deterministic) [, engine id, transposed, knob, value, ...].
-    lengths = [len(a) for a in record["algos"]]
-    values = [v for a in record["algos"] for v in a]
-    rows = record["table"]
-    n = max(len(rows), 1)
-    return clib.ucudnn_seed_kernel(
-        key, _KEY_FIELDS, len(lengths), (ctypes.c_int64 * max(len(lengths), 1))(*lengths),
-        (ctypes.c_int64 * max(len(values), 1))(*values), len(rows), (ctypes.c_int64 * n)(*[r[0] for r in rows]),
-        (ctypes.c_int32 * n)(*[r[1] for r in rows]), (ctypes.c_double * n)(*[r[2] for r in rows]),
-        (ctypes.c_int64 * n)(*[r[3] for r in rows])) == 0
+    try:
+        _engine.seed_kernel(engine_record(record))
+    except ValueError:  # an enum out of range here, or the engine's refusal
+        return False
+    return True
 
 
 def load():

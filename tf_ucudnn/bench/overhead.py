@@ -17,13 +17,10 @@ The measurement allocates with ``cudaMalloc``, so this mode turns on TF's
 memory growth before the GPU is initialised.
 """
 
-import ctypes
-
-from tf_ucudnn import table
+from tf_ucudnn import _engine, table
+from tf_ucudnn.bench import layers as layer_bench
+from tf_ucudnn.bench.harness import PASSES
 from tf_ucudnn.units import format_bytes
-
-PASSES = ("forward", "backward-data", "backward-filter")
-
 
 def time_kernel_overhead(kernel_id, iters):
     """Times one planned kernel through the engine and as a direct cuDNN call.
@@ -43,21 +40,17 @@ def time_kernel_overhead(kernel_id, iters):
       RuntimeError: the engine could not measure (no such kernel, a plan of
         several micro-batches, out of memory), with its message.
     """
-    from tf_ucudnn._ops import clib
-
-    times = (ctypes.c_double * 5)()
-    error = ctypes.create_string_buffer(1024)
-    if clib.ucudnn_time_overhead(kernel_id, iters, times, error, len(error)) != 0:
-        raise RuntimeError(error.value.decode())
-    return dict(zip(("plan_ms", "direct_ms", "transform_ms", "plan_host_ms", "direct_host_ms"),
-                    times))
+    try:
+        return _engine.time_overhead(kernel_id, iters)
+    except _engine.EngineError as e:
+        raise RuntimeError(str(e)) from None
 
 
 def run_overhead(layers, *, batch, data_format, dtype, workspace_limit, iters, passes=PASSES):
     """Measures the execution overhead of every layer and pass on GPU:0.
 
     Args:
-      layers: :class:`tf_ucudnn.bench.ConvLayer` list.
+      layers: :class:`tf_ucudnn.bench.layers.ConvLayer` list.
       batch: N (the one micro-batch holds all of it).
       data_format: ``"NHWC"`` or ``"NCHW"``.
       dtype: ``"float32"``, ``"float16"`` or ``"bfloat16"``.
@@ -75,21 +68,20 @@ def run_overhead(layers, *, batch, data_format, dtype, workspace_limit, iters, p
     import tensorflow as tf
 
     import tf_ucudnn
-    from tf_ucudnn import bench, division
 
     rows = []
     for layer in layers:
-        x, w, dy = bench._random_tensors(layer, batch, data_format, getattr(tf, dtype))
+        x, w, dy = layer_bench.random_tensors(layer, batch, data_format, getattr(tf, dtype))
         for name in (p for p in PASSES if p in passes):
             row = dict(layer=layer.name, shape=layer.describe(), **{"pass": name})
             try:
-                fn = tf.function(bench.make_passes(
+                fn = tf.function(layer_bench.make_passes(
                     "ucudnn", layer, batch, data_format, workspace_limit=workspace_limit,
                     micro_batch_size=batch, passes=(name,)))
-                known = {k["id"] for k in division.kernels()}
+                known = {k["id"] for k in _engine.kernels()}
                 with tf.device("/GPU:0"):
                     fn(x, w, dy)
-                new = [k for k in division.kernels() if k["id"] not in known]
+                new = [k for k in _engine.kernels() if k["id"] not in known]
                 if len(new) != 1:
                     raise RuntimeError(f"expected one new kernel, found {len(new)}")
                 kernel = new[0]

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 from tf_ucudnn import table
+from tf_ucudnn.bench import harness
 from tf_ucudnn.units import format_bytes
 
 MODELS = ("alexnet", "resnet18", "vgg16", "resnet50")
@@ -182,14 +183,22 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
     return result
 
 
-def _launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32",
-            profile_dir=None):
+def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32",
+           profile_dir=None):
+    """Runs :func:`run_worker` in a new Python process and returns its result dict.
+
+    A process per setting, because TensorFlow reads
+    ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process (it is set to
+    ``bytes_`` here). ``extra_env`` adds environment variables (e.g.
+    ``XLA_FLAGS``); the benchmark database is off unless ``extra_env`` sets
+    ``UCUDNN_DATABASE``. On a failure or after ``timeout`` seconds the dict
+    has ``error`` (the exit status and the end of stderr) instead of timings.
+    """
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
     env.setdefault("UCUDNN_DATABASE", "off")
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root, env.get("PYTHONPATH")] if p)
-    cmd = [sys.executable, "-m", "tf_ucudnn.bench_models", "--worker", model_name, mode,
+    env = harness.with_package_on_path(env)
+    cmd = [sys.executable, "-m", "tf_ucudnn.bench.models", "--worker", model_name, mode,
            str(bytes_), str(batch), precision] + ([profile_dir] if profile_dir else [])
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -264,7 +273,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         if modes:
             runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:
-            r = _launch(model, mode, bytes_, n, timeout, precision=precision)
+            r = launch(model, mode, bytes_, n, timeout, precision=precision)
             print(f"  {model} {_label(r)}: "
                   + (r["error"] if "error" in r else f"{r['step_ms']:.1f} ms"), flush=True)
             results.append(r)
@@ -273,7 +282,7 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         with tempfile.TemporaryDirectory(prefix="tf_ucudnn_db_") as tmp:
             db = os.path.join(tmp, "benchmarks.sqlite3")
             for label in ("cold", "warm"):
-                r = _launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
+                r = launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
                             timeout, {"UCUDNN_DATABASE": db}, precision=precision)
                 r["planning"] = label
                 print(f"  planning {label}: {models[0]} first step "

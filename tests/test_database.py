@@ -1,4 +1,4 @@
-"""The benchmark database (tf_ucudnn.cache): round trips, concurrency, and every
+"""The benchmark database (tf_ucudnn.database): round trips, concurrency, and every
 fault giving one warning and no crash."""
 
 import atexit
@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from testing_utils import run_python
-from tf_ucudnn import cache
+from tf_ucudnn import database
 
 GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
@@ -33,7 +33,7 @@ def record(i):
 
 
 def _write_many(path, start):
-    cache.BenchmarkDatabase(path).put(GPU, CUDNN, TF, [record(i) for i in range(start, start + 40)])
+    database.BenchmarkDatabase(path).put(GPU, CUDNN, TF, [record(i) for i in range(start, start + 40)])
 
 
 class BenchmarkDatabaseTest(tf.test.TestCase):
@@ -49,7 +49,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertIn(text, messages[0])
 
     def test_round_trip_per_gpu_cudnn_and_tf_version(self):
-        db = cache.BenchmarkDatabase(self.path)
+        db = database.BenchmarkDatabase(self.path)
         db.put(GPU, CUDNN, TF, [record(0), record(1)])
         got = db.get(GPU, CUDNN, TF)
         self.assertLen(got, 2)
@@ -67,13 +67,13 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         for p in procs:
             p.join(120)
             self.assertEqual(p.exitcode, 0)
-        self.assertLen(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 80)
+        self.assertLen(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 80)
 
     def test_corrupt_file_warns_once_and_reads_nothing(self):
         os.makedirs(os.path.dirname(self.path))
         with open(self.path, "wb") as f:
             f.write(b"this is not a database" * 100)
-        db = cache.BenchmarkDatabase(self.path)
+        db = database.BenchmarkDatabase(self.path)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self.assertEmpty(db.get(GPU, CUDNN, TF))
@@ -94,11 +94,11 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         db.close()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ours = cache.BenchmarkDatabase(self.path)
+            ours = database.BenchmarkDatabase(self.path)
             self.assertEmpty(ours.get(GPU, CUDNN, TF))
             ours.put(GPU, CUDNN, TF, [record(0)])
-            got = cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
-        self.assertOneWarning(caught, f"schema version 1 is older than {cache.SCHEMA_VERSION}")
+            got = database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
+        self.assertOneWarning(caught, f"schema version 1 is older than {database.SCHEMA_VERSION}")
         self.assertEqual([r["key"] for r in got], [record(0)["key"]])
         self.assertEqual(got[0]["algos"], record(0)["algos"])
 
@@ -111,7 +111,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         db.close()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ours = cache.BenchmarkDatabase(self.path)
+            ours = database.BenchmarkDatabase(self.path)
             self.assertEmpty(ours.get(GPU, CUDNN, TF))
             ours.put(GPU, CUDNN, TF, [record(0)])
         self.assertOneWarning(caught, "schema version 99")
@@ -120,20 +120,20 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertEqual(tables, [("meta",)])
 
     def test_locked_database_warns_once_and_continues(self):
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
         holder = sqlite3.connect(self.path)
         holder.execute("BEGIN EXCLUSIVE")
-        old = cache._TIMEOUT_S
-        cache._TIMEOUT_S = 0.2
+        old = database._TIMEOUT_S
+        database._TIMEOUT_S = 0.2
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                db = cache.BenchmarkDatabase(self.path)
+                db = database.BenchmarkDatabase(self.path)
                 self.assertEmpty(db.get(GPU, CUDNN, TF))
                 db.put(GPU, CUDNN, TF, [record(1)])
             self.assertOneWarning(caught, "locked")
         finally:
-            cache._TIMEOUT_S = old
+            database._TIMEOUT_S = old
             holder.rollback()
             holder.close()
 
@@ -142,13 +142,13 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         open(blocker, "w").close()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            db = cache.BenchmarkDatabase(os.path.join(blocker, "bench.sqlite3"))
+            db = database.BenchmarkDatabase(os.path.join(blocker, "bench.sqlite3"))
             db.put(GPU, CUDNN, TF, [record(0)])
             self.assertEmpty(db.get(GPU, CUDNN, TF))
         self.assertOneWarning(caught, "could not write")
 
     def test_database_path_from_the_environment(self):
-        for value, want in ((None, cache.DEFAULT_PATH), ("", None), ("off", None),
+        for value, want in ((None, database.DEFAULT_PATH), ("", None), ("off", None),
                             ("/tmp/x.sqlite3", "/tmp/x.sqlite3")):
             env = dict(os.environ)
             env.pop("UCUDNN_DATABASE", None)
@@ -156,10 +156,10 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
                 env["UCUDNN_DATABASE"] = value
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(os, "environ", env)
-                self.assertEqual(cache.database_path(), want, f"UCUDNN_DATABASE={value!r}")
+                self.assertEqual(database.database_path(), want, f"UCUDNN_DATABASE={value!r}")
 
     def test_command_line_show_and_clear(self):
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
         run = lambda *args: subprocess.run(  # noqa: E731
             [sys.executable, "-m", "tf_ucudnn", "cache", *args, "--database", self.path],
             capture_output=True, text=True, timeout=300,
@@ -171,7 +171,48 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertIn(GPU, shown.stdout)
         cleared = run("clear")
         self.assertIn("removed 2 kernels", cleared.stdout)
-        self.assertEmpty(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
+        self.assertEmpty(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
+
+
+# A kernel as tf_ucudnn._engine.kernels() names it (the fields the database keeps).
+_CONV = dict(batch=32, in_channels=3, in_height=28, in_width=27, out_channels=8,
+             filter_height=5, filter_width=3, groups=1, stride_h=2, stride_w=1, dilation_h=1,
+             dilation_w=2, pad_top=0, pad_bottom=1, pad_left=2, pad_right=2, out_height=12,
+             out_width=23, layout="NCHW", dtype="bfloat16")
+_KERNEL = dict(
+    key={"pass": "backward-filter", "conv": _CONV, "allow_tf32": False, "deterministic": True,
+         "workspace_limit": 64 << 20, "policy": "all", "forced_micro_batch": 4,
+         "engines": "graph"},
+    algos=[dict(algo=1, math_type=2, deterministic=True),
+           dict(algo=0, math_type=0, deterministic=False,
+                engine=dict(id=34, transposed=True, knobs=[[2, 1], [3, 0]]))],
+    table=[dict(size=32, algo=0, time_ms=0.5, workspace_bytes=0),
+           dict(size=16, algo=1, time_ms=0.25, workspace_bytes=1024)],
+    shape="N=32 C=3 ...", **{"pass": "backward-filter"})
+
+
+class StoredRecordTest(tf.test.TestCase):
+    """The engine names every field; the database stores schema 3's positions."""
+
+    def test_stored_record_keeps_schema_3_positions_and_enum_numbers(self):
+        stored = database.stored_record(_KERNEL)
+        self.assertEqual(stored["key"], [2, 32, 3, 28, 27, 8, 5, 3, 1, 2, 1, 1, 2, 0, 1, 2, 2, 12,
+                                         23, 1, 2, 0, 1, 64 << 20, 2, 4, 2])
+        self.assertEqual(stored["algos"], [[1, 2, 1], [0, 0, 0, 34, 1, 2, 1, 3, 0]])
+        self.assertEqual(stored["table"], [[32, 0, 0.5, 0], [16, 1, 0.25, 1024]])
+        self.assertIsNone(database.check_record(stored))
+
+    def test_a_stored_record_names_back_what_the_engine_wrote(self):
+        named = database.engine_record(database.stored_record(_KERNEL))
+        self.assertEqual(named, {k: _KERNEL[k] for k in ("key", "algos", "table")})
+
+    def test_an_enum_number_out_of_range_is_refused(self):
+        for position, what in ((0, "pass"), (19, "layout"), (20, "dtype"), (24, "policy"),
+                               (26, "engines")):
+            stored = database.stored_record(_KERNEL)
+            stored["key"][position] = 3
+            with self.subTest(what), self.assertRaisesRegex(ValueError, what):
+                database.engine_record(stored)
 
 
 def _dump(path):
@@ -194,7 +235,7 @@ def _run_cli(*args, cwd=None, **env):
         if cwd:
             mp.chdir(cwd)
         try:
-            status = cache.main(list(args))
+            status = database.main(list(args))
         except SystemExit as e:
             status = e.code
     return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
@@ -236,10 +277,10 @@ class DatabaseSafetyTest(tf.test.TestCase):
         for app_id in (0, 0x12345678):
             before = self.make_foreign(app_id)
             caught = self.caught()
-            db = cache.BenchmarkDatabase(self.path)
+            db = database.BenchmarkDatabase(self.path)
             self.assertEmpty(db.get(GPU, CUDNN, TF))
             db.put(GPU, CUDNN, TF, [record(0)])
-            cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(1)])
+            database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(1)])
             messages = self.runtime_warnings(caught)
             self.assertLen(messages, 2, messages)  # one per BenchmarkDatabase
             self.assertIn("not a tf_ucudnn benchmark database, so it is left alone", messages[0])
@@ -252,29 +293,29 @@ class DatabaseSafetyTest(tf.test.TestCase):
             os.remove(self.path)
 
     def test_our_tables_next_to_another_table_are_not_ours(self):
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
         db = sqlite3.connect(self.path)
         db.execute("CREATE TABLE users (name TEXT)")
         db.commit()
         db.close()
         before = _dump(self.path)
         caught = self.caught()
-        self.assertEmpty(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
+        self.assertEmpty(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
         self.assertIn("tables or indexes tf_ucudnn does not create: users",
                       self.runtime_warnings(caught)[0])
         self.assertEqual(_dump(self.path), before)
 
     def test_new_database_is_marked_as_tf_ucudnns(self):
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
         app_id, version, _ = _dump(self.path)
-        self.assertEqual(app_id, (cache.APPLICATION_ID,))
-        self.assertEqual(version, (cache.SCHEMA_VERSION,))
+        self.assertEqual(app_id, (database.APPLICATION_ID,))
+        self.assertEqual(version, (database.SCHEMA_VERSION,))
 
     def test_database_of_an_older_tf_ucudnn_at_this_schema_is_kept(self):
         # What tf_ucudnn wrote before it set an application_id.
         db = sqlite3.connect(self.path)
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(cache.SCHEMA_VERSION),))
+        db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(database.SCHEMA_VERSION),))
         db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
                    "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
         db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, '', 'forward', 0)",
@@ -283,15 +324,15 @@ class DatabaseSafetyTest(tf.test.TestCase):
         db.commit()
         db.close()
         caught = self.caught()
-        ours = cache.BenchmarkDatabase(self.path)
+        ours = database.BenchmarkDatabase(self.path)
         self.assertLen(ours.get(GPU, CUDNN, TF), 1)
         ours.put(GPU, CUDNN, TF, [record(1)])
         self.assertEmpty(self.runtime_warnings(caught))
-        self.assertLen(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 2)
-        self.assertEqual(_dump(self.path)[0], (cache.APPLICATION_ID,))
+        self.assertLen(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 2)
+        self.assertEqual(_dump(self.path)[0], (database.APPLICATION_ID,))
 
     def test_reading_writes_nothing(self):
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
         before = (_dump(self.path), os.stat(self.path).st_mtime_ns)
         statements, connect = [], sqlite3.connect
 
@@ -302,8 +343,8 @@ class DatabaseSafetyTest(tf.test.TestCase):
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(sqlite3, "connect", traced)
-            self.assertLen(cache.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 1)
-            self.assertLen(cache.BenchmarkDatabase(self.path).summary(), 1)
+            self.assertLen(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF), 1)
+            self.assertLen(database.BenchmarkDatabase(self.path).summary(), 1)
         writes = [s for s in statements
                   if re.match(r"\s*(CREATE|INSERT|UPDATE|DELETE|DROP|REPLACE|BEGIN|PRAGMA \w+ *=)",
                               s, re.I)]
@@ -313,28 +354,27 @@ class DatabaseSafetyTest(tf.test.TestCase):
 
     def test_database_on_a_read_only_file_and_folder_can_be_read(self):
         # As root, permissions do not stop writes: the reader drops to nobody.
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
         os.chmod(self.path, 0o444)
         os.chmod(self.dir, 0o555)
         self.addCleanup(os.chmod, self.dir, 0o755)
-        cache_py = os.path.join(os.path.dirname(os.path.abspath(cache.__file__)), "cache.py")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(database.__file__)))
         code = textwrap.dedent(f"""
-            import importlib.util, json, os, warnings
-            spec = importlib.util.spec_from_file_location("cache", {cache_py!r})
-            cache = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(cache)
+            import json, os, sys, warnings
+            sys.path.insert(0, {root!r})
+            from tf_ucudnn import database
             if os.getuid() == 0:  # after the imports: nobody may not read the Python install
                 os.setgid(65534)
                 os.setuid(65534)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                got = cache.BenchmarkDatabase({self.path!r}).get({GPU!r}, {CUDNN!r}, {TF!r})
+                got = database.BenchmarkDatabase({self.path!r}).get({GPU!r}, {CUDNN!r}, {TF!r})
             try:
                 open({self.path!r}, "ab")
                 writable = True
             except OSError:
                 writable = False
-            shown = cache.BenchmarkDatabase({self.path!r}).summary()  # what cache show prints
+            shown = database.BenchmarkDatabase({self.path!r}).summary()  # what cache show prints
             print(json.dumps(dict(records=len(got), warnings=[str(w.message) for w in caught],
                                   writable=writable, shown=len(shown))))
         """)
@@ -348,25 +388,25 @@ class DatabaseSafetyTest(tf.test.TestCase):
     def load_with(self, records, extra_rows=()):
         """Stores records (and raw rows of key, tables), loads them as the first
         conv2d would; returns the warnings and the keys handed to the engine."""
-        cache.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, records)
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, records)
         db = sqlite3.connect(self.path)
         for key, tables in extra_rows:
             db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, '', 'forward', 0)",
                        (GPU, CUDNN, TF, key, tables))
         db.commit()
         db.close()
-        seeded, seed = [], cache.seed_engine
+        seeded, seed = [], database.seed_engine
 
         def seed_and_count(r):
             seeded.append(r["key"])
             return seed(r)
 
-        link = cache._EngineLink()
+        link = database._EngineLink()
         caught = self.caught()
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("UCUDNN_DATABASE", self.path)
-            mp.setattr(cache, "gpu_identity", lambda: (GPU, CUDNN, TF))
-            mp.setattr(cache, "seed_engine", seed_and_count)
+            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
+            mp.setattr(database, "seed_engine", seed_and_count)
             link.load()
         atexit.unregister(link.save)
         return self.runtime_warnings(caught), seeded
@@ -454,4 +494,4 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertEqual(first["notes"], ["", "", ""], first)
         self.assertEqual(second["notes"], ["benchmarks from the database"] * 3, second)
         self.assertLessEqual(second["err"], 1e-5)
-        self.assertLen(cache.BenchmarkDatabase(path).get(*cache.gpu_identity()), 3)
+        self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 3)

@@ -1,0 +1,264 @@
+"""The op library (``_ucudnn_ops.so``): loading it, and every call into it.
+
+This module alone holds the library handle. It loads the library with
+``tf.load_op_library`` (which registers the three ops ``Ucudnn>Conv2D``,
+``Ucudnn>Conv2DBackpropInput`` and ``Ucudnn>Conv2DBackpropFilter``, their
+XLA kernels and the Grappler rewriter), checks the TensorFlow version it was
+built for, and wraps each function of its C interface
+(``cc/kernels/engine/c_api.cc``) in a typed Python function. The rest of the
+package calls these functions; none of it uses ctypes.
+
+Records cross the C boundary as JSON with named fields (the names of the
+engine's C++ structs: ``ConvParams``, ``KernelKey``, ``CudnnAlgo``,
+``AlgoPerf``), never as positional arrays; enums cross as their names
+(``"forward"``, ``"NHWC"``, ``"float32"``, ``"powerOfTwo"``, ``"all"``).
+"""
+
+import ctypes
+import json
+import os
+
+import tensorflow as tf
+
+LIBRARY_NAME = "_ucudnn_ops.so"
+LIBRARY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+_BUILD_HINT = "build it with `make build` in the tf_ucudnn checkout (or install the wheel)"
+
+# C callbacks (see cc/kernels/engine/division_groups.h and plan_cache.h).
+_DIVISION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
+_PLAN_LISTENER = ctypes.CFUNCTYPE(None)
+
+
+def _tf_major_minor(version):
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _load():
+    if not os.path.exists(LIBRARY_PATH):
+        raise ImportError(f"tf_ucudnn's op library {LIBRARY_PATH} is missing: {_BUILD_HINT}.")
+    # tf.load_op_library must dlopen the library first: it collects the ops
+    # registered while the library loads.
+    try:
+        op_module = tf.load_op_library(LIBRARY_PATH)
+    except tf.errors.NotFoundError as e:
+        raise ImportError(f"could not load {LIBRARY_PATH} ({e}): {_BUILD_HINT}.") from e
+    lib = ctypes.CDLL(LIBRARY_PATH)
+    major, minor = ctypes.c_int32(), ctypes.c_int32()
+    lib.ucudnn_built_for_tf(ctypes.byref(major), ctypes.byref(minor))
+    built = (major.value, minor.value)
+    running = _tf_major_minor(tf.__version__)
+    if built != running:
+        raise ImportError(
+            f"tf_ucudnn's op library was built for TensorFlow {built[0]}.{built[1]} but "
+            f"TensorFlow {tf.__version__} is installed: rebuild it ({_BUILD_HINT}) or "
+            f"install tensorflow=={built[0]}.{built[1]}.*.")
+    _declare(lib)
+    return op_module, lib
+
+
+def _declare(lib):
+    i32, i64, text, doc = ctypes.c_int32, ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p
+    signatures = {
+        # name: (argument types, result type); `doc` is a JSON document to free.
+        "ucudnn_free": ([doc], None),
+        "ucudnn_micro_batch_sizes": ([text, i64, ctypes.POINTER(i64), i64], i64),
+        "ucudnn_plan": ([text], doc),
+        "ucudnn_plan_records": ([], doc),
+        "ucudnn_clear_plan_records": ([], None),
+        "ucudnn_cudnn_version": ([], doc),
+        "ucudnn_kernels": ([], doc),
+        "ucudnn_seed_kernel": ([text], doc),
+        "ucudnn_set_kernel_limit": ([i64, i64], doc),
+        "ucudnn_time_overhead": ([i64, i32], doc),
+        "ucudnn_set_division_callback": ([_DIVISION_CALLBACK], None),
+        "ucudnn_set_plan_listener": ([_PLAN_LISTENER], None),
+        "ucudnn_rewrite_stats": ([ctypes.POINTER(i64)] * 3, None),
+    }
+    for name, (argtypes, restype) in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, restype
+
+
+ops, _lib = _load()
+
+
+class EngineError(ValueError):
+    """The engine refused a request; the message is the engine's."""
+
+
+def _call(fn, *args):
+    """Calls a C function that returns a JSON document; returns it parsed.
+
+    Raises:
+      EngineError: the document is ``{"error": message}``.
+    """
+    pointer = fn(*args)
+    if not pointer:
+        raise MemoryError(f"{fn.__name__}: the engine could not allocate its answer")
+    try:
+        answer = json.loads(ctypes.string_at(pointer).decode())
+    finally:
+        _lib.ucudnn_free(pointer)
+    if isinstance(answer, dict) and "error" in answer:
+        raise EngineError(answer["error"])
+    return answer
+
+
+def _request(value):
+    return json.dumps(value).encode()
+
+
+def cudnn_version():
+    """The cuDNN version the library loaded, e.g. ``"9.19.0"`` (``""`` without
+    cuDNN; loads cuDNN on the first call)."""
+    return _call(_lib.ucudnn_cudnn_version)["cudnn"]
+
+
+def micro_batch_sizes(policy, batch_size):
+    """The sizes a batch-size policy allows for ``batch_size`` samples, ascending.
+
+    Args:
+      policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``.
+      batch_size: N, a positive int64.
+
+    Returns:
+      A list of ints (memory is by the answer: only as many as the policy allows).
+
+    Raises:
+      EngineError: an unknown policy.
+    """
+    name = policy.encode()
+    count = _lib.ucudnn_micro_batch_sizes(name, batch_size, None, 0)
+    if count < 0:
+        raise EngineError(f"unknown batch-size policy {policy!r}")
+    out = (ctypes.c_int64 * count)()
+    _lib.ucudnn_micro_batch_sizes(name, batch_size, out, count)
+    return list(out)
+
+
+def plan(table, batch_size, *, policy, mode, workspace_limit=0):
+    """The engine's planner (``cc/kernels/engine/planner.cc``) on a benchmark table.
+
+    Args:
+      table: rows ``{"size", "algo", "time_ms", "workspace_bytes"}``; ``algo``
+        is the caller's int index (int32), handed back in the plans; times in
+        ms, workspaces in bytes.
+      batch_size: N, samples.
+      policy: the batch-size policy's name.
+      mode: ``"best"`` (Workspace Reuse within ``workspace_limit`` bytes: zero
+        or one plan) or ``"front"`` (the Pareto front).
+      workspace_limit: bytes, for ``"best"``.
+
+    Returns:
+      A list of plans, each a list of micro-batches ``{"size", "algo"}``; or
+      None when ``batch_size`` is too large to plan for this table.
+
+    Raises:
+      EngineError: a malformed request.
+    """
+    answer = _call(_lib.ucudnn_plan, _request(dict(
+        table=table, batch_size=batch_size, policy=policy, mode=mode,
+        workspace_limit=workspace_limit)))
+    if answer.get("too_large"):
+        return None
+    return [p["micro_batches"] for p in answer["plans"]]
+
+
+def plan_records():
+    """The plan records of this process (``cc/kernels/engine/plan_cache.h``),
+    a list of dicts as :func:`tf_ucudnn.plans` documents them."""
+    return _call(_lib.ucudnn_plan_records)
+
+
+def clear_plan_records():
+    """Forgets the plan records (the kernels keep their plans)."""
+    _lib.ucudnn_clear_plan_records()
+
+
+def kernels():
+    """Every planned GPU kernel of this process with its tables and Pareto front.
+
+    Returns:
+      A list of dicts: ``id`` (for :func:`set_kernel_limit`), ``device`` (GPU
+      ordinal), ``pass``, ``shape`` (the convolution as text), ``key`` (what
+      the kernel's benchmark table holds for: ``pass``, ``conv`` (the
+      ``ConvParams`` fields by name: ``batch``, ``in_channels``, ...,
+      ``layout``, ``dtype``), ``allow_tf32``, ``deterministic``,
+      ``workspace_limit`` (the op's, bytes), ``policy``,
+      ``forced_micro_batch``, ``engines``), ``total_workspace`` (bytes of its
+      Workspace Division group, 0 for none), ``seeded`` (its table came from
+      the benchmark database), ``algos`` (candidates: ``algo``, ``math_type``,
+      ``deterministic`` and, for a graph-API engine, ``engine``: ``id``,
+      ``transposed``, ``knobs`` as ``[knob, value]`` pairs), ``table``
+      (``{"size", "algo" (index into algos), "time_ms", "workspace_bytes"}``
+      rows), ``planned_limit`` (the limit its plan uses now, bytes), ``plan``
+      and ``front`` (plans: ``time_ms``, ``workspace_bytes``,
+      ``micro_batches`` of ``size``, ``algo`` (name), ``workspace_bytes``,
+      ``time_ms``). Empty without cuDNN.
+    """
+    return _call(_lib.ucudnn_kernels)
+
+
+def seed_kernel(record):
+    """Hands one kernel's benchmark table to the engine: kernels created later
+    with ``record["key"]``, on any GPU, plan from it without benchmarking.
+
+    Args:
+      record: ``{"key", "algos", "table"}`` as :func:`kernels` names them.
+
+    Raises:
+      EngineError: a malformed record, or a library without cuDNN.
+    """
+    _call(_lib.ucudnn_seed_kernel, _request(record))
+
+
+def set_kernel_limit(kernel_id, workspace_limit):
+    """Replans kernel ``kernel_id`` (an ``id`` of :func:`kernels`) within
+    ``workspace_limit`` bytes from its benchmark table and records the plan.
+
+    Raises:
+      EngineError: an unknown id, no plan that fits, or no cuDNN.
+    """
+    _call(_lib.ucudnn_set_kernel_limit, kernel_id, workspace_limit)
+
+
+def time_overhead(kernel_id, iters):
+    """Times kernel ``kernel_id``'s plan (one micro-batch) against a direct
+    cuDNN call, ``iters`` calls each.
+
+    Returns:
+      A dict of ms per call: ``plan_ms`` (through the engine), ``direct_ms``
+      (the direct call), ``transform_ms`` (the filter's layout transform),
+      ``plan_host_ms`` and ``direct_host_ms`` (host time to enqueue each).
+
+    Raises:
+      EngineError: an unknown id, a plan of several micro-batches, or no cuDNN.
+    """
+    return _call(_lib.ucudnn_time_overhead, kernel_id, iters)
+
+
+def rewrite_stats():
+    """The Grappler rewriter's counters: a dict of ``rewritten``,
+    ``fused_rewritten`` and ``fused_left`` node counts."""
+    values = [ctypes.c_int64() for _ in range(3)]
+    _lib.ucudnn_rewrite_stats(*[ctypes.byref(v) for v in values])
+    return dict(zip(("rewritten", "fused_rewritten", "fused_left"), (v.value for v in values)))
+
+
+# The C function pointers, kept alive for as long as the library may call them.
+_callbacks = {}
+
+
+def set_division_callback(divide):
+    """Makes ``divide(device, total_workspace)`` the engine's run-time Workspace
+    Division (``cc/kernels/engine/division_groups.h``). It runs on the
+    engine's threads and must not raise."""
+    _callbacks["division"] = _DIVISION_CALLBACK(divide)
+    _lib.ucudnn_set_division_callback(_callbacks["division"])
+
+
+def set_plan_listener(listener):
+    """Makes ``listener()`` run after each new plan record (e.g. progress)."""
+    _callbacks["plans"] = _PLAN_LISTENER(listener)
+    _lib.ucudnn_set_plan_listener(_callbacks["plans"])

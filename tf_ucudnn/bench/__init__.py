@@ -1,0 +1,50 @@
+"""The benchmarks: stock TensorFlow vs tf_ucudnn under cuDNN workspace limits.
+
+Run as ``tf-ucudnn bench`` or ``python -m tf_ucudnn.bench`` (``make bench``).
+The layer benchmark (the default mode):
+For every convolution layer of a layer set and every workspace limit, times
+forward + backward-data + backward-filter (``--passes`` picks a subset) at
+N=256:
+
+* stock TF with ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` set to the limit,
+* tf_ucudnn with ``workspace_limit`` set to the limit,
+* stock TF at 8 GiB (TF's default limit), the reference.
+
+TF reads ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process, so every (mode,
+limit) runs in its own worker process (this module re-invoked with a hidden
+``--worker`` flag) that writes its timings as JSON. Layers of the same shape
+are measured once.
+
+Layer sets (``--set``): ``deepbench`` (default: the 3x3 and 5x5 training
+convolutions of Baidu's DeepBench, ``data/deepbench_conv_train.csv``, as in
+the paper's DeepBench figure), ``alexnet``, ``resnet18``, ``models`` (both),
+or ``--csv`` with a table of your own. ``--json PATH`` writes every figure
+and the GPU, driver, cuDNN and TF versions; ``--png PREFIX`` (default: the
+JSON path without ``.json``) draws ``PREFIX_speedup.png`` (speedup per layer
+and limit) and ``PREFIX_plans.png`` (the chosen micro-batches and algorithms
+per layer) with matplotlib; ``--plot JSON`` redraws them from a saved JSON on
+any machine. ``--models alexnet,resnet18,vgg16`` runs the model mode instead
+(:mod:`tf_ucudnn.bench.models`); ``--overhead`` measures what the engine adds
+to one cuDNN call (:mod:`tf_ucudnn.bench.overhead`).
+
+Without a GPU the benchmark does not run: a CPU self-check of tf_ucudnn
+against ``tf.nn.conv2d`` runs instead and the exit status is non-zero.
+
+The modules: :mod:`~tf_ucudnn.bench.harness` (timing, the environment, JSON:
+public, for ``benchmarks/`` too), :mod:`~tf_ucudnn.bench.layers` (layer sets,
+the passes, the layer mode's workers), :mod:`~tf_ucudnn.bench.report` (its
+table and summary), :mod:`~tf_ucudnn.bench.models`,
+:mod:`~tf_ucudnn.bench.overhead`, :mod:`~tf_ucudnn.bench.figures` and
+:mod:`~tf_ucudnn.bench.cli` (the options, ``main``).
+"""
+
+from tf_ucudnn.bench.cli import EXIT_NO_GPU, main, parse_args
+from tf_ucudnn.bench.harness import (PASSES, describe_environment, geometric_mean,
+                                     relative_error, sync_devices, time_ms, write_json)
+from tf_ucudnn.bench.layers import (DEEPBENCH_CSV, QUICK_LAYERS, ConvLayer, layer_set,
+                                    make_passes, random_tensors, read_layers, select_layers)
+
+__all__ = ["DEEPBENCH_CSV", "EXIT_NO_GPU", "PASSES", "QUICK_LAYERS", "ConvLayer",
+           "describe_environment", "geometric_mean", "layer_set", "main", "make_passes",
+           "parse_args", "random_tensors", "read_layers", "relative_error", "select_layers",
+           "sync_devices", "time_ms", "write_json"]

@@ -1,0 +1,30 @@
+"""The ``UCUDNN_*`` environment variables that Python reads, read here only.
+
+The engine reads the others (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``,
+``UCUDNN_BATCH_SIZE_POLICY``, ``UCUDNN_ENGINES``, ``UCUDNN_GRAPH_*``, ...)
+itself when a kernel is created (``cc/kernels/conv_attrs.cc``); the README's
+table lists them all. Each function here reads the variable when called, so a
+change made in-process takes effect at the next read.
+"""
+
+import os
+
+PREFIX = "UCUDNN_"
+
+
+def database():
+    """``UCUDNN_DATABASE`` as set (a path, ``""``, ``"off"``), or None when unset;
+    :func:`tf_ucudnn.database.database_path` interprets it."""
+    return os.environ.get("UCUDNN_DATABASE")
+
+
+def debug_output():
+    """Whether ``UCUDNN_DEBUG_OUTPUT`` asks for plans and divisions on stderr
+    (set and neither ``""`` nor ``"0"``, as the engine reads it)."""
+    return os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0")
+
+
+def ucudnn_variables():
+    """Every ``UCUDNN_*`` variable that is set, as ``{name: value}``, sorted by name
+    (what a benchmark report records of tf_ucudnn's settings)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(PREFIX)}
