@@ -223,6 +223,39 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
         for r in records:
             self.assertLessEqual(r["workspace_bytes"], limit, r)
 
+    def test_custom_call_memory_by_tf_statistics_stays_within_the_limit(self):
+        """TF's allocator statistics (which count XLA's scratch allocations)
+        see each custom call's workspace: at most the limit at a small limit,
+        at least the plan's workspace at a large one."""
+        rng = np.random.default_rng(2)
+        x = tf.constant(rng.standard_normal((64, 56, 56, 64)), tf.float32)
+        f = tf.constant(rng.standard_normal((5, 5, 64, 64)), tf.float32)
+        out_bytes, filter_bytes = 64 * 56 * 56 * 64 * 4, 5 * 5 * 64 * 64 * 4
+        for limit in (1 << 20, 256 << 20):
+            tf_ucudnn.clear_plans()
+
+            @tf.function(jit_compile=True)
+            def forward(x, f):
+                return tf_ucudnn.conv2d(x, f, 1, "SAME", workspace_limit=limit)
+
+            with tf.device("/GPU:0"):
+                forward(x, f)  # compiles, benchmarks and plans
+                tf.test.experimental.sync_devices()
+                tf.config.experimental.reset_memory_stats("GPU:0")
+                before = tf.config.experimental.get_memory_info("GPU:0")["current"]
+                y = forward(x, f)
+                tf.test.experimental.sync_devices()
+                peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+            del y
+            record = [r for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)")][-1]
+            extra = peak - before - out_bytes  # beyond the result: the call's scratch
+            # The scratch holds the workspace and the filter in cuDNN's layout.
+            self.assertLessEqual(extra, min(limit, record["workspace_bytes"]) + filter_bytes
+                                 + (1 << 20), f"limit {limit}: {extra} bytes, {record}")
+            if record["workspace_bytes"] > 0:
+                self.assertGreaterEqual(extra, record["workspace_bytes"],
+                                        f"limit {limit}: {extra} bytes, {record}")
+
 
     def test_enable_rewrite_routes_a_keras_model_under_xla_to_the_custom_calls(self):
         import keras
