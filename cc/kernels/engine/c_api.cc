@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "cc/kernels/engine/division_groups.h"
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/plan_records.h"
 #include "cc/kernels/engine/planner.h"
 
 #if GOOGLE_CUDA
-#include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/kernel_cache.h"
 #endif
 
 namespace {

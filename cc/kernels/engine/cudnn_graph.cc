@@ -305,15 +305,6 @@ Status MakeTransposeDescriptor(cudnnDataType_t type, const int64_t dims[4], Layo
 
 }  // namespace
 
-cudnnDataType_t CudnnDataType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat: return CUDNN_DATA_FLOAT;
-    case DType::kHalf: return CUDNN_DATA_HALF;
-    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 std::string GraphEngine::Name() const {
   std::ostringstream s;
   s << "eng" << id << "{";

@@ -19,12 +19,10 @@
 
 #include "cudnn.h"
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/cudnn_descriptors.h"
 #include "cc/kernels/engine/status.h"
 
 namespace ucudnn {
-
-// cuDNN's data type of a DType.
-cudnnDataType_t CudnnDataType(DType dtype);
 
 // One engine configuration: cuDNN's global engine index and its knob choices
 // (knob type, value), and whether the graph computes in the other layout than
