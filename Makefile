@@ -38,6 +38,8 @@ run: build
 test: build
 	bazel build //cc/kernels/engine:planner_test
 	./bazel-bin/cc/kernels/engine/planner_test
+	bazel build //cc/kernels/engine:knobs_test
+	./bazel-bin/cc/kernels/engine/knobs_test
 	$(VPY) -m pytest tests -v -rs
 
 # The CPU suite with TensorFlow's oneDNN forced on and off: oneDNN (on by

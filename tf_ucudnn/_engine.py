@@ -24,7 +24,7 @@ LIBRARY_NAME = "_ucudnn_ops.so"
 LIBRARY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
 _BUILD_HINT = "build it with `make build` in the tf_ucudnn checkout (or install the wheel)"
 
-# C callbacks (see cc/kernels/engine/division_groups.h and plan_cache.h).
+# C callbacks (see cc/kernels/engine/division_groups.h and plan_records.h).
 _DIVISION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
 _PLAN_LISTENER = ctypes.CFUNCTYPE(None)
 
@@ -166,7 +166,7 @@ def plan(table, batch_size, *, policy, mode, workspace_limit=0):
 
 
 def plan_records():
-    """The plan records of this process (``cc/kernels/engine/plan_cache.h``),
+    """The plan records of this process (``cc/kernels/engine/plan_records.h``),
     a list of dicts as :func:`tf_ucudnn.plans` documents them."""
     return _call(_lib.ucudnn_plan_records)
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cc/kernels/engine/benchmark_devices.h"
+#include "cc/kernels/engine/knobs.h"
 #include "tensorflow/core/common_runtime/device.h"
 #include "tensorflow/core/common_runtime/device_mgr.h"
 #include "tensorflow/core/framework/function.h"
@@ -62,8 +63,7 @@ absl::Status BenchmarkPeers::Make(OpKernelContext* ctx, int own_device,
   static std::vector<int> ids;
   static std::string error;
   static bool parsed = [] {
-    const char* env = std::getenv("UCUDNN_BENCHMARK_DEVICES");
-    return ucudnn::ParseBenchmarkDevices(env == nullptr ? "" : env, &all, &ids, &error);
+    return ucudnn::ParseBenchmarkDevices(ucudnn::BenchmarkDevicesSetting(), &all, &ids, &error);
   }();
   *out = std::make_unique<BenchmarkPeers>();
   if (!parsed) return errors::InvalidArgument(error);

@@ -23,76 +23,8 @@ void SpatialIndices(ucudnn::Layout layout, int* h, int* w, int* c) {
   }
 }
 
-absl::Status EnvWorkspaceLimit(int64_t* limit) {
-  const char* env = std::getenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
-  *limit = kDefaultWorkspaceLimit;
-  if (env == nullptr || *env == '\0') return absl::OkStatus();
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(env, &value) || value < 0) {
-    return errors::InvalidArgument(
-        "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a non-negative number of bytes, got '", env,
-        "'");
-  }
-  *limit = value;
-  return absl::OkStatus();
-}
-
-// UCUDNN_TOTAL_WORKSPACE_SIZE: bytes, or 0 when unset.
-absl::Status EnvTotalWorkspace(int64_t* total) {
-  const char* env = std::getenv("UCUDNN_TOTAL_WORKSPACE_SIZE");
-  *total = 0;
-  if (env == nullptr || *env == '\0') return absl::OkStatus();
-  if (!absl::SimpleAtoi(env, total) || *total < 0) {
-    return errors::InvalidArgument(
-        "UCUDNN_TOTAL_WORKSPACE_SIZE must be a non-negative number of bytes, got '", env, "'");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status EnvBatchSizePolicy(ucudnn::BatchSizePolicy* policy) {
-  const char* env = std::getenv("UCUDNN_BATCH_SIZE_POLICY");
-  *policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
-  if (env == nullptr || *env == '\0') return absl::OkStatus();
-  if (!ucudnn::ParseBatchSizePolicy(env, policy)) {
-    return errors::InvalidArgument("UCUDNN_BATCH_SIZE_POLICY must be one of undivided, ",
-                                   "powerOfTwo, all; got '", env, "'");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status EnvEngineSet(ucudnn::EngineSet* engines) {
-  const char* env = std::getenv("UCUDNN_ENGINES");
-  *engines = ucudnn::EngineSet::kAll;
-  if (env == nullptr || *env == '\0') return absl::OkStatus();
-  if (!ucudnn::ParseEngineSet(env, engines)) {
-    return errors::InvalidArgument("UCUDNN_ENGINES must be one of all, legacy, graph; got '", env,
-                                   "'");
-  }
-  return absl::OkStatus();
-}
-
-// The graph-engine search knobs, read by the engine when it benchmarks; checked
-// here so that a bad value is an error when the kernel is created.
-absl::Status CheckEnvGraphSearch() {
-  const char* factor = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
-  double f = 0;
-  if (factor != nullptr && *factor != '\0' && !ucudnn::ParseGraphPruneFactor(factor, &f)) {
-    return errors::InvalidArgument(
-        "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 (never prune) or a number >= 1; got '", factor, "'");
-  }
-  const char* search = std::getenv("UCUDNN_GRAPH_SEARCH");
-  bool exhaustive = false;
-  if (search != nullptr && *search != '\0' && !ucudnn::ParseGraphSearch(search, &exhaustive)) {
-    return errors::InvalidArgument("UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got '",
-                                   search, "'");
-  }
-  const char* layouts = std::getenv("UCUDNN_GRAPH_LAYOUTS");
-  ucudnn::GraphLayouts l;
-  if (layouts != nullptr && *layouts != '\0' && !ucudnn::ParseGraphLayouts(layouts, &l)) {
-    return errors::InvalidArgument(
-        "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got '", layouts, "'");
-  }
-  return absl::OkStatus();
+absl::Status ToTf(const ucudnn::Status& s) {
+  return s.ok() ? absl::OkStatus() : absl::InvalidArgumentError(s.message());
 }
 
 }  // namespace
@@ -185,10 +117,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   // The environment's total applies to ops that leave both knobs to it.
   if (total == -1) {
     total = 0;
-    if (limit == -1) TF_RETURN_IF_ERROR(EnvTotalWorkspace(&total));
+    if (limit == -1) TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
   }
   if (limit == -1) {
-    TF_RETURN_IF_ERROR(EnvWorkspaceLimit(&limit));
+    TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
   }
   attrs->total_workspace = total;
   attrs->workspace_limit = total > 0 ? total : limit;
@@ -196,7 +128,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   std::string policy;
   TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &policy));
   if (policy.empty()) {
-    TF_RETURN_IF_ERROR(EnvBatchSizePolicy(&attrs->policy));
+    TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
   } else if (!ucudnn::ParseBatchSizePolicy(policy, &attrs->policy)) {
     return errors::InvalidArgument(
         "batch_size_policy must be one of undivided, powerOfTwo, all (or empty for "
@@ -210,8 +142,8 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         "micro_batch_size must be 0 (the planner decides) or positive, got ",
         attrs->micro_batch_size);
   }
-  TF_RETURN_IF_ERROR(EnvEngineSet(&attrs->engines));
-  TF_RETURN_IF_ERROR(CheckEnvGraphSearch());
+  // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
+  TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
   // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/planner.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
@@ -14,7 +15,7 @@
 namespace tensorflow {
 namespace ucudnn_tf {
 
-constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB, as μ-cuDNN
+constexpr int64_t kDefaultWorkspaceLimit = ucudnn::kDefaultWorkspaceLimit;  // 64 MiB
 
 struct ConvAttrs {
   ucudnn::Layout layout = ucudnn::Layout::kNHWC;
@@ -29,13 +30,16 @@ struct ConvAttrs {
   // the same total: each kernel is benchmarked within the whole budget).
   // 0 with a forced micro_batch_size.
   int64_t total_workspace = 0;
-  // Candidates benchmarked (UCUDNN_ENGINES): legacy algorithms and graph-API engines.
-  ucudnn::EngineSet engines = ucudnn::EngineSet::kAll;
+  // Candidates benchmarked and how graph-API engines are searched
+  // (UCUDNN_ENGINES, UCUDNN_GRAPH_*), read when the kernel is created.
+  ucudnn::EngineKnobs knobs;
 };
 
 // Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
 // UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
-// attribute asks for the default, and UCUDNN_ENGINES.
+// attribute asks for the default, and UCUDNN_ENGINES and UCUDNN_GRAPH_*
+// (cc/kernels/engine/knobs.h): the environment as it is when the kernel is
+// created.
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 
 // Validates the input and filter shapes against the attributes and fills

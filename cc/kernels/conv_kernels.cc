@@ -19,16 +19,15 @@
 #include "cc/kernels/conv_attrs.h"
 #include "cc/kernels/engine/conv_runner.h"
 #include "cc/kernels/engine/cpu_backend.h"
-#include "cc/kernels/engine/debug_output.h"
+#include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/executor.h"
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/plan_records.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/work_sharder.h"
 
 #if GOOGLE_CUDA
 #include "cc/kernels/benchmark_peers.h"
-#include "cc/kernels/engine/cudnn_backend.h"
 #include "cc/kernels/engine/division_groups.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tsl/platform/tensor_float_32_utils.h"
@@ -196,7 +195,8 @@ struct LaunchConv<GPUDevice, T> {
     q.policy = attrs.policy;
     q.micro_batch_size = attrs.micro_batch_size;
     q.total_workspace = attrs.total_workspace;
-    q.engines = attrs.engines;
+    q.engines = attrs.knobs.engines;
+    q.graph = attrs.knobs.graph;
     ucudnn::PassTensors tensors;
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();

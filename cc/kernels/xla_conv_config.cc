@@ -1,6 +1,7 @@
 #include "cc/kernels/xla_conv_config.h"
 
 #include <array>
+#include <iomanip>
 #include <sstream>
 
 namespace tensorflow {
@@ -29,6 +30,11 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
   i64(kAttrMicroBatchSize, c.micro_batch_size);
   i64(kAttrTotalWorkspace, c.total_workspace);
   i64(kAttrEngines, static_cast<int64_t>(c.engines));
+  // Exactly representable in decimal with 17 significant digits.
+  s << ", " << kAttrGraphPruneFactor << " = " << std::setprecision(17) << std::scientific
+    << c.graph.prune_factor << " : f64" << std::defaultfloat;
+  i64(kAttrGraphSearch, c.graph.exhaustive ? 1 : 0);
+  i64(kAttrGraphLayouts, static_cast<int64_t>(c.graph.layouts));
   i64(kAttrAllowTf32, c.allow_tf32 ? 1 : 0);
   i64(kAttrDeterministic, c.deterministic ? 1 : 0);
   s << "}";

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/planner.h"
 
 namespace tensorflow {
@@ -21,7 +22,9 @@ struct XlaConvConfig {
   ucudnn::BatchSizePolicy policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
   int64_t micro_batch_size = 0;
   int64_t total_workspace = 0;  // bytes; > 0: a Workspace Division group
+  // Read when the tf2xla kernel was created (knobs.h), as by the TF kernel.
   ucudnn::EngineSet engines = ucudnn::EngineSet::kAll;
+  ucudnn::GraphSearchKnobs graph;
   bool allow_tf32 = true;
   bool deterministic = false;
 };
@@ -36,10 +39,14 @@ inline constexpr char kAttrBatchSizePolicy[] = "batch_size_policy";  // enum val
 inline constexpr char kAttrMicroBatchSize[] = "micro_batch_size";
 inline constexpr char kAttrTotalWorkspace[] = "total_workspace";
 inline constexpr char kAttrEngines[] = "engines";  // enum value
+inline constexpr char kAttrGraphPruneFactor[] = "graph_prune_factor";  // f64
+inline constexpr char kAttrGraphSearch[] = "graph_search";  // 0 default, 1 exhaustive
+inline constexpr char kAttrGraphLayouts[] = "graph_layouts";  // enum value
 inline constexpr char kAttrAllowTf32[] = "allow_tf32";  // 0 or 1
 inline constexpr char kAttrDeterministic[] = "deterministic";  // 0 or 1
 
-// The custom call's backend config: an MLIR dictionary of i64 attributes,
+// The custom call's backend config: an MLIR dictionary of i64 attributes
+// (and graph_prune_factor, f64),
 // e.g. "{conv = array<i64: 8, 3, ...>, workspace_limit = 67108864 : i64, ...}".
 std::string EncodeXlaConvConfig(const XlaConvConfig& config);
 

@@ -117,7 +117,8 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     config.policy = attrs_.policy;
     config.micro_batch_size = attrs_.micro_batch_size;
     config.total_workspace = attrs_.total_workspace;
-    config.engines = attrs_.engines;
+    config.engines = attrs_.knobs.engines;
+    config.graph = attrs_.knobs.graph;
     // Numerics are fixed when the function is compiled, as XLA's own
     // convolutions fix theirs.
     config.allow_tf32 = tsl::tensor_float_32_execution_enabled();

@@ -25,6 +25,18 @@ cc_library(
     includes = ["include/external/cudnn_frontend_archive/include/cudnn_frontend/thirdparty"],
 )
 
+# cudnn-frontend 1.13 (header-only) and its nlohmann/json, as TensorFlow
+# ships them; its cudnn.h include path comes from //third_party/gpus/cudnn.
+cc_library(
+    name = "cudnn_frontend",
+    hdrs = glob(["include/external/cudnn_frontend_archive/include/**"]),
+    includes = [
+        "include/external/cudnn_frontend_archive/include",
+        "include/third_party/gpus/cuda/libcudacxx/include",  # nv/target, for cuda_fp16.h
+    ],
+    deps = [":tf_header_lib"],
+)
+
 cc_library(
     name = "libtensorflow_framework",
     srcs = ["lib/{lib}"],

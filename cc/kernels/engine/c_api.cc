@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "cc/kernels/engine/division_groups.h"
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/plan_records.h"
 #include "cc/kernels/engine/planner.h"
 #include "nlohmann/json.hpp"
 
 #if GOOGLE_CUDA
-#include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/kernel_cache.h"
 #endif
 
 namespace {
@@ -159,7 +159,7 @@ char* ucudnn_plan(const char* request) {
   }
 }
 
-// The plans chosen so far: a JSON array of plan records (plan_cache.h).
+// The plans chosen so far: a JSON array of plan records (plan_records.h).
 char* ucudnn_plan_records() { return Copy(ucudnn::PlanRecordsJson()); }
 
 void ucudnn_clear_plan_records() { ucudnn::ClearPlanRecords(); }

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <utility>
 
-#include "cc/kernels/engine/debug_output.h"
+#include "cc/kernels/engine/knobs.h"
 
 #if GOOGLE_CUDA
 #include "cc/kernels/engine/division_groups.h"
@@ -65,6 +65,8 @@ KernelKey MakeKey(const ConvRequest& q) {
   key.forced_micro_batch = q.micro_batch_size;
   key.total_workspace = q.total_workspace;
   key.engines = q.engines;
+  // The graph search knobs change the plan only where graph engines are candidates.
+  if (q.engines != EngineSet::kLegacy) key.graph = q.graph;
   return key;
 }
 

@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "cc/kernels/engine/conv_params.h"
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/knobs.h"
+#include "cc/kernels/engine/plan_records.h"
 #include "cc/kernels/engine/planner.h"
 #include "cc/kernels/engine/status.h"
 
 #if GOOGLE_CUDA
-#include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/kernel_cache.h"
 #endif
 
 namespace ucudnn {
@@ -45,7 +46,9 @@ struct ConvRequest {
   BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
   int64_t micro_batch_size = 0;   // > 0: forced micro-batches of this size
   int64_t total_workspace = 0;    // > 0: the Workspace Division group's budget in bytes
+  // The knobs as read when the front end's kernel was created (knobs.h).
   EngineSet engines = EngineSet::kAll;
+  GraphSearchKnobs graph;
 };
 
 // Other GPUs that benchmark a share of the micro-batch sizes

@@ -1,3 +1,10 @@
+// cuDNN graph-API engines through cudnn-frontend's v0.x builder API (1.13,
+// header-only, as the pip TensorFlow ships it; TensorFlow's stream executor
+// uses the same builders): operation graphs, heuristics mode A and the
+// fallback list, numerical and behaviour note filters, engines with knob
+// choices, execution plans and variant packs. Ours: which configs become
+// candidates, the transposed-layout copies through the workspace, and the
+// (engine id, knobs) encoding of the benchmark database. See docs/design.md.
 #if GOOGLE_CUDA
 
 #include "cc/kernels/engine/cudnn_graph.h"
@@ -5,9 +12,16 @@
 #include <algorithm>
 #include <sstream>
 
+// Errors are statuses, not exceptions (as TensorFlow builds the frontend).
+#define NV_CUDNN_DISABLE_EXCEPTION
+#include "cudnn_frontend.h"
+
 #include "cc/kernels/engine/cuda_check.h"
 
 namespace ucudnn {
+
+namespace fe = cudnn_frontend;
+
 namespace {
 
 // Unique ids of the three tensors in every graph and variant pack.
@@ -20,42 +34,26 @@ constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 constexpr size_t kModeAConfigs = 8;
 constexpr size_t kFallbackConfigs = 4;
 
-// Backend descriptors created for one graph or plan; destroyed together
-// unless handed over (Release) to a GraphPlan.
-class Descriptors {
- public:
-  ~Descriptors() {
-    for (cudnnBackendDescriptor_t d : owned_) cudnnBackendDestroyDescriptor(d);
-  }
-  Status Create(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* out) {
-    UCUDNN_CUDNN_OK(cudnnBackendCreateDescriptor(type, out));
-    owned_.push_back(*out);
-    return Status();
-  }
-  std::vector<cudnnBackendDescriptor_t> Release() { return std::move(owned_); }
-
- private:
-  std::vector<cudnnBackendDescriptor_t> owned_;
-};
+// Internal unless a frontend object was built.
+template <typename T>
+Status FrontendOk(const T& object, const char* what) {
+  if (object.get_status() == CUDNN_STATUS_SUCCESS) return Status();
+  return Status::Internal(std::string(what) + " failed: " + cudnnGetErrorString(object.get_status()) +
+                          " (" + object.get_error() + ")");
+}
 
 // A graph tensor of `dims` [n, c, h, w], packed in `layout`.
-Status MakeTensor(Descriptors* ds, const int64_t dims[4], Layout layout, int64_t uid,
-                  cudnnDataType_t type, int64_t alignment, cudnnBackendDescriptor_t* out) {
+fe::Tensor MakeTensor(const int64_t dims[4], Layout layout, int64_t uid, cudnnDataType_t type,
+                      int64_t alignment) {
   int64_t strides[4];
   LayoutStrides(layout, dims[1], dims[2], dims[3], strides);
-  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
-  UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
-  UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
-  UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
-  UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,
-                                           CUDNN_TYPE_INT64, 1, &alignment));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*out));
-  return Status();
+  return fe::TensorBuilder()
+      .setDim(4, dims)
+      .setStride(4, strides)
+      .setId(uid)
+      .setAlignment(alignment)
+      .setDataType(type)
+      .build();
 }
 
 // Whether a tensor of `dims` [n, c, h, w] is the same memory packed NHWC and
@@ -74,110 +72,74 @@ bool TransposesOutput(const ConvGraphSpec& spec) {
   return spec.layout != spec.graph_layout && !LayoutsCoincide(dims[OutputRole(spec.pass)]);
 }
 
-// The operation graph of one convolution node for `spec`.
-Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec, Descriptors* ds,
-                          cudnnBackendDescriptor_t* graph) {
-  cudnnBackendDescriptor_t x, w, y, conv, op;
-  const Layout l = spec.graph_layout;
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.x, l, kUidX, spec.data_type, spec.alignment, &x));
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.w, l, kUidW, spec.data_type, spec.alignment, &w));
-  UCUDNN_RETURN_IF_ERROR(MakeTensor(ds, spec.y, l, kUidY, spec.data_type, spec.alignment, &y));
-
-  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t spatial_dims = 2;
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
-                                           CUDNN_TYPE_DATA_TYPE, 1, &compute));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
-                                           CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
-                                           CUDNN_TYPE_INT64, 1, &spatial_dims));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS,
-                                           CUDNN_TYPE_INT64, 2, spec.dilation));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
-                                           CUDNN_TYPE_INT64, 2, spec.stride));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
-                                           CUDNN_TYPE_INT64, 2, spec.pad));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
-                                           CUDNN_TYPE_INT64, 2, spec.pad));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(conv));
-
-  const float alpha = 1.0f, beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
-  // Attribute names of the pass's node: alpha, beta, conv, and its x/w/y roles.
-  cudnnBackendDescriptorType_t type;
-  cudnnBackendAttributeName_t a_alpha, a_beta, a_conv, a_x, a_w, a_y;
-  switch (spec.pass) {
-    case Pass::kForward:
-      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
-      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
-      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
-      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
-      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X;
-      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
-      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y;
-      break;
-    case Pass::kBackwardData:
-      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
-      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA;
-      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
-      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
-      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX;
-      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
-      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY;
-      break;
-    default:
-      type = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
-      a_alpha = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
-      a_beta = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
-      a_conv = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
-      a_x = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X;
-      a_w = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
-      a_y = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY;
-      break;
+cudnnBackendDescriptorType_t OperationType(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
+    case Pass::kBackwardData: return CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
+    case Pass::kBackwardFilter: break;
   }
-  UCUDNN_RETURN_IF_ERROR(ds->Create(type, &op));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_alpha, CUDNN_TYPE_FLOAT, 1, &alpha));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_beta, CUDNN_TYPE_FLOAT, 1, &beta));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(op, a_y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(op));
+  return CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+}
 
-  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, graph));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
-                                           CUDNN_TYPE_HANDLE, 1, &handle));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*graph));
+// The operation graph of one convolution node for `spec`. The graph holds
+// (shared) every descriptor it was built from.
+Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
+                          std::unique_ptr<fe::OperationGraph>* graph) {
+  const Layout l = spec.graph_layout;
+  fe::Tensor x = MakeTensor(spec.x, l, kUidX, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(x, "the graph's x tensor"));
+  fe::Tensor w = MakeTensor(spec.w, l, kUidW, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(w, "the graph's w tensor"));
+  fe::Tensor y = MakeTensor(spec.y, l, kUidY, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(y, "the graph's y tensor"));
+  fe::ConvDesc conv = fe::ConvDescBuilder()
+                          .setComputeType(CUDNN_DATA_FLOAT)
+                          .setMathMode(CUDNN_CROSS_CORRELATION)
+                          .setSpatialDimCount(2)
+                          .setSpatialStride(2, spec.stride)
+                          .setPrePadding(2, spec.pad)
+                          .setPostPadding(2, spec.pad)
+                          .setDilation(2, spec.dilation)
+                          .build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(conv, "the convolution descriptor"));
+  // Backward-filter's later micro-batches add to dW (beta = 1), which the v1
+  // graph API cannot say; the v0.x operation can.
+  const float beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
+  fe::OperationBuilder builder(OperationType(spec.pass));
+  switch (spec.pass) {
+    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(y); break;
+    case Pass::kBackwardData: builder.setdxDesc(x).setwDesc(w).setdyDesc(y); break;
+    case Pass::kBackwardFilter: builder.setxDesc(x).setdwDesc(w).setdyDesc(y); break;
+  }
+  fe::Operation op = builder.setcDesc(conv).setAlpha(1.0f).setBeta(beta).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
+  const fe::Operation* ops[] = {&op};
+  auto made = std::make_unique<fe::OperationGraph>(
+      fe::OperationGraphBuilder().setHandle(handle).setOperationGraph(1, ops).build());
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(*made, "the operation graph"));
+  *graph = std::move(made);
   return Status();
 }
 
-// A finalized engine of `graph` with global index `id`.
-Status MakeEngine(Descriptors* ds, cudnnBackendDescriptor_t graph, int64_t id,
-                  cudnnBackendDescriptor_t* engine) {
-  UCUDNN_RETURN_IF_ERROR(ds->Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(*engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
-                                           CUDNN_TYPE_INT64, 1, &id));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(*engine));
-  return Status();
-}
-
-// Reads the engine id and knob choices of a heuristics result.
+// Reads the engine id and knob choices of a heuristics result. cudnn-frontend
+// reads them only from a built execution plan (its tag), and planning builds
+// plans only for the configs it keeps: kept as raw attribute reads.
 Status ReadEngineConfig(cudnnBackendDescriptor_t config, GraphEngine* out) {
-  Descriptors ds;
-  cudnnBackendDescriptor_t engine;
-  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+  fe::ManagedOpaqueDescriptor engine_desc = fe::make_shared_backend_pointer(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  UCUDNN_CUDNN_OK(engine_desc->get_status());
+  cudnnBackendDescriptor_t engine = engine_desc->get_backend_descriptor();
   int64_t count = 0;
   UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine));
   UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
                                            CUDNN_TYPE_INT64, 1, &count, &out->id));
+  std::vector<fe::ManagedOpaqueDescriptor> owned;
   std::vector<cudnnBackendDescriptor_t> choices(CUDNN_KNOB_TYPE_COUNTS);
-  for (auto& c : choices) UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c));
+  for (auto& c : choices) {
+    owned.push_back(fe::make_shared_backend_pointer(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    UCUDNN_CUDNN_OK(owned.back()->get_status());
+    c = owned.back()->get_backend_descriptor();
+  }
   UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
                                            CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                            static_cast<int64_t>(choices.size()), &count,
@@ -196,90 +158,77 @@ Status ReadEngineConfig(cudnnBackendDescriptor_t config, GraphEngine* out) {
   return Status();
 }
 
-// The heuristics' engine configs for `graph` in `mode`, in their order.
-Status Heuristics(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode,
-                  std::vector<GraphEngine>* out) {
-  Descriptors ds;
-  cudnnBackendDescriptor_t heur;
-  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
-  UCUDNN_CUDNN_OK(
-      cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(heur));
-  int64_t count = 0;
-  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
-  std::vector<cudnnBackendDescriptor_t> configs(count);
-  for (auto& c : configs) UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c));
-  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
-                                           configs.data()));
-  for (int64_t i = 0; i < count; ++i) {
-    GraphEngine e;
-    if (ReadEngineConfig(configs[i], &e).ok()) out->push_back(std::move(e));
-  }
-  return Status();
-}
+// cuDNN's numerical notes by name, for the candidate log.
+struct NoteTest {
+  const char* name;
+  bool (*has)(cudnnBackendDescriptor_t config);
+};
+constexpr NoteTest kNotes[] = {
+    {"TENSOR_CORE", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_TENSOR_CORE>},
+    {"DOWN_CONVERT_INPUTS", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS>},
+    {"REDUCED_PRECISION_REDUCTION",
+     fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION>},
+    {"FFT", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_FFT>},
+    {"NONDETERMINISTIC", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC>},
+    {"WINOGRAD", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD>},
+    {"WINOGRAD_TILE_4x4", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4>},
+    {"WINOGRAD_TILE_6x6", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6>},
+    {"WINOGRAD_TILE_13x13", fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13>},
+};
 
-const char* NoteName(cudnnBackendNumericalNote_t note) {
-  switch (note) {
-    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "TENSOR_CORE";
-    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "DOWN_CONVERT_INPUTS";
-    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "REDUCED_PRECISION_REDUCTION";
-    case CUDNN_NUMERICAL_NOTE_FFT: return "FFT";
-    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "NONDETERMINISTIC";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "WINOGRAD";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4: return "WINOGRAD_TILE_4x4";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6: return "WINOGRAD_TILE_6x6";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: return "WINOGRAD_TILE_13x13";
-    default: return "OTHER";
-  }
-}
-
-// Whether the engine's notes allow it under `numerics` (else *why says which
-// note forbids it); *deterministic and *names from its notes.
-Status EngineAllowed(cudnnBackendDescriptor_t engine, const GraphNumerics& numerics,
-                     bool* allowed, bool* deterministic, std::string* names, std::string* why) {
-  std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
-  int64_t n = 0;
-  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                           CUDNN_TYPE_NUMERICAL_NOTE,
-                                           static_cast<int64_t>(notes.size()), &n, notes.data()));
-  std::vector<cudnnBackendBehaviorNote_t> behaviour(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
-  int64_t nb = 0;
-  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
-                                           CUDNN_TYPE_BEHAVIOR_NOTE,
-                                           static_cast<int64_t>(behaviour.size()), &nb,
-                                           behaviour.data()));
-  *allowed = true;
-  *deterministic = true;
+// Whether the engine config's notes allow it under `numerics` (else *why
+// says which note forbids it); *deterministic and *names from its notes.
+void EngineAllowed(cudnnBackendDescriptor_t config, const GraphNumerics& numerics, bool* allowed,
+                   bool* deterministic, std::string* names, std::string* why) {
   names->clear();
+  for (const NoteTest& note : kNotes) {
+    if (note.has(config)) *names += (names->empty() ? "" : ",") + std::string(note.name);
+  }
+  *allowed = true;
+  *deterministic = !fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC>(config);
   auto forbid = [&](const char* reason) {
     if (*allowed) *why = reason;
     *allowed = false;
   };
-  for (int64_t i = 0; i < std::min<int64_t>(n, notes.size()); ++i) {
-    *names += (names->empty() ? "" : ",") + std::string(NoteName(notes[i]));
-    switch (notes[i]) {
-      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
-        if (numerics.strict_float) forbid("tensor cores (TF32) with TF32 off");
-        break;
-      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
-      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
-        forbid("reduced precision");
-        break;
-      case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
-        *deterministic = false;
-        if (numerics.deterministic) forbid("nondeterministic under op determinism");
-        break;
-      default:
-        break;
+  if (numerics.strict_float && fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_TENSOR_CORE>(config)) {
+    forbid("tensor cores (TF32) with TF32 off");
+  }
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS>(config) ||
+      fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION>(config)) {
+    forbid("reduced precision");
+  }
+  if (numerics.deterministic && !*deterministic) forbid("nondeterministic under op determinism");
+  if (fe::hasBehaviorNote<CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION>(config)) {
+    forbid("runtime compilation");
+  }
+}
+
+// An engine of `graph` with global index `id` and the knob choices `knobs`
+// (none: the engine's defaults), as an engine config.
+Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
+                        std::unique_ptr<fe::EngineConfig>* out) {
+  fe::Engine engine = fe::EngineBuilder().setOperationGraph(graph).setGlobalEngineIdx(e.id).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(engine, "the engine"));
+  // The frontend passes a choice for every knob of the engine once one is
+  // set; ours come from a heuristics config (every knob), so they must
+  // cover the engine's knobs exactly.
+  auto& knobs = engine.getSupportedKnobs();
+  size_t matched = 0;
+  for (auto& knob : knobs) {
+    for (const auto& [type, value] : e.knobs) {
+      if (static_cast<int64_t>(knob.getKnobType()) == type) {
+        knob.setChoice(static_cast<uint64_t>(value));
+        ++matched;
+      }
     }
   }
-  for (int64_t i = 0; i < std::min<int64_t>(nb, behaviour.size()); ++i) {
-    if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) forbid("runtime compilation");
+  if (!e.knobs.empty() && (matched != e.knobs.size() || matched != knobs.size())) {
+    return Status::Internal("the knob choices of " + e.Name() + " are not the engine's " +
+                            std::to_string(knobs.size()) + " knobs");
   }
+  auto config = std::make_unique<fe::EngineConfig>(fe::EngineConfigBuilder().setEngine(engine).build());
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(*config, "the engine config"));
+  *out = std::move(config);
   return Status();
 }
 
@@ -305,15 +254,6 @@ Status MakeTransposeDescriptor(cudnnDataType_t type, const int64_t dims[4], Layo
 
 }  // namespace
 
-cudnnDataType_t CudnnDataType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat: return CUDNN_DATA_FLOAT;
-    case DType::kHalf: return CUDNN_DATA_HALF;
-    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 std::string GraphEngine::Name() const {
   std::ostringstream s;
   s << "eng" << id << "{";
@@ -328,24 +268,18 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, bool exhaustive,
                            std::vector<GraphCandidate>* out, std::string* log) {
   out->clear();
-  Descriptors ds;
-  cudnnBackendDescriptor_t graph;
+  std::unique_ptr<fe::OperationGraph> graph;
   // A graph cuDNN cannot express (e.g. beyond its size limits) has no engines.
-  if (!MakeOperationGraph(handle, spec, &ds, &graph).ok()) return Status();
-  // Adds `e` if new and allowed; false if it was not added.
-  auto consider = [&](GraphEngine e) {
+  if (!MakeOperationGraph(handle, spec, &graph).ok()) return Status();
+  // Adds `e` (whose config is `config`) if new and allowed; false if it was not added.
+  auto consider = [&](GraphEngine e, cudnnBackendDescriptor_t config) {
     e.transposed = spec.graph_layout != spec.layout;
     const bool seen = std::any_of(out->begin(), out->end(),
                                   [&](const GraphCandidate& c) { return c.engine == e; });
     if (seen) return false;
-    Descriptors engine_ds;
-    cudnnBackendDescriptor_t engine;
-    if (!MakeEngine(&engine_ds, graph, e.id, &engine).ok()) return false;
     bool allowed = false, deterministic = true;
     std::string notes, why;
-    if (!EngineAllowed(engine, numerics, &allowed, &deterministic, &notes, &why).ok()) {
-      return false;
-    }
+    EngineAllowed(config, numerics, &allowed, &deterministic, &notes, &why);
     if (log != nullptr) {
       *log += "  " + e.Name() + " [" + notes + "] " + (allowed ? "candidate" : "dropped: " + why) +
               "\n";
@@ -354,71 +288,72 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     out->push_back({std::move(e), deterministic, notes});
     return true;
   };
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    std::vector<GraphEngine> got;
-    if (!Heuristics(graph, mode, &got).ok()) continue;
-    // Exhaustive: every config of both lists, as TF's autotuner takes them.
-    const size_t cap = exhaustive ? got.size()
-                       : mode == CUDNN_HEUR_MODE_A ? kModeAConfigs : kFallbackConfigs;
+  // Takes up to `cap` allowed configs of a heuristics list, in its order.
+  auto take = [&](fe::EngineConfigList& configs, size_t cap) {
     size_t taken = 0;
-    for (GraphEngine& e : got) {
+    for (fe::ManagedOpaqueDescriptor& config : configs) {
       if (taken == cap) break;
-      if (consider(std::move(e))) ++taken;
+      if (config == nullptr || config->get_status() != CUDNN_STATUS_SUCCESS) continue;
+      GraphEngine e;
+      const cudnnBackendDescriptor_t desc = config->get_backend_descriptor();
+      if (!ReadEngineConfig(desc, &e).ok()) continue;
+      if (consider(std::move(e), desc)) ++taken;
+    }
+  };
+  // Exhaustive: every config of both lists, as TF's autotuner takes them.
+  fe::EngineHeuristics heuristics =
+      fe::EngineHeuristicsBuilder().setOperationGraph(*graph).setHeurMode(CUDNN_HEUR_MODE_A).build();
+  if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
+    const int64_t count = heuristics.getEngineConfigCount();
+    fe::EngineConfigList& configs = heuristics.getEngineConfig(count);
+    if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
+      take(configs, exhaustive ? configs.size() : kModeAConfigs);
     }
   }
+  fe::EngineFallbackList fallback = fe::EngineFallbackListBuilder()
+                                        .setOperationGraph(*graph)
+                                        .setOperation(OperationType(spec.pass))
+                                        .build();
+  if (fallback.get_status() == CUDNN_STATUS_SUCCESS) {
+    fe::EngineConfigList& configs = fallback.getFallbackList();
+    take(configs, exhaustive ? configs.size() : kFallbackConfigs);
+  }
   if (exhaustive) {
-    int64_t count = 0, n = 0;
-    UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
-                                             CUDNN_TYPE_INT64, 1, &n, &count));
+    const int64_t count = graph->getEngineCount();
+    if (count < 0) return Status::Internal("cuDNN did not say how many engines the graph has");
     for (int64_t id = 0; id < count; ++id) {
       const bool listed = std::any_of(out->begin(), out->end(),
                                       [&](const GraphCandidate& c) { return c.engine.id == id; });
-      if (!listed) consider(GraphEngine{id, {}});
+      if (listed) continue;
+      std::unique_ptr<fe::EngineConfig> config;
+      if (!MakeEngineConfig(*graph, GraphEngine{id, {}}, &config).ok()) continue;
+      consider(GraphEngine{id, {}}, config->get_raw_desc());
     }
   }
   return Status();
 }
 
+// The frontend objects of a finalized plan (opaque to cudnn_graph.h).
+struct GraphPlan::Built {
+  std::unique_ptr<fe::OperationGraph> graph;
+  std::unique_ptr<fe::EngineConfig> config;
+  std::unique_ptr<fe::ExecutionPlan> plan;
+};
+
 Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const GraphEngine& e,
                        std::unique_ptr<GraphPlan>* out) {
-  Descriptors ds;
-  cudnnBackendDescriptor_t graph, engine, config, plan;
-  UCUDNN_RETURN_IF_ERROR(MakeOperationGraph(handle, spec, &ds, &graph));
-  UCUDNN_RETURN_IF_ERROR(MakeEngine(&ds, graph, e.id, &engine));
-  std::vector<cudnnBackendDescriptor_t> choices;
-  for (const auto& [type, value] : e.knobs) {
-    cudnnBackendDescriptor_t c;
-    UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c));
-    const auto knob = static_cast<cudnnBackendKnobType_t>(type);
-    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
-                                             CUDNN_TYPE_KNOB_TYPE, 1, &knob));
-    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(c, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
-                                             CUDNN_TYPE_INT64, 1, &value));
-    UCUDNN_CUDNN_OK(cudnnBackendFinalize(c));
-    choices.push_back(c);
-  }
-  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &config));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine));
-  if (!choices.empty()) {
-    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                             CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                             static_cast<int64_t>(choices.size()),
-                                             choices.data()));
-  }
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(config));
-  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                                           CUDNN_TYPE_HANDLE, 1, &handle));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(plan));
-  int64_t workspace = 0, n = 0;
-  UCUDNN_CUDNN_OK(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                           CUDNN_TYPE_INT64, 1, &n, &workspace));
+  auto built = std::make_unique<Built>();
+  UCUDNN_RETURN_IF_ERROR(MakeOperationGraph(handle, spec, &built->graph));
+  UCUDNN_RETURN_IF_ERROR(MakeEngineConfig(*built->graph, e, &built->config));
+  built->plan = std::make_unique<fe::ExecutionPlan>(fe::ExecutionPlanBuilder()
+                                                        .setHandle(handle)
+                                                        .setEngineConfig(*built->config)
+                                                        .build());
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(*built->plan, "the execution plan"));
+  const int64_t workspace = built->plan->getWorkspaceSize();
   std::unique_ptr<GraphPlan> made(new GraphPlan());
-  made->plan_ = plan;
-  made->owned_ = ds.Release();
+  made->plan_ = built->plan->get_raw_desc();
+  made->built_ = std::move(built);
   made->accumulate_ = spec.accumulate;
   // A transposed plan's copies follow the engine's workspace, each at a
   // multiple of kWorkspaceAlign bytes.
@@ -445,13 +380,13 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   return Status();
 }
 
+GraphPlan::GraphPlan() = default;
+
 GraphPlan::~GraphPlan() {
   for (const Transpose& t : transposes_) {
     if (t.caller) cudnnDestroyTensorDescriptor(t.caller);
     if (t.graph) cudnnDestroyTensorDescriptor(t.graph);
   }
-  // Destroyed in reverse order of creation: the plan before what it refers to.
-  for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
 }
 
 Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
@@ -479,30 +414,45 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
   return Status();
 }
 
-Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers[3],
+Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
                                void* workspace) const {
-  cudnnBackendDescriptor_t pack = nullptr;
-  const Status made = MakeVariantPack(pointers, workspace, &pack);
-  const Status ran = made.ok() ? ExecutePack(handle, pack) : made;
-  if (pack != nullptr) cudnnBackendDestroyDescriptor(pack);
-  return ran;
+  int64_t uids[3] = {kUidX, kUidW, kUidY};
+  void* pointers[3] = {pointers_in[0], pointers_in[1], pointers_in[2]};
+  fe::VariantPack pack = fe::VariantPackBuilder()
+                             .setWorkspacePointer(workspace)
+                             .setDataPointers(3, pointers)
+                             .setUids(3, uids)
+                             .build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(pack, "the variant pack"));
+  UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack.get_raw_desc()));
+  return Status();
 }
 
+// The direct call that bench --overhead times the engine against: a raw
+// variant pack made beforehand, so that the direct call is cudnnBackendExecute
+// alone.
 Status GraphPlan::MakeVariantPack(void* const pointers_in[3], void* workspace,
                                   cudnnBackendDescriptor_t* out) const {
-  Descriptors ds;
-  cudnnBackendDescriptor_t pack;
-  UCUDNN_RETURN_IF_ERROR(ds.Create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+  cudnnBackendDescriptor_t pack = nullptr;
+  UCUDNN_CUDNN_OK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   const int64_t uids[3] = {kUidX, kUidW, kUidY};
   void* pointers[3] = {pointers_in[0], pointers_in[1], pointers_in[2]};
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
-                                           CUDNN_TYPE_INT64, 3, uids));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                           CUDNN_TYPE_VOID_PTR, 3, pointers));
-  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
-                                           CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  UCUDNN_CUDNN_OK(cudnnBackendFinalize(pack));
-  *out = ds.Release().front();
+  cudnnStatus_t s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                             CUDNN_TYPE_INT64, 3, uids);
+  if (s == CUDNN_STATUS_SUCCESS) {
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                                 3, pointers);
+  }
+  if (s == CUDNN_STATUS_SUCCESS) {
+    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                 &workspace);
+  }
+  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(pack);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    cudnnBackendDestroyDescriptor(pack);
+    return Status::Internal(std::string("a variant pack failed: ") + cudnnGetErrorString(s));
+  }
+  *out = pack;
   return Status();
 }
 

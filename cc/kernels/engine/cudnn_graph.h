@@ -19,12 +19,10 @@
 
 #include "cudnn.h"
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/cudnn_descriptors.h"
 #include "cc/kernels/engine/status.h"
 
 namespace ucudnn {
-
-// cuDNN's data type of a DType.
-cudnnDataType_t CudnnDataType(DType dtype);
 
 // One engine configuration: cuDNN's global engine index and its knob choices
 // (knob type, value), and whether the graph computes in the other layout than
@@ -122,7 +120,6 @@ class GraphPlan {
   Status ExecutePack(cudnnHandle_t handle, cudnnBackendDescriptor_t pack) const;
 
  private:
-  GraphPlan() = default;
   // cudnnBackendExecute with the graph's x, w, y.
   Status ExecuteGraph(cudnnHandle_t handle, void* const pointers[3], void* workspace) const;
   // A tensor the plan transposes: from the spec's layout to the graph's
@@ -133,9 +130,12 @@ class GraphPlan {
     int64_t offset = 0;
     cudnnTensorDescriptor_t caller = nullptr, graph = nullptr;
   };
-  // Every descriptor the plan was built from lives as long as the plan.
-  std::vector<cudnnBackendDescriptor_t> owned_;
-  cudnnBackendDescriptor_t plan_ = nullptr;
+  GraphPlan();
+  // cudnn-frontend's graph, engine config and plan (cudnn_graph.cc); every
+  // descriptor the plan was built from lives as long as the plan.
+  struct Built;
+  std::unique_ptr<Built> built_;
+  cudnnBackendDescriptor_t plan_ = nullptr;  // built_'s plan
   int64_t workspace_bytes_ = 0;
   std::vector<Transpose> transposes_;
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)

@@ -1,4 +1,5 @@
 // Runs a plan over its micro-batches. Shared by the CPU and cuDNN backends.
+// Header-only; no TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_EXECUTOR_H_
 #define TF_UCUDNN_ENGINE_EXECUTOR_H_
 
@@ -28,10 +29,6 @@ Status ExecutePlan(const Plan& plan, Pass pass, RunMicroBatch&& run) {
   }
   return Status();
 }
-
-// A plan of micro-batches of at most `max_size` samples with algorithm 0, for
-// backends that have a single algorithm (the CPU).
-Plan UniformPlan(int64_t batch_size, int64_t max_size);
 
 }  // namespace ucudnn
 

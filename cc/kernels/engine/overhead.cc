@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/cudnn_kernel.h"
 
 namespace ucudnn {
 

@@ -7,44 +7,14 @@
 #include <set>
 #include <utility>
 
+#include "cc/kernels/engine/names.h"
+
 namespace ucudnn {
 
 namespace {
-
-// A knob's values and their names, in one table for parsing and printing.
-template <typename T>
-using Name = std::pair<const char*, T>;
-
 constexpr Name<BatchSizePolicy> kPolicyNames[] = {{"undivided", BatchSizePolicy::kUndivided},
                                                   {"powerOfTwo", BatchSizePolicy::kPowerOfTwo},
                                                   {"all", BatchSizePolicy::kAll}};
-constexpr Name<EngineSet> kEngineSetNames[] = {
-    {"all", EngineSet::kAll}, {"legacy", EngineSet::kLegacy}, {"graph", EngineSet::kGraph}};
-constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", true}};
-constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
-                                                    {"native", GraphLayouts::kNative},
-                                                    {"transposed", GraphLayouts::kTransposed}};
-
-// Sets *out to the value named `text`; false (leaving *out) if none is.
-template <typename T, size_t N>
-bool ParseName(const Name<T> (&names)[N], const std::string& text, T* out) {
-  for (const auto& [name, value] : names) {
-    if (text == name) {
-      *out = value;
-      return true;
-    }
-  }
-  return false;
-}
-
-template <typename T, size_t N>
-const char* NameOf(const Name<T> (&names)[N], T value) {
-  for (const auto& [name, v] : names) {
-    if (v == value) return name;
-  }
-  return "?";
-}
-
 }  // namespace
 
 bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy) {
@@ -53,28 +23,14 @@ bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy) {
 
 const char* BatchSizePolicyName(BatchSizePolicy policy) { return NameOf(kPolicyNames, policy); }
 
-bool ParseGraphPruneFactor(const std::string& text, double* factor) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (*end != '\0' || !(v == 0 || v >= 1) || !std::isfinite(v)) return false;
-  *factor = v;
-  return true;
+Plan UniformPlan(int64_t batch_size, int64_t max_size) {
+  Plan plan;
+  const int64_t k = max_size > 0 ? std::min(max_size, batch_size) : batch_size;
+  for (int64_t done = 0; done < batch_size; done += k) {
+    plan.micro_batches.push_back({std::min(k, batch_size - done), 0, 0.0, 0});
+  }
+  return plan;
 }
-
-bool ParseGraphSearch(const std::string& text, bool* exhaustive) {
-  return ParseName(kGraphSearchNames, text, exhaustive);
-}
-
-bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
-  return ParseName(kGraphLayoutNames, text, layouts);
-}
-
-bool ParseEngineSet(const std::string& name, EngineSet* engines) {
-  return ParseName(kEngineSetNames, name, engines);
-}
-
-const char* EngineSetName(EngineSet engines) { return NameOf(kEngineSetNames, engines); }
 
 std::vector<int64_t> MicroBatchSizes(BatchSizePolicy policy, int64_t batch_size) {
   std::vector<int64_t> sizes;

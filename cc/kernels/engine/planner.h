@@ -17,27 +17,6 @@ namespace ucudnn {
 // Which micro-batch sizes the planner may use (μ-cuDNN's batch-size policy).
 enum class BatchSizePolicy : int { kUndivided = 0, kPowerOfTwo = 1, kAll = 2 };
 
-// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES): the legacy
-// algorithms and the graph-API engines (all), or only one of the two.
-enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2 };
-
-// Parses "all" | "legacy" | "graph"; false on anything else.
-bool ParseEngineSet(const std::string& name, EngineSet* engines);
-const char* EngineSetName(EngineSet engines);
-
-// UCUDNN_GRAPH_PRUNE_FACTOR: 0 (never prune) or a number >= 1; false on
-// anything else (empty, not a number, negative, between 0 and 1), leaving
-// *factor as it was.
-bool ParseGraphPruneFactor(const std::string& text, double* factor);
-// UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
-// "exhaustive"; false on anything else.
-bool ParseGraphSearch(const std::string& text, bool* exhaustive);
-// UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
-// (the tensors' and, as transposed candidates, the other one), "native" (the
-// tensors' only) or "transposed" (the other only); false on anything else.
-enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
-bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
-
 // Parses "undivided" | "powerOfTwo" | "all"; false on anything else.
 bool ParseBatchSizePolicy(const std::string& name, BatchSizePolicy* policy);
 const char* BatchSizePolicyName(BatchSizePolicy policy);
@@ -119,6 +98,10 @@ Plan PowerOfTwoBestPlan(const PerfTable& table, int64_t batch_size, int64_t work
 // needed size is missing from the table or has no algorithm within the limit.
 Plan ForcedPlan(const PerfTable& table, int64_t batch_size, int64_t max_size,
                 int64_t workspace_limit);
+
+// A plan of micro-batches of at most `max_size` samples with algorithm 0, for
+// backends that have a single algorithm (the CPU).
+Plan UniformPlan(int64_t batch_size, int64_t max_size);
 
 // Workspace Division's desirable set: every plan over the table's sizes that no
 // other plan beats in both time and workspace, sorted by workspace ascending

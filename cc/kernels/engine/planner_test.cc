@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "cc/kernels/engine/benchmark_devices.h"
-#include "cc/kernels/engine/executor.h"
 #include "cc/kernels/engine/planner.h"
 
 namespace {
@@ -54,37 +52,6 @@ int main() {
             MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, kInt64Max).back() == kInt64Max &&
             MicroBatchSizeCount(BatchSizePolicy::kAll, int64_t{1} << 40) == int64_t{1} << 40,
         "powerOfTwo sizes of 2^40 are 41; of 2^63 - 1, 64 without overflow; all of 2^40 counted");
-
-  EngineSet engines = EngineSet::kAll;
-  Check(ParseEngineSet("graph", &engines) && engines == EngineSet::kGraph &&
-            std::string(EngineSetName(engines)) == "graph",
-        "UCUDNN_ENGINES=graph parses and names itself");
-  Check(ParseEngineSet("legacy", &engines) && engines == EngineSet::kLegacy,
-        "UCUDNN_ENGINES=legacy parses");
-  Check(!ParseEngineSet("Graph", &engines) && !ParseEngineSet("", &engines),
-        "UCUDNN_ENGINES rejects other spellings");
-
-  double factor = -1;
-  Check(ParseGraphPruneFactor("0", &factor) && factor == 0 &&
-            ParseGraphPruneFactor("2.5", &factor) && factor == 2.5,
-        "UCUDNN_GRAPH_PRUNE_FACTOR takes 0 and numbers >= 1");
-  Check(!ParseGraphPruneFactor("0.5", &factor) && !ParseGraphPruneFactor("-2", &factor) &&
-            !ParseGraphPruneFactor("two", &factor) && !ParseGraphPruneFactor("", &factor) &&
-            !ParseGraphPruneFactor("3x", &factor) && !ParseGraphPruneFactor("inf", &factor) &&
-            factor == 2.5,
-        "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers, "
-        "leaving the factor as it was");
-  bool exhaustive = true;
-  Check(ParseGraphSearch("default", &exhaustive) && !exhaustive &&
-            ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
-            !ParseGraphSearch("full", &exhaustive),
-        "UCUDNN_GRAPH_SEARCH is default or exhaustive");
-  GraphLayouts layouts = GraphLayouts::kBoth;
-  Check(ParseGraphLayouts("native", &layouts) && layouts == GraphLayouts::kNative &&
-            ParseGraphLayouts("transposed", &layouts) && layouts == GraphLayouts::kTransposed &&
-            ParseGraphLayouts("both", &layouts) && layouts == GraphLayouts::kBoth &&
-            !ParseGraphLayouts("NCHW", &layouts) && layouts == GraphLayouts::kBoth,
-        "UCUDNN_GRAPH_LAYOUTS is both, native or transposed, and a bad value leaves it");
 
   // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
   PerfTable table;
@@ -192,32 +159,6 @@ int main() {
   Check(BestPlan(threes, 3 * (kSmallBatch + 1), 0).micro_batches.size() ==
             static_cast<size_t>(kSmallBatch + 1),
         "above kSmallBatch, other tables still plan by the recurrence");
-
-  // UCUDNN_BENCHMARK_DEVICES.
-  bool all = false;
-  std::vector<int> ids;
-  std::string error;
-  Check(ParseBenchmarkDevices("", &all, &ids, &error) && !all && ids.empty(), "empty: off");
-  Check(ParseBenchmarkDevices(" all ", &all, &ids, &error) && all, "'all'");
-  Check(ParseBenchmarkDevices("1, 0,1", &all, &ids, &error) && !all &&
-            ids == std::vector<int>({0, 1}),
-        "'1, 0,1' is GPUs 0 and 1");
-  for (const char* bad : {"0,", "gpu0", "-1", "0;1", "1.5", ",", "alll"}) {
-    Check(!ParseBenchmarkDevices(bad, &all, &ids, &error) &&
-              error.find("comma-separated GPU ids") != std::string::npos && ids.empty(),
-          bad);
-  }
-  const std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  const auto shares = SpreadSizes(sizes, 2);
-  Check(shares.size() == 2 && shares[0] == std::vector<int64_t>({256}) &&
-            shares[1] == std::vector<int64_t>({1, 2, 4, 8, 16, 32, 64, 128}),
-        "powerOfTwo sizes of 256 over two GPUs: 256 | the rest");
-  const auto one = SpreadSizes(sizes, 1);
-  Check(one.size() == 1 && one[0] == sizes, "one GPU gets every size");
-  const auto many = SpreadSizes({3, 5}, 4);
-  Check(many.size() == 4 && many[0] == std::vector<int64_t>({5}) &&
-            many[1] == std::vector<int64_t>({3}) && many[2].empty() && many[3].empty(),
-        "more GPUs than sizes leaves some idle");
 
   std::printf("%s\n", failures == 0 ? "planner_test: all checks passed" : "planner_test: FAILED");
   return failures == 0 ? 0 : 1;

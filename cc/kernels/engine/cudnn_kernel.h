@@ -1,10 +1,18 @@
-// The cuDNN side of the engine: descriptors, benchmarking (legacy algorithms
-// with cudnnFind*AlgorithmEx, graph-API engines with CUDA events; see
-// cudnn_graph.h), and executing a plan one micro-batch at a time on the
-// caller's stream (no host synchronisation). No TensorFlow includes: memory
-// comes from the caller through ScratchAllocator (TF's allocator in the glue).
-#ifndef TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
-#define TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
+// One cuDNN kernel (a pass of one convolution on one device): its benchmark
+// table, its plan and what running it needs. The class is defined over one
+// file per concept:
+//   cudnn_kernel.cc      plan state: Workspace Reuse / forced plans / Pareto
+//                        front from the table, seeds, Workspace Division replans
+//   autotune.cc          candidates timed per micro-batch size (legacy Find,
+//                        on this GPU and peers)
+//   graph_candidates.cc  graph-API candidates: proposal, timing, pruning
+//   plan_execution.cc    Run: one path for legacy and graph plans
+//   cudnn_descriptors.cc descriptors of a size and of the filter
+//   overhead.cc          execution-overhead measurement (bench --overhead)
+// No TensorFlow includes: memory comes from the caller through
+// ScratchAllocator (TF's allocator in the glue), work goes on its stream.
+#ifndef TF_UCUDNN_ENGINE_CUDNN_KERNEL_H_
+#define TF_UCUDNN_ENGINE_CUDNN_KERNEL_H_
 
 #if GOOGLE_CUDA
 
@@ -22,71 +30,16 @@
 #include "cuda_runtime_api.h"
 #include "driver_functions.h"
 #include "cudnn.h"
-#include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/cudnn_descriptors.h"
 #include "cc/kernels/engine/cudnn_graph.h"
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/cudnn_handles.h"
+#include "cc/kernels/engine/knobs.h"
+#include "cc/kernels/engine/pass_buffers.h"
 #include "cc/kernels/engine/planner.h"
 #include "cc/kernels/engine/status.h"
 
 namespace ucudnn {
-
-// Device memory that lives until the op's Compute returns (stream-ordered).
-class ScratchAllocator {
- public:
-  virtual ~ScratchAllocator() = default;
-  // nullptr when `bytes` cannot be allocated; never nullptr for bytes == 0
-  // callers must not dereference.
-  virtual void* Allocate(int64_t bytes) = 0;
-  // Gives back everything allocated so far (stream-ordered: work already
-  // queued on the stream may still use it). The default keeps it.
-  virtual void ReleaseAll() {}
-};
-
-// Graph-API engines dominated by this factor at one micro-batch size are not
-// tried at larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR, default
-// 2; 0: never).
-double GraphPruneFactor();
-// UCUDNN_GRAPH_SEARCH=exhaustive: every config the heuristics list (not only
-// the first few), and every other engine of the graph with its default knobs
-// (see ProposeGraphEngines).
-bool ExhaustiveGraphSearch();
-// UCUDNN_GRAPH_LAYOUTS (default native): the layouts graph-API engines are
-// proposed in (see ParseGraphLayouts). Transposed candidates are opt-in: on an
-// H200 with cuDNN 9.19 none won a DeepBench plan (their NHWC counterparts
-// already transpose inside their workspace), and they cost planning time.
-GraphLayouts GraphLayoutChoice();
-
-// One cuDNN handle per (device, stream), with the mutex that serialises its use
-// (a handle may not be used by two threads at once).
-struct CudnnHandle {
-  cudnnHandle_t handle = nullptr;
-  std::mutex mu;
-};
-// The ops' handle of (device, stream).
-Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out);
-// A second handle of (device, stream), used only to benchmark for kernels of
-// other GPUs (UCUDNN_BENCHMARK_DEVICES), so that it never waits on the ops'.
-Status GetBenchmarkHandle(int device, cudaStream_t stream, CudnnHandle** out);
-
-// Another GPU that benchmarks some of a kernel's micro-batch sizes
-// (UCUDNN_BENCHMARK_DEVICES): its CUDA ordinal, a stream of it, and memory
-// that is stream-ordered on that stream. Must be the same GPU model.
-struct BenchmarkPeer {
-  int device = 0;
-  cudaStream_t stream = nullptr;
-  ScratchAllocator* scratch = nullptr;
-};
-
-// The tensors of one pass, in TF's layouts (filter HWIO).
-//   forward:         a = input,        b = filter,       out = output
-//   backward-data:   a = out_backprop, b = filter,       out = in_backprop
-//   backward-filter: a = input,        b = out_backprop, out = filter_backprop
-struct PassTensors {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* out = nullptr;
-};
 
 // A candidate: a legacy algorithm (cuDNN's algorithm enum value and math
 // type) or, when engine.id >= 0, a graph-API engine config.
@@ -107,8 +60,10 @@ std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo);
 // benchmark table, its plan, and its cached descriptors. Thread-safe.
 class CudnnKernel {
  public:
+  // `engines` and `graph` as read when the kernel was created (knobs.h).
   CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32, bool deterministic,
-              EngineSet engines = EngineSet::kAll);
+              EngineSet engines = EngineSet::kAll,
+              const GraphSearchKnobs& graph = GraphSearchKnobs());
   ~CudnnKernel();
 
   // On the first call: benchmarks every micro-batch size the policy (or the
@@ -171,8 +126,6 @@ class CudnnKernel {
   const std::vector<CudnnAlgo>& algos() const { return algos_; }
 
  private:
-  struct Descriptors;
-  struct FilterDescriptors;
   // Benchmark results of one micro-batch size, before they join table_.
   struct Measured {
     CudnnAlgo algo;
@@ -180,7 +133,7 @@ class CudnnKernel {
     int64_t workspace_bytes;
   };
   using MeasuredSizes = std::map<int64_t, std::vector<Measured>>;
-  Status GetDescriptors(int64_t size, int math_type, Descriptors** out);
+  Status GetDescriptors(int64_t size, int math_type, ConvDescriptors** out);
   int BenchmarkMathType() const;
   // Fills table_ and algos_ by benchmarking every size, spread over this GPU
   // and `peers` (bench_mu_ held).
@@ -225,7 +178,7 @@ class CudnnKernel {
                             const std::set<std::string>& pruned,
                             std::vector<GraphTrial>* trials, std::string* log);
   // Appends the timed trials to *got (which holds the size's legacy results),
-  // adds to *pruned the engines dominated by GraphPruneFactor(), and counts
+  // adds to *pruned the engines dominated by graph_knobs_.prune_factor, and counts
   // the plan executions in *runs.
   Status TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
@@ -266,6 +219,14 @@ class CudnnKernel {
   // where none is needed (float32, other passes, or cuDNN refused the mixed
   // types here once).
   int64_t AccumulatorBytes() const;
+  // The float32 accumulator starts this aligned within the plan's workspace;
+  // its last kAccumulatorAlign bytes are zero (the zero element of OpTensor,
+  // and the one-element destination of the probe at kProbeOffset).
+ public:
+  static constexpr int64_t kAccumulatorAlign = 256;
+  static constexpr int64_t kProbeOffset = 128;
+
+ private:
   // Workspace Reuse within `limit` bytes, counting the accumulator of plans of
   // several micro-batches against the limit (bench_mu_ held or the table fixed).
   Plan PlanWithin(int64_t limit) const;
@@ -293,6 +254,7 @@ class CudnnKernel {
   const bool allow_tf32_;
   const bool deterministic_;
   const EngineSet engines_;
+  const GraphSearchKnobs graph_knobs_;
   // cuDNN sees symmetric padding; extra rows/columns are padded explicitly.
   int64_t sym_pad_h_, sym_pad_w_, extra_top_, extra_left_, padded_h_, padded_w_;
 
@@ -312,7 +274,7 @@ class CudnnKernel {
   std::mutex mu_;        // guards descriptors_, filter_descriptors_ and graph_plans_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
-  std::map<std::pair<int64_t, int>, std::unique_ptr<Descriptors>> descriptors_;
+  std::map<std::pair<int64_t, int>, std::unique_ptr<ConvDescriptors>> descriptors_;
   std::unique_ptr<FilterDescriptors> filter_descriptors_;
   // (handle, size, engine name, accumulate) -> its finalized plan; failures
   // are kept as nullptr so that they are not rebuilt.
@@ -320,18 +282,7 @@ class CudnnKernel {
       graph_plans_;
 };
 
-// The per-device cache of planned kernels, one per KernelKey; thread-safe.
-std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
-// Benchmark results for kernels of this key on any device (device ignored),
-// e.g. from the benchmark database; used by kernels created afterwards.
-void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos);
-// Every kernel created so far, with its key, in creation order.
-std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
-
-// cudnnGetVersion() as "9.19.0".
-std::string CudnnVersionString();
-
 }  // namespace ucudnn
 
 #endif  // GOOGLE_CUDA
-#endif  // TF_UCUDNN_ENGINE_CUDNN_BACKEND_H_
+#endif  // TF_UCUDNN_ENGINE_CUDNN_KERNEL_H_

@@ -1,8 +1,7 @@
-// What identifies a planned kernel (KernelKey; the cache of cuDNN kernels keyed
-// by it is in cudnn_backend), and the registry of every plan chosen so far
-// (tf_ucudnn.plans()).
-#ifndef TF_UCUDNN_ENGINE_PLAN_CACHE_H_
-#define TF_UCUDNN_ENGINE_PLAN_CACHE_H_
+// Plan records: every plan chosen so far, as tf_ucudnn.plans() shows it (a
+// registry, not a cache: the kernels are cached in kernel_cache.h).
+#ifndef TF_UCUDNN_ENGINE_PLAN_RECORDS_H_
+#define TF_UCUDNN_ENGINE_PLAN_RECORDS_H_
 
 #include <array>
 #include <cstdint>
@@ -15,26 +14,6 @@
 #include "cc/kernels/engine/planner.h"
 
 namespace ucudnn {
-
-// Everything that defines a planned kernel: the convolution (batch included),
-// the pass, the device, the numerics and the planning knobs.
-struct KernelKey {
-  Pass pass = Pass::kForward;
-  std::array<int64_t, 20> conv{};  // ConvParams::Fields()
-  int device = 0;
-  bool allow_tf32 = true;
-  bool deterministic = false;
-  int64_t workspace_limit = 0;
-  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
-  int64_t forced_micro_batch = 0;
-  // Workspace Division group (bytes shared with the other kernels of this
-  // total on the device); 0: none. workspace_limit is the total then.
-  int64_t total_workspace = 0;
-  // The candidates benchmarked (UCUDNN_ENGINES).
-  EngineSet engines = EngineSet::kAll;
-
-  bool operator<(const KernelKey& o) const;
-};
 
 // One chosen plan, as tf_ucudnn.plans() shows it.
 struct PlanRecord {
@@ -70,4 +49,4 @@ void ClearPlanRecords();
 
 }  // namespace ucudnn
 
-#endif  // TF_UCUDNN_ENGINE_PLAN_CACHE_H_
+#endif  // TF_UCUDNN_ENGINE_PLAN_RECORDS_H_

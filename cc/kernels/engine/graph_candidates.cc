@@ -1,6 +1,7 @@
 // CudnnKernel's graph-API candidates: the spec of each micro-batch size, the
-// engines proposed for it, their timing, their cached execution plans, and
-// running a micro-batch with one (see cudnn_graph.h).
+// engines proposed for it (UCUDNN_GRAPH_* as the kernel was created with),
+// their timing with CUDA events and pruning, and their cached execution plans
+// (see cudnn_graph.h). Running a micro-batch with one is in plan_execution.cc.
 #if GOOGLE_CUDA
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <string>
 
 #include "cc/kernels/engine/cuda_check.h"
-#include "cc/kernels/engine/cudnn_backend.h"
+#include "cc/kernels/engine/cudnn_kernel.h"
 
 namespace ucudnn {
 namespace {
@@ -21,12 +22,6 @@ constexpr int kTimedRuns = 3;
 // A screened candidate is dropped when another candidate at the same size
 // needs no more workspace and is faster by this factor (a margin for noise).
 constexpr double kDominatedFactor = 0.9;
-
-// A candidate whose screening run is dominated (as above) by this factor is
-// not proposed again at larger micro-batch sizes of the kernel: engines keep
-// their rank as sizes grow, and the large sizes cost most of planning.
-// UCUDNN_GRAPH_PRUNE_FACTOR overrides it; 0 times every engine at every size.
-constexpr double kDefaultPruneFactor = 2.0;
 
 // TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
 constexpr int64_t kBufferAlignment = 64;
@@ -48,38 +43,6 @@ struct EventPair {
 };
 
 }  // namespace
-
-double GraphPruneFactor() {
-  static const double factor = [] {
-    // Unset or empty: the default. A bad value was refused when the kernel
-    // was created (ParseConvAttrs); the parser leaves `v` as it was then.
-    const char* env = std::getenv("UCUDNN_GRAPH_PRUNE_FACTOR");
-    double v = kDefaultPruneFactor;
-    if (env != nullptr) ParseGraphPruneFactor(env, &v);
-    return v;
-  }();
-  return factor;
-}
-
-bool ExhaustiveGraphSearch() {
-  static const bool on = [] {
-    const char* env = std::getenv("UCUDNN_GRAPH_SEARCH");
-    bool exhaustive = false;
-    return env != nullptr && ParseGraphSearch(env, &exhaustive) && exhaustive;
-  }();
-  return on;
-}
-
-GraphLayouts GraphLayoutChoice() {
-  static const GraphLayouts layouts = [] {
-    // A bad value was refused when the kernel was created (ParseConvAttrs).
-    const char* env = std::getenv("UCUDNN_GRAPH_LAYOUTS");
-    GraphLayouts l = GraphLayouts::kNative;
-    if (env != nullptr) ParseGraphLayouts(env, &l);
-    return l;
-  }();
-  return layouts;
-}
 
 ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transposed) const {
   const ConvParams& p = params_;
@@ -153,13 +116,13 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   numerics.deterministic = deterministic_;
   // The tensors' layout, then the other one (transposed candidates).
   std::vector<GraphCandidate> candidates;
-  const GraphLayouts layouts = GraphLayoutChoice();
+  const GraphLayouts layouts = graph_knobs_.layouts;
   for (bool transposed : {false, true}) {
     if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
     const ConvGraphSpec spec = GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;
-    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, ExhaustiveGraphSearch(),
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.exhaustive,
                                                &got, log != nullptr ? &layout_log : nullptr));
     if (!layout_log.empty()) {
       *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
@@ -223,7 +186,11 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     }
     return false;
   };
-  const double prune_factor = GraphPruneFactor();
+  // A candidate whose screening run is dominated by this factor is not
+  // proposed again at larger micro-batch sizes of the kernel: engines keep
+  // their rank as sizes grow, and the large sizes cost most of planning.
+  // 0 times every engine at every size.
+  const double prune_factor = graph_knobs_.prune_factor;
   for (const GraphTrial& trial : trials) {
     const GraphPlan& plan = *trial.plan;
     if (plan.workspace_bytes() > workspace_bytes) continue;
@@ -246,52 +213,6 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     algo.deterministic = trial.candidate.deterministic;
     const double ms = (screen_ms + rest_ms * (kTimedRuns - 1)) / kTimedRuns;
     got->push_back({algo, ms, plan.workspace_bytes()});
-  }
-  return Status();
-}
-
-Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
-                                       const MicroBatch& mb, const GraphEngine& engine,
-                                       int64_t offset, bool accumulate, const void* a,
-                                       const void* b, void* out, void* workspace,
-                                       void* padded) {
-  const ConvParams& p = params_;
-  const int64_t elem = DTypeSize(p.dtype);
-  const int64_t in_off = offset * p.input_sample_size() * elem;
-  const int64_t out_off = offset * p.output_sample_size() * elem;
-  const bool asymmetric = padded != nullptr;
-  const GraphPlan* plan = nullptr;
-  UCUDNN_RETURN_IF_ERROR(GetGraphPlan(handle, mb.size, engine,
-                                      pass_ == Pass::kBackwardFilter && accumulate, &plan));
-  const void *x = nullptr, *w = b, *y = nullptr;
-  if (pass_ == Pass::kBackwardData) {
-    y = static_cast<const char*>(a) + out_off;
-    x = asymmetric ? padded : static_cast<char*>(out) + in_off;
-  } else {
-    x = static_cast<const char*>(a) + in_off;
-    if (asymmetric) {
-      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, x, padded, /*into_padded=*/true));
-      x = padded;
-    }
-    if (pass_ == Pass::kForward) {
-      y = static_cast<char*>(out) + out_off;
-    } else {
-      y = static_cast<const char*>(b) + out_off;
-      w = out;
-    }
-  }
-  const int64_t alignment = GraphSpec(mb.size, accumulate, engine.transposed).alignment;
-  for (const void* ptr : {x, w, y}) {
-    if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
-      return Status::Internal("a tensor of " + std::string(PassName(pass_)) + " " +
-                              p.ToString() + " is not aligned to " + std::to_string(alignment) +
-                              " bytes, which cuDNN engine " + engine.Name() + " needs");
-    }
-  }
-  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace));
-  if (pass_ == Pass::kBackwardData && asymmetric) {
-    UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, padded, static_cast<char*>(out) + in_off,
-                                      /*into_padded=*/false));
   }
   return Status();
 }

@@ -1,4 +1,4 @@
-#include "cc/kernels/engine/plan_cache.h"
+#include "cc/kernels/engine/plan_records.h"
 
 #include <atomic>
 #include <cmath>
@@ -7,13 +7,6 @@
 #include <tuple>
 
 namespace ucudnn {
-
-bool KernelKey::operator<(const KernelKey& o) const {
-  return std::tie(pass, conv, device, allow_tf32, deterministic, workspace_limit, policy,
-                  forced_micro_batch, total_workspace, engines) <
-         std::tie(o.pass, o.conv, o.device, o.allow_tf32, o.deterministic, o.workspace_limit,
-                  o.policy, o.forced_micro_batch, o.total_workspace, o.engines);
-}
 
 namespace {
 

@@ -1,0 +1,324 @@
+// CudnnKernel's autotuning: for every allowed micro-batch size, the legacy
+// algorithms (cudnnFind*AlgorithmEx) and the graph-API engines
+// (graph_candidates.cc) timed within the workspace limit, on this GPU and on
+// peers (UCUDNN_BENCHMARK_DEVICES), into the benchmark table the plan is
+// solved from (cudnn_kernel.cc).
+#if GOOGLE_CUDA
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "cc/kernels/engine/benchmark_devices.h"
+#include "cc/kernels/engine/cuda_check.h"
+#include "cc/kernels/engine/cudnn_kernel.h"
+#include "cc/kernels/engine/knobs.h"
+#include "cc/kernels/engine/plan_execution.h"
+
+namespace ucudnn {
+
+int CudnnKernel::BenchmarkMathType() const {
+  // FP32 without TF32 must stay on FMA kernels; otherwise tensor cores may be used.
+  return params_.dtype == DType::kFloat && !allow_tf32_ ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+Status CudnnKernel::MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* needed) {
+  ConvDescriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
+  *needed = 0;
+  for (int algo = 0; algo < MaxAlgoCount(pass_); ++algo) {
+    size_t bytes = 0;
+    cudnnStatus_t s = CUDNN_STATUS_NOT_SUPPORTED;
+    if (pass_ == Pass::kForward) {
+      s = cudnnGetConvolutionForwardWorkspaceSize(handle, d->x.d, d->w.d, d->conv.d, d->y.d,
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+    } else if (pass_ == Pass::kBackwardData) {
+      s = cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d->w.d, d->y.d, d->conv.d, d->x.d,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+    } else {
+      s = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d->x.d, d->y.d, d->conv.d, d->w.d,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+    }
+    if (s == CUDNN_STATUS_SUCCESS) *needed = std::max<int64_t>(*needed, bytes);
+  }
+  return Status();
+}
+
+Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
+                                  const void* a, const void* b, void* out, void* ws,
+                                  int64_t ws_bytes, std::vector<Measured>* got) {
+  ConvDescriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
+  const int max_count = MaxAlgoCount(pass_);
+  int returned = 0;
+  auto record = [&](int algo, cudnnStatus_t status, float time, size_t memory,
+                    cudnnDeterminism_t determinism, cudnnMathType_t math) {
+    if (status != CUDNN_STATUS_SUCCESS || time < 0) return;
+    if (static_cast<int64_t>(memory) > workspace_limit) return;
+    const bool deterministic = determinism == CUDNN_DETERMINISTIC;
+    if (deterministic_ && !deterministic) return;
+    got->push_back({{algo, static_cast<int>(math), deterministic}, static_cast<double>(time),
+                    static_cast<int64_t>(memory)});
+  };
+  if (pass_ == Pass::kForward) {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionForwardAlgorithmEx(
+        handle, d->x.d, a, d->w.d, b, d->conv.d, d->y.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  } else if (pass_ == Pass::kBackwardData) {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        handle, d->w.d, b, d->y.d, a, d->conv.d, d->x.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  } else {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(max_count);
+    UCUDNN_CUDNN_OK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        handle, d->x.d, a, d->y.d, b, d->conv.d, d->w.d, out, max_count, &returned, perf.data(),
+        ws, ws_bytes));
+    for (int i = 0; i < returned; ++i)
+      record(perf[i].algo, perf[i].status, perf[i].time, perf[i].memory, perf[i].determinism,
+             perf[i].mathType);
+  }
+  return Status();
+}
+
+namespace {
+// The smallest micro-batch size benchmarked with graph-API engines when legacy
+// algorithms are candidates too (UCUDNN_ENGINES=all).
+constexpr int64_t kMinGraphMicroBatch = 8;
+
+}  // namespace
+
+Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
+                                const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                                const PassTensors& t, ScratchAllocator* scratch,
+                                MeasuredSizes* got) {
+  std::lock_guard<std::mutex> handle_lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  const ConvParams& p = params_;
+  const bool asymmetric = !p.symmetric_padding();
+  const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  PassScratch ps;
+  UCUDNN_RETURN_IF_ERROR(AllocateFilter(p, scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(
+      AllocatePadded(p, asymmetric, max_size, padded_sample_elems(), stream, scratch, &ps));
+  const void* a = t.a;
+  const void* b = t.b;
+  void* out = t.out;
+  if (pass_ == Pass::kBackwardFilter) {
+    out = ps.filter;
+  } else {
+    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
+    b = ps.filter;
+  }
+  // One search workspace for every size: what the hungriest legacy algorithm
+  // asks for, capped by the limit, halved until it can be allocated; grown
+  // when a graph plan needs more.
+  const bool legacy = engines_ != EngineSet::kGraph;
+  int64_t ws_bytes = 0;
+  if (legacy) {
+    for (int64_t size : sizes) {
+      int64_t needed = 0;
+      UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
+      ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
+    }
+  }
+  void* ws = nullptr;
+  while (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) ws_bytes /= 2;
+  if (ws == nullptr) ws_bytes = 0;
+  // Ascending sizes: graph engines far behind at one size are pruned from the
+  // larger ones (GraphSearchKnobs::prune_factor).
+  std::vector<int64_t> ascending = sizes;
+  std::sort(ascending.begin(), ascending.end());
+  std::set<std::string> pruned;
+  using Clock = std::chrono::steady_clock;
+  double legacy_s = 0, propose_s = 0, runs_s = 0;
+  int plans = 0, runs = 0;
+  std::string log;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  for (int64_t size : ascending) {
+    const void* bench_a = a;
+    void* bench_out = out;
+    if (asymmetric && pass_ != Pass::kBackwardData) {
+      UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, size, t.a, ps.padded, /*into_padded=*/true));
+      bench_a = ps.padded;
+    } else if (asymmetric) {
+      bench_out = ps.padded;
+    }
+    Clock::time_point start = Clock::now();
+    if (legacy) {
+      UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
+                                           bench_out, ws, ws_bytes, &(*got)[size]));
+    }
+    legacy_s += seconds_since(start);
+    // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
+    // the whole mini-batch): planning builds an execution plan per engine and
+    // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
+    // (too little work per launch); the legacy algorithms still cover them.
+    const bool graph_size = size >= std::min(kMinGraphMicroBatch, params_.batch) ||
+                            engines_ == EngineSet::kGraph;
+    if (engines_ == EngineSet::kLegacy || !graph_size) continue;
+    start = Clock::now();
+    std::vector<GraphTrial> trials;
+    std::string size_log;
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
+                                              &trials, DebugOutput() ? &size_log : nullptr));
+    if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
+    int64_t needed = 0;
+    for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
+    needed = std::min(needed, workspace_limit);
+    if (needed > ws_bytes) {
+      // The smaller buffer stays with the allocator until ReleaseAll.
+      if (void* bigger = scratch->Allocate(needed)) {
+        ws = bigger;
+        ws_bytes = needed;
+      }
+    }
+    plans += static_cast<int>(trials.size());
+    propose_s += seconds_since(start);
+    start = Clock::now();
+    UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials, bench_a, b, bench_out,
+                                           ws, ws_bytes, &(*got)[size], &pruned, &runs));
+    runs_s += seconds_since(start);
+  }
+  if (DebugOutput()) {
+    std::fprintf(stderr,
+                 "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n%s",
+                 PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
+                 runs, runs_s, pruned.size(), log.c_str());
+  }
+  // Back to the allocator while the handle is still held: kernels benchmark one
+  // at a time, so their search workspaces never coexist.
+  scratch->ReleaseAll();
+  return Status();
+}
+
+CudnnKernel::PassBytes CudnnKernel::TensorBytes(int64_t samples) const {
+  const ConvParams& p = params_;
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in = samples * p.input_sample_size() * elem;
+  const int64_t out = samples * p.output_sample_size() * elem;
+  const int64_t filter = p.filter_size() * elem;
+  switch (pass_) {
+    case Pass::kForward: return {in, filter, out};
+    case Pass::kBackwardData: return {out, filter, in};
+    case Pass::kBackwardFilter: return {in, out, filter};
+  }
+  return {0, 0, 0};
+}
+
+Status CudnnKernel::BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
+                                    const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                                    const PassTensors& t, MeasuredSizes* got) {
+  UCUDNN_CUDA_OK(cudaSetDevice(peer.device));
+  const Status status = BenchmarkOnPeerDevice(own_device, peer, sizes, workspace_limit, t, got);
+  // Whatever was queued is done before the peer's memory goes back to its allocator.
+  const cudaError_t synced = cudaStreamSynchronize(peer.stream);
+  UCUDNN_RETURN_IF_ERROR(status);
+  if (synced != cudaSuccess) {
+    return Status::Internal(std::string("CUDA error after benchmarking on GPU ") +
+                            std::to_string(peer.device) + ": " + cudaGetErrorString(synced));
+  }
+  return Status();
+}
+
+Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& peer,
+                                          const std::vector<int64_t>& sizes,
+                                          int64_t workspace_limit, const PassTensors& t,
+                                          MeasuredSizes* got) {
+  CudnnHandle* handle = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetBenchmarkHandle(peer.device, peer.stream, &handle));
+  // The first max_size samples of the batched tensors, and the whole filter.
+  // Backward-filter benchmarks into its own cuDNN-layout filter: no `out`.
+  const PassBytes bytes = TensorBytes(*std::max_element(sizes.begin(), sizes.end()));
+  const int64_t a_bytes = bytes.a, b_bytes = bytes.b;
+  const int64_t result_bytes = pass_ == Pass::kBackwardFilter ? 0 : bytes.out;
+  PassTensors copy;
+  void* a = peer.scratch->Allocate(a_bytes);
+  void* b = peer.scratch->Allocate(b_bytes);
+  copy.out = result_bytes > 0 ? peer.scratch->Allocate(result_bytes) : nullptr;
+  if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr)) {
+    return Status::ResourceExhausted("could not allocate " +
+                                     std::to_string(a_bytes + b_bytes + result_bytes) +
+                                     " bytes on GPU " + std::to_string(peer.device) +
+                                     " to benchmark there");
+  }
+  UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(a, peer.device, t.a, own_device, a_bytes, peer.stream));
+  UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(b, peer.device, t.b, own_device, b_bytes, peer.stream));
+  copy.a = a;
+  copy.b = b;
+  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch, got);
+}
+
+Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
+                              const std::vector<int64_t>& sizes, int64_t workspace_limit,
+                              const PassTensors& t, ScratchAllocator* scratch,
+                              const std::vector<BenchmarkPeer>& peers) {
+  table_.clear();  // a failed earlier attempt may have left rows behind
+  algos_.clear();
+  const std::vector<std::vector<int64_t>> shares =
+      SpreadSizes(sizes, static_cast<int>(peers.size()) + 1);
+  std::vector<MeasuredSizes> got(shares.size());
+  std::vector<Status> status(shares.size());
+  std::vector<std::thread> threads;
+  int own_device = 0;
+  UCUDNN_CUDA_OK(cudaGetDevice(&own_device));
+  if (!peers.empty()) {
+    // The peers copy the op's inputs, which this stream produces.
+    UCUDNN_CUDA_OK(cudaStreamSynchronize(stream));
+    for (size_t i = 1; i < shares.size(); ++i) {
+      if (shares[i].empty()) continue;
+      threads.emplace_back([&, i] {
+        status[i] = BenchmarkOnPeer(own_device, peers[i - 1], shares[i], workspace_limit, t,
+                                    &got[i]);
+      });
+    }
+  }
+  if (!shares[0].empty()) {
+    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch, &got[0]);
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const Status& s : status) UCUDNN_RETURN_IF_ERROR(s);
+  benchmark_devices_.clear();
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (!shares[i].empty()) benchmark_devices_.push_back(i == 0 ? own_device : peers[i - 1].device);
+  }
+  // One table, algorithms numbered in order of first appearance by size.
+  MeasuredSizes all;
+  for (MeasuredSizes& g : got) {
+    for (auto& [size, measured] : g) all[size] = std::move(measured);
+  }
+  for (const auto& [size, measured] : all) {
+    std::vector<AlgoPerf>& row = table_[size];
+    for (const Measured& m : measured) {
+      int index = -1;
+      for (size_t i = 0; i < algos_.size(); ++i) {
+        if (algos_[i] == m.algo) index = static_cast<int>(i);
+      }
+      if (index < 0) {
+        index = static_cast<int>(algos_.size());
+        algos_.push_back(m.algo);
+      }
+      row.push_back({index, m.time_ms, m.workspace_bytes});
+    }
+  }
+  return Status();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,304 @@
+// CudnnKernel's plan state: construction, the plan chosen from the benchmark
+// table (Workspace Reuse, forced plans, the Pareto front, each counting the
+// float32 accumulator of divided backward-filter plans), database seeds, and
+// Workspace Division's replanning; and the kernel's cached descriptors.
+// Candidates and timing are in autotune.cc and graph_candidates.cc,
+// execution in plan_execution.cc.
+#if GOOGLE_CUDA
+
+#include "cc/kernels/engine/cudnn_kernel.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cc/kernels/engine/cuda_check.h"
+
+namespace ucudnn {
+
+CudnnKernel::CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32,
+                         bool deterministic, EngineSet engines, const GraphSearchKnobs& graph)
+    : pass_(pass),
+      params_(params),
+      allow_tf32_(allow_tf32),
+      deterministic_(deterministic),
+      engines_(engines),
+      graph_knobs_(graph) {
+  sym_pad_h_ = std::min(params.pad_top, params.pad_bottom);
+  sym_pad_w_ = std::min(params.pad_left, params.pad_right);
+  extra_top_ = params.pad_top - sym_pad_h_;
+  extra_left_ = params.pad_left - sym_pad_w_;
+  padded_h_ = params.in_height + (params.pad_top + params.pad_bottom - 2 * sym_pad_h_);
+  padded_w_ = params.in_width + (params.pad_left + params.pad_right - 2 * sym_pad_w_);
+}
+
+CudnnKernel::~CudnnKernel() = default;
+
+// The descriptors of a kernel, made on first use.
+std::string CudnnAlgoName(Pass pass, const CudnnAlgo& algo) {
+  if (algo.graph()) return algo.engine.Name();
+  return std::string(AlgoEnumName(pass, algo.algo)) + "/" + MathTypeName(algo.math_type);
+}
+
+Status CudnnKernel::GetDescriptors(int64_t size, int math_type, ConvDescriptors** out) {
+  std::lock_guard<std::mutex> lock(mu_);  // callers hold the handle's mutex, not mu_
+  auto key = std::make_pair(size, math_type);
+  auto it = descriptors_.find(key);
+  if (it != descriptors_.end()) {
+    *out = it->second.get();
+    return Status();
+  }
+  auto d = std::make_unique<ConvDescriptors>();
+  const ConvParams& p = params_;
+  int64_t s[4];
+  LayoutStrides(p.layout, p.in_channels, padded_h_, padded_w_, s);
+  UCUDNN_RETURN_IF_ERROR(d->x.Set(p.dtype, size, p.in_channels, padded_h_, padded_w_, s));
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
+  UCUDNN_RETURN_IF_ERROR(
+      d->y.Set(p.dtype, size, p.out_channels, p.out_height, p.out_width, s));
+  UCUDNN_CUDNN_OK(cudnnSetFilter4dDescriptor(
+      d->w.d, CudnnDataType(p.dtype), CudnnFormat(p.layout), static_cast<int>(p.out_channels),
+      static_cast<int>(p.group_in_channels()), static_cast<int>(p.filter_height),
+      static_cast<int>(p.filter_width)));
+  // Half and bfloat16 accumulate in float, as TensorFlow does.
+  UCUDNN_CUDNN_OK(cudnnSetConvolution2dDescriptor(
+      d->conv.d, static_cast<int>(sym_pad_h_), static_cast<int>(sym_pad_w_),
+      static_cast<int>(p.stride_h), static_cast<int>(p.stride_w),
+      static_cast<int>(p.dilation_h), static_cast<int>(p.dilation_w),
+      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  UCUDNN_CUDNN_OK(cudnnSetConvolutionGroupCount(d->conv.d, static_cast<int>(p.groups)));
+  UCUDNN_CUDNN_OK(
+      cudnnSetConvolutionMathType(d->conv.d, static_cast<cudnnMathType_t>(math_type)));
+  *out = d.get();
+  descriptors_[key] = std::move(d);
+  return Status();
+}
+
+// The filter as TF stores it (HWIO) and as cuDNN reads it, both viewed as
+// [K, C, R, S]; made once per kernel, since every run transforms the filter.
+// For the float32 accumulation of backward-filter (AccumulatorBytes): the
+// cuDNN-layout filter in float32, a one-element zero in T and in float32 (the
+// B operand of cudnnOpTensor, broadcast and scaled by 0), and the ADD op.
+
+Status CudnnKernel::GetFilterDescriptors(FilterDescriptors** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (filter_descriptors_ == nullptr) {
+    const ConvParams& p = params_;
+    const int64_t k = p.out_channels, c = p.group_in_channels(), r = p.filter_height,
+                  s = p.filter_width;
+    const int64_t hwio[4] = {1, k, s * c * k, c * k};
+    const int64_t one[4] = {1, 1, 1, 1};
+    int64_t packed[4];
+    LayoutStrides(p.layout, c, r, s, packed);
+    auto made = std::make_unique<FilterDescriptors>();
+    UCUDNN_RETURN_IF_ERROR(made->tf.Set(p.dtype, k, c, r, s, hwio));
+    UCUDNN_RETURN_IF_ERROR(made->cudnn.Set(p.dtype, k, c, r, s, packed));
+    UCUDNN_RETURN_IF_ERROR(made->cudnn_float.Set(DType::kFloat, k, c, r, s, packed));
+    UCUDNN_RETURN_IF_ERROR(made->zero_t.Set(p.dtype, 1, 1, 1, 1, one));
+    UCUDNN_RETURN_IF_ERROR(made->zero_float.Set(DType::kFloat, 1, 1, 1, 1, one));
+    UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(made->add.d, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                               CUDNN_PROPAGATE_NAN));
+    filter_descriptors_ = std::move(made);
+  }
+  *out = filter_descriptors_.get();
+  return Status();
+}
+
+
+namespace {
+
+int64_t RoundUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// A plan of several micro-batches with the accumulator after its workspace.
+void AddAccumulator(Plan* plan, int64_t bytes) {
+  plan->workspace_bytes = RoundUp(plan->workspace_bytes, CudnnKernel::kAccumulatorAlign) + bytes;
+  plan->accumulator_bytes = bytes;
+}
+
+}  // namespace
+
+int64_t CudnnKernel::AccumulatorBytes() const {
+  if (pass_ != Pass::kBackwardFilter || params_.dtype == DType::kFloat ||
+      float_accumulation_.load() < 0) {
+    return 0;
+  }
+  return RoundUp(params_.filter_size() * 4, kAccumulatorAlign) + kAccumulatorAlign;
+}
+
+Plan CudnnKernel::PlanWithin(int64_t limit) const {
+  const int64_t extra = AccumulatorBytes();
+  if (extra == 0) return BestPlan(table_, params_.batch, limit);
+  // One micro-batch needs no accumulator; several need it next to their
+  // workspace, so their cuDNN workspace gets the limit less the accumulator.
+  const Plan whole = BestPlan(RestrictTable(table_, {params_.batch}), params_.batch, limit);
+  Plan split;
+  if (limit >= extra) {
+    split = BestPlan(table_, params_.batch,
+                     (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
+    if (split.micro_batches.size() == 1) split = Plan();  // `whole` has more room for it
+  }
+  if (split.empty() || (!whole.empty() && whole.time_ms <= split.time_ms)) return whole;
+  AddAccumulator(&split, extra);
+  return split;
+}
+
+Plan CudnnKernel::ForcedPlanWithin(int64_t max_size, int64_t limit) const {
+  const int64_t extra = AccumulatorBytes();
+  if (extra > 0 && max_size < params_.batch && limit >= extra) {
+    Plan plan = ForcedPlan(table_, params_.batch, max_size,
+                           (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
+    if (!plan.empty()) {
+      AddAccumulator(&plan, extra);
+      return plan;
+    }
+  }
+  // One micro-batch, float32, or no room for the accumulator: a forced plan
+  // that does not fit it accumulates in the element type, as cuDNN does.
+  return ForcedPlan(table_, params_.batch, max_size, limit);
+}
+
+std::vector<Plan> CudnnKernel::FrontWithAccumulator() const {
+  std::vector<Plan> front = ucudnn::ParetoFront(table_, params_.batch);
+  const int64_t extra = AccumulatorBytes();
+  if (extra == 0) return front;
+  std::vector<Plan> points;
+  for (Plan& plan : front) {
+    if (plan.micro_batches.size() > 1) AddAccumulator(&plan, extra);
+    points.push_back(std::move(plan));
+  }
+  // Undivided plans dominated only by divided ones may be on the front now.
+  auto whole = table_.find(params_.batch);
+  if (whole != table_.end()) {
+    for (const AlgoPerf& a : whole->second) {
+      Plan plan;
+      plan.micro_batches.push_back({params_.batch, a.algo, a.time_ms, a.workspace_bytes});
+      plan.time_ms = a.time_ms;
+      plan.workspace_bytes = a.workspace_bytes;
+      points.push_back(std::move(plan));
+    }
+  }
+  std::stable_sort(points.begin(), points.end(), [](const Plan& a, const Plan& b) {
+    if (a.workspace_bytes != b.workspace_bytes) return a.workspace_bytes < b.workspace_bytes;
+    if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
+    return a.micro_batches.size() < b.micro_batches.size();
+  });
+  std::vector<Plan> kept;
+  for (Plan& plan : points) {
+    if (kept.empty() || plan.time_ms < kept.back().time_ms) kept.push_back(std::move(plan));
+  }
+  return kept;
+}
+
+
+Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
+                                  BatchSizePolicy policy, int64_t forced_micro_batch,
+                                  int64_t workspace_limit, const PassTensors& t,
+                                  ScratchAllocator* scratch,
+                                  const std::vector<BenchmarkPeer>& peers, bool* planned_now) {
+  std::unique_lock<std::mutex> bench_lock(bench_mu_);
+  *planned_now = false;
+  if (benchmarked_) return Status();
+  if (params_.empty()) {
+    // Front ends return the empty or zero result of a zero-size convolution
+    // themselves (ConvParams::empty()); there is nothing to benchmark.
+    return Status::InvalidArgument("zero-size convolution " + params_.ToString() +
+                                   " reached the cuDNN engine");
+  }
+  const std::vector<int64_t> sizes =
+      forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
+                             : MicroBatchSizes(policy, params_.batch);
+  if (seeded_) {
+    // Benchmark results of an earlier process (the benchmark database).
+    table_ = seed_table_;
+    algos_ = seed_algos_;
+  } else {
+    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers));
+  }
+  const ConvParams& p = params_;
+  Plan plan = forced_micro_batch > 0 ? ForcedPlanWithin(forced_micro_batch, workspace_limit)
+                                     : PlanWithin(workspace_limit);
+  if (plan.empty()) {
+    return Status::Internal("no cuDNN algorithm ran for " + std::string(PassName(pass_)) + " " +
+                            p.ToString() + " within a workspace limit of " +
+                            std::to_string(workspace_limit) + " bytes");
+  }
+  {
+    std::lock_guard<std::mutex> lock(plan_mu_);
+    plan_ = std::move(plan);
+    limit_ = workspace_limit;
+  }
+  benchmarked_ = true;
+  *planned_now = true;
+  return Status();
+}
+
+void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos) {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (benchmarked_) return;
+  seed_table_ = std::move(table);
+  seed_algos_ = std::move(algos);
+  seeded_ = true;
+}
+
+bool CudnnKernel::planned() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return benchmarked_;
+}
+
+std::vector<int> CudnnKernel::benchmark_devices() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return benchmark_devices_;
+}
+
+bool CudnnKernel::seeded() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return seeded_;
+}
+
+Plan CudnnKernel::plan() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return plan_;
+}
+
+int64_t CudnnKernel::planned_limit() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return limit_;
+}
+
+Status CudnnKernel::Replan(int64_t workspace_limit) {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (!benchmarked_) {
+    return Status::InvalidArgument("the kernel has not been benchmarked yet: run it once first");
+  }
+  Plan plan = PlanWithin(workspace_limit);
+  if (plan.empty()) {
+    return Status::InvalidArgument("no benchmarked plan of " + params_.ToString() +
+                                   " fits in " + std::to_string(workspace_limit) + " bytes");
+  }
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  plan_ = std::move(plan);
+  limit_ = workspace_limit;
+  divided_ = true;
+  return Status();
+}
+
+bool CudnnKernel::divided() const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  return divided_;
+}
+
+Plan CudnnKernel::LeastWorkspacePlan() const {
+  const std::vector<Plan> front = ParetoFront();
+  return front.empty() ? Plan() : front.front();
+}
+
+std::vector<Plan> CudnnKernel::ParetoFront() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (!benchmarked_) return {};
+  return FrontWithAccumulator();
+}
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA

@@ -1,0 +1,60 @@
+// The kernel cache: KernelKey -> CudnnKernel, one per (pass, convolution,
+// device, numerics, planning knobs), and the benchmark tables that seed
+// kernels created afterwards (the benchmark database). No TensorFlow includes.
+#ifndef TF_UCUDNN_ENGINE_KERNEL_CACHE_H_
+#define TF_UCUDNN_ENGINE_KERNEL_CACHE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "cc/kernels/engine/conv_params.h"
+#include "cc/kernels/engine/knobs.h"
+#include "cc/kernels/engine/planner.h"
+
+#if GOOGLE_CUDA
+#include "cc/kernels/engine/cudnn_kernel.h"
+#endif
+
+namespace ucudnn {
+
+// Everything that defines a planned kernel: the convolution (batch included),
+// the pass, the device, the numerics and the planning knobs.
+struct KernelKey {
+  Pass pass = Pass::kForward;
+  std::array<int64_t, 20> conv{};  // ConvParams::Fields()
+  int device = 0;
+  bool allow_tf32 = true;
+  bool deterministic = false;
+  int64_t workspace_limit = 0;
+  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
+  int64_t forced_micro_batch = 0;
+  // Workspace Division group (bytes shared with the other kernels of this
+  // total on the device); 0: none. workspace_limit is the total then.
+  int64_t total_workspace = 0;
+  // The candidates benchmarked (UCUDNN_ENGINES).
+  EngineSet engines = EngineSet::kAll;
+  // How graph-API engines are searched (UCUDNN_GRAPH_*); the defaults when
+  // engines is kLegacy (they change nothing then).
+  GraphSearchKnobs graph;
+
+  bool operator<(const KernelKey& o) const;
+};
+
+#if GOOGLE_CUDA
+
+// The per-device cache of planned kernels, one per KernelKey; thread-safe.
+std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
+// Benchmark results for kernels of this key on any device (device ignored),
+// e.g. from the benchmark database; used by kernels created afterwards.
+void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos);
+// Every kernel created so far, with its key, in creation order.
+std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_KERNEL_CACHE_H_

@@ -1,0 +1,97 @@
+// The engine's knobs (μ-cuDNN's UCUDNN_* environment variables and ours), in
+// one place: their values, parsing and validation. Front ends call
+// ReadEngineKnobs when a kernel is created (the TF OpKernel's and the tf2xla
+// kernel's constructors) and pass the values into the engine (ConvRequest),
+// so that a change of the environment takes effect for kernels created
+// afterwards. UCUDNN_DEBUG_OUTPUT and UCUDNN_BENCHMARK_DEVICES are process
+// settings, read once per process here. No TensorFlow includes.
+#ifndef TF_UCUDNN_ENGINE_KNOBS_H_
+#define TF_UCUDNN_ENGINE_KNOBS_H_
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "cc/kernels/engine/planner.h"
+#include "cc/kernels/engine/status.h"
+
+namespace ucudnn {
+
+// μ-cuDNN's default per-kernel workspace limit (UCUDNN_DEFAULT_WORKSPACE_LIMIT).
+constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB
+
+// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES): the legacy
+// algorithms and the graph-API engines (all), or only one of the two.
+enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2 };
+
+// Parses "all" | "legacy" | "graph"; false on anything else.
+bool ParseEngineSet(const std::string& name, EngineSet* engines);
+const char* EngineSetName(EngineSet engines);
+
+// UCUDNN_GRAPH_PRUNE_FACTOR: 0 (never prune) or a number >= 1; false on
+// anything else (empty, not a number, negative, between 0 and 1), leaving
+// *factor as it was.
+bool ParseGraphPruneFactor(const std::string& text, double* factor);
+// UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
+// "exhaustive"; false on anything else.
+bool ParseGraphSearch(const std::string& text, bool* exhaustive);
+// UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
+// (the tensors' and, as transposed candidates, the other one), "native" (the
+// tensors' only) or "transposed" (the other only); false on anything else.
+enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
+bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
+
+// How graph-API engines are searched; part of what identifies a kernel that
+// benchmarks them (KernelKey), since each knob changes the candidates timed.
+struct GraphSearchKnobs {
+  // Engines dominated by this factor at one micro-batch size are not tried at
+  // larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR; 0: never).
+  double prune_factor = 2.0;
+  // UCUDNN_GRAPH_SEARCH=exhaustive: every config the heuristics list (not
+  // only the first few), and every other engine of the graph with its default
+  // knobs (see ProposeGraphEngines).
+  bool exhaustive = false;
+  // UCUDNN_GRAPH_LAYOUTS (default native): the layouts graph-API engines are
+  // proposed in. Transposed candidates are opt-in: on an H200 with cuDNN 9.19
+  // none won a DeepBench plan (their NHWC counterparts already transpose
+  // inside their workspace), and they cost planning time.
+  GraphLayouts layouts = GraphLayouts::kNative;
+
+  bool operator<(const GraphSearchKnobs& o) const {
+    return std::make_tuple(prune_factor, exhaustive, layouts) <
+           std::make_tuple(o.prune_factor, o.exhaustive, o.layouts);
+  }
+  bool operator==(const GraphSearchKnobs& o) const { return !(*this < o) && !(o < *this); }
+};
+
+// The knobs that choose and search a kernel's candidates, read when every
+// kernel is created.
+struct EngineKnobs {
+  EngineSet engines = EngineSet::kAll;  // UCUDNN_ENGINES
+  GraphSearchKnobs graph;               // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}
+};
+
+// Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
+// default). InvalidArgument names the variable, the allowed values and the
+// value found.
+Status ReadEngineKnobs(EngineKnobs* knobs);
+
+// The environment's defaults of op attributes, read (when a kernel is
+// created) only where an op leaves the attribute to them, so that a bad value
+// fails only the ops that use it. Unset or empty: the default.
+Status ReadDefaultWorkspaceLimit(int64_t* bytes);      // UCUDNN_DEFAULT_WORKSPACE_LIMIT
+Status ReadTotalWorkspaceSize(int64_t* bytes);         // UCUDNN_TOTAL_WORKSPACE_SIZE (0: unset)
+Status ReadBatchSizePolicy(BatchSizePolicy* policy);   // UCUDNN_BATCH_SIZE_POLICY
+
+// UCUDNN_DEBUG_OUTPUT (μ-cuDNN's name): when set to anything but "" or "0",
+// plans and the cost of planning each kernel are printed to stderr. Read once
+// per process.
+bool DebugOutput();
+
+// The value of UCUDNN_BENCHMARK_DEVICES ("" when unset; see
+// ParseBenchmarkDevices), read once per process.
+const std::string& BenchmarkDevicesSetting();
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_KNOBS_H_

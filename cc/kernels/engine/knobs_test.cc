@@ -1,0 +1,120 @@
+// Knob checks (UCUDNN_ENGINES, UCUDNN_GRAPH_*, UCUDNN_BENCHMARK_DEVICES) that
+// build and run with no TensorFlow and no GPU:
+//   bazel build //cc/kernels/engine:knobs_test && ./bazel-bin/cc/kernels/engine/knobs_test
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cc/kernels/engine/benchmark_devices.h"
+#include "cc/kernels/engine/knobs.h"
+
+namespace {
+
+int failures = 0;
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+}  // namespace
+
+int main() {
+  using namespace ucudnn;
+  EngineSet engines = EngineSet::kAll;
+  Check(ParseEngineSet("graph", &engines) && engines == EngineSet::kGraph &&
+            std::string(EngineSetName(engines)) == "graph",
+        "UCUDNN_ENGINES=graph parses and names itself");
+  Check(ParseEngineSet("legacy", &engines) && engines == EngineSet::kLegacy,
+        "UCUDNN_ENGINES=legacy parses");
+  Check(!ParseEngineSet("Graph", &engines) && !ParseEngineSet("", &engines),
+        "UCUDNN_ENGINES rejects other spellings");
+
+  double factor = -1;
+  Check(ParseGraphPruneFactor("0", &factor) && factor == 0 &&
+            ParseGraphPruneFactor("2.5", &factor) && factor == 2.5,
+        "UCUDNN_GRAPH_PRUNE_FACTOR takes 0 and numbers >= 1");
+  Check(!ParseGraphPruneFactor("0.5", &factor) && !ParseGraphPruneFactor("-2", &factor) &&
+            !ParseGraphPruneFactor("two", &factor) && !ParseGraphPruneFactor("", &factor) &&
+            !ParseGraphPruneFactor("3x", &factor) && !ParseGraphPruneFactor("inf", &factor) &&
+            factor == 2.5,
+        "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers, "
+        "leaving the factor as it was");
+  bool exhaustive = true;
+  Check(ParseGraphSearch("default", &exhaustive) && !exhaustive &&
+            ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
+            !ParseGraphSearch("full", &exhaustive),
+        "UCUDNN_GRAPH_SEARCH is default or exhaustive");
+  GraphLayouts layouts = GraphLayouts::kBoth;
+  Check(ParseGraphLayouts("native", &layouts) && layouts == GraphLayouts::kNative &&
+            ParseGraphLayouts("transposed", &layouts) && layouts == GraphLayouts::kTransposed &&
+            ParseGraphLayouts("both", &layouts) && layouts == GraphLayouts::kBoth &&
+            !ParseGraphLayouts("NCHW", &layouts) && layouts == GraphLayouts::kBoth,
+        "UCUDNN_GRAPH_LAYOUTS is both, native or transposed, and a bad value leaves it");
+
+
+  // Read when a kernel is created: the environment as it is then.
+  setenv("UCUDNN_ENGINES", "graph", 1);
+  setenv("UCUDNN_GRAPH_PRUNE_FACTOR", "3", 1);
+  setenv("UCUDNN_GRAPH_SEARCH", "exhaustive", 1);
+  setenv("UCUDNN_GRAPH_LAYOUTS", "both", 1);
+  EngineKnobs knobs;
+  Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kGraph &&
+            knobs.graph.prune_factor == 3 && knobs.graph.exhaustive &&
+            knobs.graph.layouts == GraphLayouts::kBoth,
+        "ReadEngineKnobs reads UCUDNN_ENGINES and UCUDNN_GRAPH_*");
+  setenv("UCUDNN_GRAPH_LAYOUTS", "NCHW", 1);
+  const Status bad = ReadEngineKnobs(&knobs);
+  Check(!bad.ok() && bad.message() ==
+                         "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got 'NCHW'",
+        "a bad UCUDNN_GRAPH_LAYOUTS names the variable, the values and the value found");
+  for (const char* name : {"UCUDNN_ENGINES", "UCUDNN_GRAPH_PRUNE_FACTOR", "UCUDNN_GRAPH_SEARCH",
+                           "UCUDNN_GRAPH_LAYOUTS"}) {
+    unsetenv(name);
+  }
+  Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kAll &&
+            knobs.graph == GraphSearchKnobs(),
+        "unset knobs read as the defaults");
+  int64_t limit = 0;
+  setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
+  Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");
+  setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "-1", 1);
+  Check(!ReadDefaultWorkspaceLimit(&limit).ok(), "a negative workspace limit is refused");
+  unsetenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
+  Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kDefaultWorkspaceLimit,
+        "unset: 64 MiB");
+
+  // UCUDNN_BENCHMARK_DEVICES.
+  bool all = false;
+  std::vector<int> ids;
+  std::string error;
+  Check(ParseBenchmarkDevices("", &all, &ids, &error) && !all && ids.empty(), "empty: off");
+  Check(ParseBenchmarkDevices(" all ", &all, &ids, &error) && all, "'all'");
+  Check(ParseBenchmarkDevices("1, 0,1", &all, &ids, &error) && !all &&
+            ids == std::vector<int>({0, 1}),
+        "'1, 0,1' is GPUs 0 and 1");
+  for (const char* bad : {"0,", "gpu0", "-1", "0;1", "1.5", ",", "alll"}) {
+    Check(!ParseBenchmarkDevices(bad, &all, &ids, &error) &&
+              error.find("comma-separated GPU ids") != std::string::npos && ids.empty(),
+          bad);
+  }
+  const std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  const auto shares = SpreadSizes(sizes, 2);
+  Check(shares.size() == 2 && shares[0] == std::vector<int64_t>({256}) &&
+            shares[1] == std::vector<int64_t>({1, 2, 4, 8, 16, 32, 64, 128}),
+        "powerOfTwo sizes of 256 over two GPUs: 256 | the rest");
+  const auto one = SpreadSizes(sizes, 1);
+  Check(one.size() == 1 && one[0] == sizes, "one GPU gets every size");
+  const auto many = SpreadSizes({3, 5}, 4);
+  Check(many.size() == 4 && many[0] == std::vector<int64_t>({5}) &&
+            many[1] == std::vector<int64_t>({3}) && many[2].empty() && many[3].empty(),
+        "more GPUs than sizes leaves some idle");
+
+
+  std::printf("%s\n", failures == 0 ? "knobs_test: all checks passed" : "knobs_test: FAILED");
+  return failures == 0 ? 0 : 1;
+}

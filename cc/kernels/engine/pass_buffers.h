@@ -1,0 +1,51 @@
+// What a front end lends the engine for one pass: its tensors (PassTensors),
+// device memory from its own allocator (ScratchAllocator), and other GPUs
+// that may benchmark for it (BenchmarkPeer). The engine never allocates
+// device memory itself and works only on the caller's stream. No TensorFlow
+// includes.
+#ifndef TF_UCUDNN_ENGINE_PASS_BUFFERS_H_
+#define TF_UCUDNN_ENGINE_PASS_BUFFERS_H_
+
+#if GOOGLE_CUDA
+
+#include <cstdint>
+
+#include "cuda_runtime_api.h"
+
+namespace ucudnn {
+
+// Device memory that lives until the op's Compute returns (stream-ordered).
+class ScratchAllocator {
+ public:
+  virtual ~ScratchAllocator() = default;
+  // nullptr when `bytes` cannot be allocated; never nullptr for bytes == 0
+  // callers must not dereference.
+  virtual void* Allocate(int64_t bytes) = 0;
+  // Gives back everything allocated so far (stream-ordered: work already
+  // queued on the stream may still use it). The default keeps it.
+  virtual void ReleaseAll() {}
+};
+
+// Another GPU that benchmarks some of a kernel's micro-batch sizes
+// (UCUDNN_BENCHMARK_DEVICES): its CUDA ordinal, a stream of it, and memory
+// that is stream-ordered on that stream. Must be the same GPU model.
+struct BenchmarkPeer {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  ScratchAllocator* scratch = nullptr;
+};
+
+// The tensors of one pass, in TF's layouts (filter HWIO).
+//   forward:         a = input,        b = filter,       out = output
+//   backward-data:   a = out_backprop, b = filter,       out = in_backprop
+//   backward-filter: a = input,        b = out_backprop, out = filter_backprop
+struct PassTensors {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* out = nullptr;
+};
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA
+#endif  // TF_UCUDNN_ENGINE_PASS_BUFFERS_H_
