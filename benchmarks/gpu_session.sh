@@ -4,7 +4,7 @@
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
-#                                 xla_pair|xla_profile|wd_vs_wr
+#                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -30,6 +30,17 @@ case "$1" in
     CUDA_MODULE_LOADING=EAGER timeout "${2:-900}" python3 -m tf_ucudnn.bench --set deepbench \
       --limits 64MiB,256MiB --iters 5 --json "$OUT/deepbench_eager.json" 2>&1 \
       | grep -v WARNING | tee "$OUT/deepbench_eager.log" ;;
+  deepbench_eager_half)  # deepbench_eager in two calls of the device's 10-minute limit: A or B,
+                         # then benchmarks/combine_layer_runs.py joins the two JSON files
+    half=${2:-A}
+    if [ "$half" = A ]; then
+      layers=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
+    else
+      layers=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
+    fi
+    CUDA_MODULE_LOADING=EAGER timeout "${3:-560}" python3 -m tf_ucudnn.bench --set deepbench \
+      --limits 64MiB,256MiB --iters 5 --layers "$layers" --json "$OUT/deepbench_eager_$half.json" 2>&1 \
+      | grep -v WARNING | tee "$OUT/deepbench_eager_$half.log" ;;
   overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
   overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:
