@@ -221,3 +221,28 @@ def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
     results = bench_models.run_models(["vgg16"], [64 << 20], [], precision="mixed_bfloat16")
     assert seen and set(seen) == {"mixed_bfloat16"}
     assert all(bench_models._label(r).endswith(", mixed_bfloat16") for r in results)
+
+
+def test_layer_rows_join_the_workers_results_and_flag_a_wrong_result():
+    """collect_rows (the step after every worker ran): speedups from the
+    workers' times, and a tf_ucudnn result beyond the tolerance reported."""
+    import argparse
+    import json as json_
+
+    from tf_ucudnn.bench import layers as layer_bench
+
+    first, second = layer_bench.layer_set("deepbench")[:2]
+    limit = 64 << 20
+    args = argparse.Namespace(limits=[limit], dtype="float32", tf32="off")
+    key = lambda layer: json_.dumps(layer.shape_key)  # noqa: E731
+    measured = {("stock", layer_bench.REFERENCE_LIMIT): {key(first): dict(ms=1.0),
+                                                         key(second): dict(ms=1.0)},
+                ("stock", limit): {key(first): dict(ms=4.0), key(second): dict(ms=2.0)},
+                ("ucudnn", limit): {key(first): dict(ms=2.0, max_rel_err=0.0),
+                                    key(second): dict(ms=1.0, max_rel_err=1.0)}}
+    workers = [dict(mode=m, limit=b, rc=0) for m, b in measured]
+    rows, errors, check_failures = layer_bench.collect_rows([first, second], args, measured,
+                                                            workers)
+    assert [r["speedup"] for r in rows] == [2.0, 2.0]
+    assert errors == []
+    assert len(check_failures) == 1 and second.name in check_failures[0], check_failures

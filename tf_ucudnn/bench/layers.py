@@ -456,16 +456,16 @@ def collect_rows(layers, args, measured, workers):
         return r
 
     rows, check_failures = [], []
-    tolerance = tolerance(args)
+    tol = tolerance(args)
     for limit in args.limits:
         for layer in layers:
             stock, ours = lookup("stock", limit, layer), lookup("ucudnn", limit, layer)
             ref = lookup("stock", REFERENCE_LIMIT, layer)
             speedup = stock["ms"] / ours["ms"] if "ms" in stock and "ms" in ours else None
             err = ours.get("max_rel_err")
-            if err is not None and not err <= tolerance:
+            if err is not None and not err <= tol:
                 check_failures.append(f"{layer.name} at {format_bytes(limit)}: tf_ucudnn vs "
-                                      f"stock TF relative L2 error {err:.2e} > {tolerance:g}")
+                                      f"stock TF relative L2 error {err:.2e} > {tol:g}")
             rows.append(dict(layer=layer.names[0], name=layer.name, names=list(layer.names),
                              shape=layer.describe(), limit=limit, stock_ms=stock.get("ms"),
                              ucudnn_ms=ours.get("ms"), reference_ms=ref.get("ms"),
