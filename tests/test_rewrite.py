@@ -575,6 +575,23 @@ class LayoutUnderRewriteTest(parameterized.TestCase, RewriteTestCase):
                                                "Ucudnn>Conv2DBackpropFilter": ["NCHW"]})
         self.assertEqual(op_count(graph, "Transpose"), 0)
 
+    def test_the_layout_pass_run_after_the_rewrite_would_still_transpose_pooling(self):
+        # Why the rewrite turns the pass off rather than running before it
+        # (docs/design.md): with no stock convolution left, Grappler's layout
+        # optimizer still makes MaxPool and MaxPoolGrad NCHW between transposes.
+        from tensorflow.core.protobuf import rewriter_config_pb2
+
+        with tf_ucudnn.enable_rewrite(layout_optimizer=True):
+            config = function_config()
+        rewrite_options = config.graph_options.rewrite_options
+        rewrite_options.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
+        rewrite_options.custom_optimizers.add().name = "layout"  # after UcudnnRewriter
+        graph = grappler_on_virtual_gpu(conv_block_step, BLOCK_SPECS, config)[0]
+        self.assertEqual(conv_layouts(graph)["Ucudnn>Conv2D"], ["NHWC"])
+        pooling = {n.op: n.attr["data_format"].s for n in graph.node if "MaxPool" in n.op}
+        self.assertEqual(pooling, {"MaxPool": b"NCHW", "MaxPoolGrad": b"NCHW"})
+        self.assertGreater(op_count(graph, "Transpose"), 0)
+
     def test_layout_optimizer_true_gives_the_stock_pass_back(self):
         with tf_ucudnn.enable_rewrite(layout_optimizer=True):
             graph = self.optimized()
@@ -683,6 +700,87 @@ class RewriteGpuTest(RewriteTestCase):
         self.assertLessEqual(report.workspace_bytes, budget, str(report))
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+
+def executed_nodes(fn, *args):
+    """Runs fn(*args) and returns (result, the NodeDefs of the partition graphs that ran)."""
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    try:
+        result = fn(*args)
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    return result, [node for function_graph in metadata.function_graphs
+                    for graph in function_graph.partition_graphs for node in graph.node]
+
+
+def train_keras_cnn_with_policy(policy, seed=3):
+    """train_small_keras_cnn under a Keras dtype policy (set, then restored)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        return train_small_keras_cnn(64, 16, seed=seed)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+@pytest.mark.gpu
+class LayoutUnderRewriteGpuTest(parameterized.TestCase, RewriteTestCase):
+    """Issue 18 §1 on a real GPU: a Keras NHWC model trained under the rewrite
+    runs tf_ucudnn's convolutions in NHWC, with no layout-optimizer transposes."""
+
+    @parameterized.named_parameters(("float32", "float32", 1e-4),
+                                    ("mixed_float16", "mixed_float16", 2e-2),
+                                    ("mixed_bfloat16", "mixed_bfloat16", 5e-2))
+    def test_keras_training_runs_nhwc_ucudnn_convolutions_without_transposes(self, policy, rtol):
+        want_loss, want_weights, _ = train_keras_cnn_with_policy(policy)
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+            (got_loss, got_weights, _), nodes = executed_nodes(train_keras_cnn_with_policy, policy)
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertTrue(all("GPU" in n.device for n in ucudnn), [n.device for n in ucudnn])
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NHWC"})
+        self.assertEqual([n.name for n in nodes if "LayoutOptimizer" in n.name], [])
+        self.assertEqual([n.name for n in nodes if n.op == "Transpose"], [])
+        self.assertFalse({stock_op_name(n.op) for n in nodes} & STOCK_CONV_OPS)
+        np.testing.assert_allclose(got_loss, want_loss, rtol=rtol)
+        for a, b in zip(got_weights, want_weights):
+            self.assertLessEqual(rel_l2(a, b), rtol)
+
+    def test_stock_float32_training_is_nchw_between_transposes_here(self):
+        # The premise on this GPU (Grappler's layout optimizer, float32
+        # gradients present): without the rewrite, the convolutions run NCHW.
+        _, nodes = executed_nodes(train_keras_cnn_with_policy, "float32")
+        convs = [n for n in nodes if stock_op_name(n.op) in STOCK_CONV_OPS]
+        self.assertIn(b"NCHW", {n.attr["data_format"].s for n in convs})
+        self.assertTrue([n for n in nodes if "LayoutOptimizer" in n.name])
+
+    def test_layout_optimizer_true_gives_the_nchw_graph_back(self):
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB, layout_optimizer=True):
+            _, nodes = executed_nodes(train_keras_cnn_with_policy, "float32")
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NCHW"})
+
+    def test_a_convolution_written_in_nchw_stays_nchw_and_matches(self):
+        x = tf.transpose(self.x, [0, 3, 1, 2])
+
+        def step(x, w):
+            with tf.GradientTape() as tape:
+                tape.watch([x, w])
+                y = tf.nn.conv2d(x, w, 1, "SAME", data_format="NCHW")
+                loss = tf.reduce_sum(tf.sin(y))
+            return [y, *tape.gradient(loss, [x, w])]
+
+        with tf.device("/GPU:0"):
+            want = tf.function(step)(x, self.w)
+            with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+                got, nodes = executed_nodes(tf.function(step), x, self.w)
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NCHW"})
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-4)
 
 
 TRAIN_WITH_ENV = """
