@@ -22,6 +22,22 @@ STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_Fus
 UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
 
 
+def executed_nodes(fn, *args):
+    """Runs fn(*args) and returns (result, the NodeDefs of the partition graphs that ran)."""
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    # TF goes on gathering function graphs after disable_run_metadata: drop
+    # those of earlier runs (seen: a stock run's graphs in the next export).
+    ctx.export_run_metadata()
+    try:
+        result = fn(*args)
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    return result, [node for function_graph in metadata.function_graphs
+                    for graph in function_graph.partition_graphs for node in graph.node]
+
+
 def executed_ops(fn, *args):
     """Runs fn(*args) and returns (result, the op types of the graphs that ran).
 
@@ -30,18 +46,8 @@ def executed_ops(fn, *args):
     (``_MklNativeFusedConv2D`` -> ``_FusedConv2D``), so that the sets compare
     the same with oneDNN on and off.
     """
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        result = fn(*args)
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    ops = set()
-    for function_graph in metadata.function_graphs:
-        for graph in function_graph.partition_graphs:
-            ops.update(stock_op_name(node.op) for node in graph.node)
-    return result, ops
+    result, nodes = executed_nodes(fn, *args)
+    return result, {stock_op_name(node.op) for node in nodes}
 
 
 def conv_bias_relu_with_grads(x, w, b):
@@ -700,19 +706,6 @@ class RewriteGpuTest(RewriteTestCase):
         self.assertLessEqual(report.workspace_bytes, budget, str(report))
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
-
-
-def executed_nodes(fn, *args):
-    """Runs fn(*args) and returns (result, the NodeDefs of the partition graphs that ran)."""
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        result = fn(*args)
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    return result, [node for function_graph in metadata.function_graphs
-                    for graph in function_graph.partition_graphs for node in graph.node]
 
 
 def train_keras_cnn_with_policy(policy, seed=3):
