@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl.testing import parameterized
 from tensorflow.python.eager import context
 
 import tf_ucudnn
@@ -21,6 +22,22 @@ STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_Fus
 UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
 
 
+def executed_nodes(fn, *args):
+    """Runs fn(*args) and returns (result, the NodeDefs of the partition graphs that ran)."""
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    # TF goes on gathering function graphs after disable_run_metadata: drop
+    # those of earlier runs (seen: a stock run's graphs in the next export).
+    ctx.export_run_metadata()
+    try:
+        result = fn(*args)
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    return result, [node for function_graph in metadata.function_graphs
+                    for graph in function_graph.partition_graphs for node in graph.node]
+
+
 def executed_ops(fn, *args):
     """Runs fn(*args) and returns (result, the op types of the graphs that ran).
 
@@ -29,18 +46,8 @@ def executed_ops(fn, *args):
     (``_MklNativeFusedConv2D`` -> ``_FusedConv2D``), so that the sets compare
     the same with oneDNN on and off.
     """
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        result = fn(*args)
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    ops = set()
-    for function_graph in metadata.function_graphs:
-        for graph in function_graph.partition_graphs:
-            ops.update(stock_op_name(node.op) for node in graph.node)
-    return result, ops
+    result, nodes = executed_nodes(fn, *args)
+    return result, {stock_op_name(node.op) for node in nodes}
 
 
 def conv_bias_relu_with_grads(x, w, b):
@@ -453,6 +460,204 @@ class TotalWorkspaceAttributeTest(RewriteTestCase):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
 
 
+# Grappler's layout optimizer converts only on GPUs, and it decides from the
+# cluster's devices: a virtual cluster with one Hopper GPU (compute capability
+# 9.0) and nodes placed on it shows, on a machine without one, what Grappler
+# (the layout optimizer, the remapper, then the rewriter) makes of a graph.
+VIRTUAL_GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+def conv_block_step(x, w, b, data_format="NHWC"):
+    """conv -> BiasAdd -> Relu -> MaxPool -> FusedBatchNorm (training) and the
+    gradients: the chain the layout optimizer converts as a whole (VGG's and
+    ResNet's ops)."""
+    channels = -1 if data_format == "NHWC" else 1
+    with tf.GradientTape() as tape:
+        tape.watch([x, w, b])
+        y = tf.nn.conv2d(x, w, 1, "SAME", data_format=data_format)
+        y = tf.nn.relu(tf.nn.bias_add(y, b, data_format=data_format))
+        y = tf.nn.max_pool2d(y, 2, 2, "VALID", data_format=data_format)
+        ones = tf.ones([y.shape[channels]], y.dtype)
+        if y.dtype == tf.bfloat16:  # no bfloat16 batch norm on some builds: keep the chain
+            z = y * 2.0
+        else:
+            z, _, _ = tf.compat.v1.nn.fused_batch_norm(
+                y, tf.cast(ones, tf.float32), tf.cast(ones * 0, tf.float32),
+                data_format=data_format, is_training=True)
+        loss = tf.reduce_sum(tf.sin(tf.cast(z, tf.float32)))  # z * z: BN makes its sum constant
+    return [y, *tape.gradient(loss, [x, w, b])]
+
+
+def grappler_on_virtual_gpu(fn, specs, config):
+    """Runs Grappler with ``config`` (a ConfigProto) on ``fn``'s graph placed on
+    a virtual Hopper GPU; returns the optimized GraphDef and its output names."""
+    from tensorflow.core.protobuf import device_properties_pb2
+    from tensorflow.python.framework import meta_graph
+    from tensorflow.python.grappler import cluster as grappler_cluster
+    from tensorflow.python.grappler import tf_optimizer
+
+    concrete = tf.function(fn).get_concrete_function(*specs)
+    graph_def = concrete.graph.as_graph_def()
+    for node in graph_def.node:
+        node.device = VIRTUAL_GPU
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+        for out in concrete.outputs:
+            graph.add_to_collection("train_op", graph.get_tensor_by_name(out.name))
+    hopper = device_properties_pb2.DeviceProperties(type="GPU", environment={"architecture": "9.0"})
+    cluster = grappler_cluster.Cluster(devices=[
+        device_properties_pb2.NamedDevice(name=VIRTUAL_GPU, properties=hopper)])
+    optimized = tf_optimizer.OptimizeGraph(config, meta_graph.create_meta_graph_def(graph=graph),
+                                           cluster=cluster)
+    return optimized, [out.name for out in concrete.outputs]
+
+
+def function_config():
+    """The ConfigProto that the calling thread's tf.function calls run Grappler with."""
+    from tensorflow.core.protobuf import config_pb2
+
+    return config_pb2.ConfigProto.FromString(
+        context.context().function_call_options.config_proto_serialized)
+
+
+def conv_layouts(graph_def):
+    """{op type: sorted data formats} of the convolution nodes of a GraphDef."""
+    found = {}
+    for node in graph_def.node:
+        if "Conv2D" in node.op:
+            found.setdefault(stock_op_name(node.op), set()).add(node.attr["data_format"].s.decode())
+    return {op: sorted(formats) for op, formats in found.items()}
+
+
+def op_count(graph_def, op):
+    return sum(node.op == op for node in graph_def.node)
+
+
+BLOCK_SPECS = [tf.TensorSpec([8, 16, 16, 3]), tf.TensorSpec([3, 3, 3, 8]), tf.TensorSpec([8])]
+
+
+class LayoutUnderRewriteTest(parameterized.TestCase, RewriteTestCase):
+    """Issue 18 §1: convolutions under the rewrite run in the model's layout,
+    with no layout-optimizer transposes around them."""
+
+    def optimized(self, dtype=tf.float32, data_format="NHWC", specs=None):
+        specs = specs or BLOCK_SPECS
+        if data_format == "NCHW":
+            specs = [tf.TensorSpec([8, 3, 16, 16])] + list(specs[1:])
+        specs = [tf.TensorSpec(s.shape, dtype) for s in specs]
+        return grappler_on_virtual_gpu(
+            lambda x, w, b: conv_block_step(x, w, b, data_format), specs, function_config())[0]
+
+    def test_stock_grappler_makes_a_float32_training_graph_nchw_on_hopper(self):
+        # The premise: with TF's function config, the layout optimizer converts
+        # the chain (float32 gradients present: NCHW) and wraps it in transposes.
+        graph = self.optimized()
+        self.assertEqual(conv_layouts(graph), {"Conv2D": ["NCHW"], "Conv2DBackpropInput": ["NCHW"],
+                                               "Conv2DBackpropFilter": ["NCHW"]})
+        self.assertGreater(op_count(graph, "Transpose"), 0)
+
+    @parameterized.named_parameters(("float32", tf.float32), ("float16", tf.float16),
+                                    ("bfloat16", tf.bfloat16))
+    def test_rewritten_convolutions_stay_nhwc_without_transposes(self, dtype):
+        with tf_ucudnn.enable_rewrite(workspace_limit=4 * MiB):
+            graph = self.optimized(dtype)
+        self.assertEqual(conv_layouts(graph), {"Ucudnn>Conv2D": ["NHWC"],
+                                               "Ucudnn>Conv2DBackpropInput": ["NHWC"],
+                                               "Ucudnn>Conv2DBackpropFilter": ["NHWC"]})
+        self.assertEqual(op_count(graph, "Transpose"), 0)
+        for node in graph.node:
+            if node.attr["data_format"].s:
+                self.assertIn(node.attr["data_format"].s, (b"NHWC", b"NDHWC"), node.op)
+
+    def test_convolutions_written_in_nchw_stay_nchw(self):
+        # float16 on Hopper: the stock layout optimizer would make them NHWC.
+        stock = self.optimized(tf.float16, "NCHW")
+        self.assertEqual(conv_layouts(stock)["Conv2D"], ["NHWC"])
+        with tf_ucudnn.enable_rewrite():
+            graph = self.optimized(tf.float16, "NCHW")
+        self.assertEqual(conv_layouts(graph), {"Ucudnn>Conv2D": ["NCHW"],
+                                               "Ucudnn>Conv2DBackpropInput": ["NCHW"],
+                                               "Ucudnn>Conv2DBackpropFilter": ["NCHW"]})
+        self.assertEqual(op_count(graph, "Transpose"), 0)
+
+    def test_the_layout_pass_run_after_the_rewrite_would_still_transpose_pooling(self):
+        # Why the rewrite turns the pass off rather than running before it
+        # (docs/design.md): with no stock convolution left, Grappler's layout
+        # optimizer still makes MaxPool and MaxPoolGrad NCHW between transposes.
+        from tensorflow.core.protobuf import rewriter_config_pb2
+
+        with tf_ucudnn.enable_rewrite(layout_optimizer=True):
+            config = function_config()
+        rewrite_options = config.graph_options.rewrite_options
+        rewrite_options.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
+        rewrite_options.custom_optimizers.add().name = "layout"  # after UcudnnRewriter
+        graph = grappler_on_virtual_gpu(conv_block_step, BLOCK_SPECS, config)[0]
+        self.assertEqual(conv_layouts(graph)["Ucudnn>Conv2D"], ["NHWC"])
+        pooling = {n.op: n.attr["data_format"].s for n in graph.node if "MaxPool" in n.op}
+        self.assertEqual(pooling, {"MaxPool": b"NCHW", "MaxPoolGrad": b"NCHW"})
+        self.assertGreater(op_count(graph, "Transpose"), 0)
+
+    def test_layout_optimizer_true_gives_the_stock_pass_back(self):
+        with tf_ucudnn.enable_rewrite(layout_optimizer=True):
+            graph = self.optimized()
+        self.assertEqual(conv_layouts(graph), {"Ucudnn>Conv2D": ["NCHW"],
+                                               "Ucudnn>Conv2DBackpropInput": ["NCHW"],
+                                               "Ucudnn>Conv2DBackpropFilter": ["NCHW"]})
+        self.assertGreater(op_count(graph, "Transpose"), 0)
+
+    def test_a_rewrite_for_cpus_only_leaves_gpu_graphs_to_the_layout_optimizer(self):
+        with tf_ucudnn.enable_rewrite(devices="CPU"):
+            graph = self.optimized()
+        self.assertEqual(conv_layouts(graph), {"Conv2D": ["NCHW"], "Conv2DBackpropInput": ["NCHW"],
+                                               "Conv2DBackpropFilter": ["NCHW"]})
+
+    def test_the_layout_optimizer_is_off_only_while_the_rewrite_covers_a_gpu(self):
+        from tensorflow.core.protobuf import rewriter_config_pb2
+        off = rewriter_config_pb2.RewriterConfig.OFF
+
+        def layout_toggle():
+            return function_config().graph_options.rewrite_options.layout_optimizer
+
+        stock = layout_toggle()
+        self.assertNotEqual(stock, off)
+        for kwargs, want in [({}, off), (dict(devices="GPU:1"), off), (dict(devices="CPU"), stock),
+                             (dict(layout_optimizer=True), stock)]:
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
+                with tf_ucudnn.enable_rewrite(**kwargs):
+                    self.assertEqual(layout_toggle(), want)
+                    with tf_ucudnn.enable_rewrite(devices="CPU"):
+                        self.assertEqual(layout_toggle(), stock)
+                    self.assertEqual(layout_toggle(), want)
+                self.assertEqual(layout_toggle(), stock)
+
+    def test_layout_optimizer_must_be_a_bool(self):
+        with self.assertRaisesRegex(ValueError, "layout_optimizer must be True or False"):
+            tf_ucudnn.enable_rewrite(layout_optimizer="off")
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_the_nhwc_graph_made_for_the_gpu_gives_stock_results_and_gradients(self):
+        # Grappler's output for the virtual GPU, placed back on the CPU and run.
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+            graph, outputs = grappler_on_virtual_gpu(conv_block_step, BLOCK_SPECS,
+                                                     function_config())
+        for node in graph.node:
+            node.device = ""
+        self.assertIn("Ucudnn>Conv2DBackpropFilter", conv_layouts(graph))
+
+        def imported(x, w, b):
+            return tf.graph_util.import_graph_def(
+                graph, input_map={"x:0": x, "w:0": w, "b:0": b}, return_elements=outputs)
+
+        rng = np.random.default_rng(3)
+        args = [tf.constant(rng.standard_normal(s.shape), tf.float32) for s in BLOCK_SPECS]
+        got = tf.compat.v1.wrap_function(imported, BLOCK_SPECS)(*args)
+        want = conv_block_step(*args)
+        self.assertLen(got, 4)
+        for name, a, b in zip(["y", "dx", "dw", "db"], got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-5, name)
+
+
 @pytest.mark.gpu
 class RewriteGpuTest(RewriteTestCase):
 
@@ -501,6 +706,74 @@ class RewriteGpuTest(RewriteTestCase):
         self.assertLessEqual(report.workspace_bytes, budget, str(report))
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
+
+
+def train_keras_cnn_with_policy(policy, seed=3):
+    """train_small_keras_cnn under a Keras dtype policy (set, then restored)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        return train_small_keras_cnn(64, 16, seed=seed)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+@pytest.mark.gpu
+class LayoutUnderRewriteGpuTest(parameterized.TestCase, RewriteTestCase):
+    """Issue 18 §1 on a real GPU: a Keras NHWC model trained under the rewrite
+    runs tf_ucudnn's convolutions in NHWC, with no layout-optimizer transposes."""
+
+    @parameterized.named_parameters(("float32", "float32", 1e-4),
+                                    ("mixed_float16", "mixed_float16", 2e-2),
+                                    ("mixed_bfloat16", "mixed_bfloat16", 5e-2))
+    def test_keras_training_runs_nhwc_ucudnn_convolutions_without_transposes(self, policy, rtol):
+        want_loss, want_weights, _ = train_keras_cnn_with_policy(policy)
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+            (got_loss, got_weights, _), nodes = executed_nodes(train_keras_cnn_with_policy, policy)
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertTrue(all("GPU" in n.device for n in ucudnn), [n.device for n in ucudnn])
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NHWC"})
+        self.assertEqual([n.name for n in nodes if "LayoutOptimizer" in n.name], [])
+        self.assertEqual([n.name for n in nodes if n.op == "Transpose"], [])
+        self.assertFalse({stock_op_name(n.op) for n in nodes} & STOCK_CONV_OPS)
+        np.testing.assert_allclose(got_loss, want_loss, rtol=rtol)
+        for a, b in zip(got_weights, want_weights):
+            self.assertLessEqual(rel_l2(a, b), rtol)
+
+    def test_stock_float32_training_is_nchw_between_transposes_here(self):
+        # The premise on this GPU (Grappler's layout optimizer, float32
+        # gradients present): without the rewrite, the convolutions run NCHW.
+        _, nodes = executed_nodes(train_keras_cnn_with_policy, "float32")
+        convs = [n for n in nodes if stock_op_name(n.op) in STOCK_CONV_OPS]
+        self.assertIn(b"NCHW", {n.attr["data_format"].s for n in convs})
+        self.assertTrue([n for n in nodes if "LayoutOptimizer" in n.name])
+
+    def test_layout_optimizer_true_gives_the_nchw_graph_back(self):
+        with tf_ucudnn.enable_rewrite(workspace_limit=MiB, layout_optimizer=True):
+            _, nodes = executed_nodes(train_keras_cnn_with_policy, "float32")
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NCHW"})
+
+    def test_a_convolution_written_in_nchw_stays_nchw_and_matches(self):
+        x = tf.transpose(self.x, [0, 3, 1, 2])
+
+        def step(x, w):
+            with tf.GradientTape() as tape:
+                tape.watch([x, w])
+                y = tf.nn.conv2d(x, w, 1, "SAME", data_format="NCHW")
+                loss = tf.reduce_sum(tf.sin(y))
+            return [y, *tape.gradient(loss, [x, w])]
+
+        with tf.device("/GPU:0"):
+            want = tf.function(step)(x, self.w)
+            with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
+                got, nodes = executed_nodes(tf.function(step), x, self.w)
+        ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
+        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NCHW"})
+        for a, b in zip(got, want):
+            self.assertLessEqual(rel_l2(a, b), 1e-4)
 
 
 TRAIN_WITH_ENV = """

@@ -12,9 +12,16 @@ convolution, a ``BiasAdd`` and optionally ``Relu``/``Relu6``/``Elu``/
 ``LeakyRelu``/``Tanh``/``Sigmoid`` are split back into the tf_ucudnn
 convolution followed by the same ``BiasAdd`` and activation; other fused
 convolutions (batch-norm fusions) are left alone and counted in
-:func:`rewrite_stats`. The layout optimizer runs before the rewrite, so its
-transposes and NCHW convolutions are kept as they are. Like TF's
-function-call options it is set through, the rewrite is per thread.
+:func:`rewrite_stats`. Like TF's function-call options it is set through, the
+rewrite is per thread.
+
+Layout: on a GPU, Grappler's layout optimizer turns NHWC float32 training
+graphs into NCHW wrapped in transposes, and does so to pooling and batch
+norm even when no stock convolution is left. Where cuDNN's kernels are
+faster in NHWC (Hopper: TF32, float16, bfloat16), the rewrite therefore
+turns that pass off for the functions it rewrites while it covers a GPU:
+convolutions and the ops around them run in the layout the model was
+written in (``layout_optimizer=True`` gives the pass back).
 
 XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
 on a GPU) are compiled by XLA from their TF graph, which Grappler never sees.
@@ -61,6 +68,7 @@ class RewriteSettings:
     total_workspace: int = None    # bytes shared by the kernels of a device (Workspace Division)
     batch_size_policy: str = None  # undivided | powerOfTwo | all
     devices: tuple = None          # e.g. ("GPU",) or ("GPU:1",); None: every device
+    layout_optimizer: bool = False  # Grappler's layout optimizer on the rewritten functions
 
 
 class _Enabled:
@@ -105,10 +113,26 @@ def _normalize_devices(devices):
     return tuple(out)
 
 
+def _covers_gpu(devices):
+    """Whether a rewrite restricted to ``devices`` (None: every device) reaches GPUs."""
+    return devices is None or any(d.startswith("GPU") for d in devices)
+
+
 def _function_config(settings):
-    """The eager context's ConfigProto with our custom optimizer added (or removed)."""
+    """The eager context's ConfigProto with our custom optimizer added (or removed).
+
+    While the rewrite covers a GPU (and ``layout_optimizer`` is False), Grappler's
+    layout optimizer is off in it: that pass would make NHWC float32 training
+    graphs NCHW with transposes, and, run after the rewrite, it would still
+    transpose pooling and batch norm (it counts no convolution then and
+    defaults to NCHW). See docs/design.md, "The graph rewrite".
+    """
+    from tensorflow.core.protobuf import rewriter_config_pb2
+
     config = _context.context().config
     rewrite_options = config.graph_options.rewrite_options
+    if settings is not None and not settings.layout_optimizer and _covers_gpu(settings.devices):
+        rewrite_options.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
     kept = [c for c in rewrite_options.custom_optimizers if c.name != OPTIMIZER_NAME]
     del rewrite_options.custom_optimizers[:]
     for c in kept:
@@ -146,7 +170,7 @@ def _rewriting_here():
 
 
 def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
-                   devices=None):
+                   devices=None, *, layout_optimizer=False):
     """Runs the convolutions of every ``tf.function`` executed from now on through tf_ucudnn.
 
     While enabled, graphs have their ``Conv2D``, ``Conv2DBackpropInput`` and
@@ -155,6 +179,12 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
     runs after TF's own passes. Functions traced before enabling are
     re-instantiated with the rewrite the next time they are called. Enabling
     again replaces the settings.
+
+    The convolutions keep the layout the model was written in: while the
+    rewrite covers a GPU, Grappler's layout optimizer (which would make
+    float32 NHWC training graphs NCHW, wrapped in transposes) is off for the
+    functions it rewrites. cuDNN's NHWC kernels are the faster ones on
+    Hopper for TF32, float16 and bfloat16.
 
     Per thread: TF keeps function-call options per thread, and so does the
     rewrite. It holds for the functions the calling thread runs; other
@@ -184,14 +214,23 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
       devices: None for every device with a tf_ucudnn kernel (CPU and GPU),
         or a device type/name or list of them (``"GPU"``, ``"GPU:1"``,
         ``"/device:CPU:0"``) to restrict the rewrite to.
+      layout_optimizer: whether Grappler's layout optimizer runs on the
+        rewritten functions. False (default): off while the rewrite covers a
+        GPU, so tensors stay in the model's layout (NHWC for Keras' default
+        ``channels_last``), also around convolutions the rewrite does not
+        replace (``DepthwiseConv2dNative``, ``Conv3D``). True: TF's default,
+        under which float32 NHWC training graphs on a GPU run NCHW between
+        transposes.
 
     Returns:
       A context manager that restores the previous state on exit.
 
     Raises:
-      ValueError: a knob out of range, both limits given, or an unknown
-        device.
+      ValueError: a knob out of range, both limits given, an unknown
+        device, or a ``layout_optimizer`` that is not a bool.
     """
+    if not isinstance(layout_optimizer, bool):
+        raise ValueError(f"layout_optimizer must be True or False, got {layout_optimizer!r}")
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
                          "(bytes shared by all kernels), not both")
@@ -205,7 +244,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         workspace_limit=None if knobs["workspace_limit"] < 0 else knobs["workspace_limit"],
         total_workspace=total_workspace,
         batch_size_policy=knobs["batch_size_policy"] or None,
-        devices=_normalize_devices(devices))
+        devices=_normalize_devices(devices),
+        layout_optimizer=layout_optimizer)
     # The substituted kernels plan from (and save to) the benchmark database too.
     database.load()
     previous = _settings()
@@ -283,8 +323,7 @@ def _route_xla(model):
     go back (or over) and the model's compiled functions are traced anew.
     Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
     settings = _settings()
-    if settings is not None and settings.devices is not None and not any(
-            d.startswith("GPU") for d in settings.devices):
+    if settings is not None and not _covers_gpu(settings.devices):
         settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
     wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
     layers = [layer for layer in model._flatten_layers(include_self=False)

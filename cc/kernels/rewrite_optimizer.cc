@@ -1,7 +1,11 @@
 // TF glue: the Grappler custom graph optimizer behind tf_ucudnn.enable_rewrite().
 //
 // Registered as "UcudnnRewriter"; it runs when its name is in the rewriter
-// config's custom_optimizers, after Grappler's built-in passes. It replaces
+// config's custom_optimizers, after Grappler's built-in passes. It keeps each
+// convolution's data_format: tf_ucudnn/rewrite.py turns Grappler's layout
+// optimizer off while the rewrite covers a GPU, so NHWC models stay NHWC (run
+// before or after this pass, that optimizer would make float32 training
+// graphs NCHW, or transpose pooling and batch norm; docs/design.md). It replaces
 // Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter nodes (float, half,
 // bfloat16) by the tf_ucudnn ops with the same attributes plus μ-cuDNN's
 // knobs, and _FusedConv2D nodes that the remapper made of conv + BiasAdd
