@@ -4,7 +4,8 @@
 #   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
-#                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half
+#                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
+#                                 layout_tests|models_layout
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -41,6 +42,15 @@ case "$1" in
     CUDA_MODULE_LOADING=EAGER timeout "${3:-560}" python3 -m tf_ucudnn.bench --set deepbench \
       --limits 64MiB,256MiB --iters 5 --layers "$layers" --json "$OUT/deepbench_eager_$half.json" 2>&1 \
       | grep -v WARNING | tee "$OUT/deepbench_eager_$half.log" ;;
+  layout_tests)  # enable_rewrite keeps the model's layout (NHWC, no layout-optimizer transposes)
+    timeout "${2:-300}" python3 -m pytest tests/test_rewrite.py -m gpu -q -p no:cacheprovider -rf 2>&1 \
+      | tail -30 | tee "$OUT/layout_tests.log" ;;
+  models_layout)  # without XLA: stock TF at 8 GiB and 64 MiB, the rewrite at 64 MiB in the model's
+                  # layout and with the layout optimizer on: MODELS [PRECISION]
+    timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "${2:-vgg16,resnet50}" --limits 64MiB \
+      --modes stock,rewrite,rewrite-layout --precision "${3:-float32}" \
+      --json "$OUT/models_layout_${3:-float32}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/models_layout_${3:-float32}.log" ;;
   overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
   overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:

@@ -206,6 +206,9 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
     bench_models.run_models(["vgg16"], [64 << 20], [64 << 20], xla=True,
                             modes=["rewrite", "rewrite-wd"])
     assert launched == [("vgg16", "rewrite", 64 << 20), ("vgg16", "rewrite-wd", 64 << 20)]
+    launched.clear()  # rewrite-layout runs only when named
+    bench_models.run_models(["vgg16"], [64 << 20], [], modes=["stock", "rewrite", "rewrite-layout"])
+    assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "rewrite-layout"]
 
 
 def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):

@@ -8,6 +8,9 @@ models built from ``keras.layers.Conv2D`` (VGG-16 and ResNet-50 are
 * ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
 * ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
   (Workspace Reuse, one limit per kernel);
+* ``rewrite-layout`` at each limit, only when asked for (``--modes``): the
+  same with Grappler's layout optimizer on (``layout_optimizer=True``, the
+  rewrite's behaviour before it kept the model's layout);
 * ``rewrite-wd`` at each total: ``enable_rewrite(total_workspace=total)``
   (Workspace Division: the kernels share the total);
 * ``stock`` at 8 GiB, TF's default, the reference;
@@ -115,6 +118,8 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
 
     if mode == "rewrite":
         tf_ucudnn.enable_rewrite(workspace_limit=bytes_)
+    elif mode == "rewrite-layout":
+        tf_ucudnn.enable_rewrite(workspace_limit=bytes_, layout_optimizer=True)
     elif mode == "rewrite-wd":
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
     model = build_model(model_name)
@@ -214,6 +219,7 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
 def _label(r):
     where = "8 GiB" if r["bytes"] == REFERENCE_LIMIT else format_bytes(r["bytes"])
     kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
+            "rewrite-layout": "tf_ucudnn WR, layout optimizer on",
             "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
             "ucudnn-xla": "tf_ucudnn WR under XLA"}.get(r["mode"], r["mode"])
     label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
@@ -239,7 +245,7 @@ def print_table(results):
     print(table.render(header, rows, align="llrrrrr"))
 
 
-MODES = ("stock", "rewrite", "rewrite-wd", "stock-xla", "ucudnn-xla")
+MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -267,7 +273,10 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         n = batch or DEFAULT_BATCH[model]
         runs = [("stock", REFERENCE_LIMIT)]
         runs += [("stock", b) for b in sorted(set(limits) | set(totals))]
-        runs += [("rewrite", b) for b in limits] + [("rewrite-wd", b) for b in totals]
+        runs += [("rewrite", b) for b in limits]
+        if modes and "rewrite-layout" in modes:  # a comparison, not run by default
+            runs += [("rewrite-layout", b) for b in limits]
+        runs += [("rewrite-wd", b) for b in totals]
         if xla:
             runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
         if modes:
