@@ -51,7 +51,7 @@ case "$1" in
       --modes stock,rewrite,rewrite-layout --precision "${3:-float32}" \
       --json "$OUT/models_layout_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/models_layout_${3:-float32}.log" ;;
-  overhead) timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
+  overhead) timeout "${2:-570}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
   overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:
                    # cudnnBackendExecute with a prebuilt variant pack)
