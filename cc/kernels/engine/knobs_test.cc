@@ -9,19 +9,9 @@
 
 #include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/knobs.h"
+#include "cc/kernels/engine/test_checks.h"
 
-namespace {
-
-int failures = 0;
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what);
-    ++failures;
-  }
-}
-
-}  // namespace
+using ucudnn_test::Check;
 
 int main() {
   using namespace ucudnn;
@@ -115,6 +105,5 @@ int main() {
         "more GPUs than sizes leaves some idle");
 
 
-  std::printf("%s\n", failures == 0 ? "knobs_test: all checks passed" : "knobs_test: FAILED");
-  return failures == 0 ? 0 : 1;
+  return ucudnn_test::Summary("knobs_test");
 }

@@ -10,19 +10,9 @@
 #include <vector>
 
 #include "cc/kernels/engine/planner.h"
+#include "cc/kernels/engine/test_checks.h"
 
-namespace {
-
-int failures = 0;
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what);
-    ++failures;
-  }
-}
-
-}  // namespace
+using ucudnn_test::Check;
 
 int main() {
   using namespace ucudnn;
@@ -160,6 +150,5 @@ int main() {
             static_cast<size_t>(kSmallBatch + 1),
         "above kSmallBatch, other tables still plan by the recurrence");
 
-  std::printf("%s\n", failures == 0 ? "planner_test: all checks passed" : "planner_test: FAILED");
-  return failures == 0 ? 0 : 1;
+  return ucudnn_test::Summary("planner_test");
 }
