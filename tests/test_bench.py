@@ -53,6 +53,15 @@ class ArgumentsTest(tf.test.TestCase):
                 with self.assertRaises(SystemExit):
                     bench.parse_args(bad)
 
+    def test_every_model_takes_its_input_size_and_gives_1000_logits(self):
+        for name in bench_models.MODELS:
+            with self.subTest(model=name):
+                model = bench_models.build_model(name)
+                size = bench_models.INPUT_SIZE.get(name, 224)
+                self.assertEqual(tuple(model.input_shape), (None, size, size, 3))
+                self.assertEqual(tuple(model.output_shape), (None, 1000))
+                self.assertTrue(any(type(layer).__name__ == "Conv2D" for layer in model.layers))
+
     def test_unknown_model_name_raises_value_error(self):
         with self.assertRaisesRegex(ValueError, "unknown model"):
             bench_models.build_model("lenet")

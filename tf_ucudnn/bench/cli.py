@@ -91,8 +91,8 @@ def parse_args(argv=None):
     parser.add_argument("--plot", metavar="JSON",
                         help="only draw the figures of a saved --json result (no GPU needed)")
     parser.add_argument("--models", type=_model_list, default=None,
-                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50; one "
-                             "training step per setting (stock TF and tf_ucudnn's rewrite at "
+                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50, "
+                             "inceptionv3; one training step per setting (stock TF and tf_ucudnn's rewrite at "
                              "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
     parser.add_argument("--precision", default="float32",
                         choices=PRECISIONS,

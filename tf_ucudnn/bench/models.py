@@ -1,9 +1,10 @@
 """Model mode of the benchmark: one Keras training step per model and setting.
 
 ``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
-times one training step (SGD, softmax cross-entropy, 224x224x3 inputs) of
-models built from ``keras.layers.Conv2D`` (VGG-16 and ResNet-50 are
-``keras.applications``' with ``weights=None``), each setting in its own process:
+times one training step (SGD, softmax cross-entropy, 224x224x3 inputs;
+299x299x3 for InceptionV3) of models built from ``keras.layers.Conv2D``
+(VGG-16, ResNet-50 and InceptionV3 are ``keras.applications``' with
+``weights=None``), each setting in its own process:
 
 * ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
 * ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
@@ -38,19 +39,23 @@ from tf_ucudnn import table
 from tf_ucudnn.bench import harness
 from tf_ucudnn.units import format_bytes
 
-MODELS = ("alexnet", "resnet18", "vgg16", "resnet50")
-DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128}
+MODELS = ("alexnet", "resnet18", "vgg16", "resnet50", "inceptionv3")
+DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128, "inceptionv3": 64}
+INPUT_SIZE = {"inceptionv3": 299}  # pixels (height = width); 224 for the others
 REFERENCE_LIMIT = 8 << 30
 
 
 def build_model(name):
-    """A Keras model of ``keras.layers.Conv2D`` layers, 224x224x3 in, 1000 logits out.
+    """A Keras model of ``keras.layers.Conv2D`` layers, NHWC images in
+    (224x224x3; 299x299x3 for InceptionV3, see :data:`INPUT_SIZE`), 1000
+    logits out.
 
     Args:
       name: ``"alexnet"`` (the torchvision variant's convolutions),
         ``"resnet18"`` (basic blocks with batch normalization), ``"vgg16"``
-        (``keras.applications.VGG16(weights=None)``) or ``"resnet50"``
-        (``keras.applications.ResNet50(weights=None)``).
+        (``keras.applications.VGG16(weights=None)``), ``"resnet50"``
+        (``keras.applications.ResNet50(weights=None)``) or ``"inceptionv3"``
+        (``keras.applications.InceptionV3(weights=None)``).
 
     Raises:
       ValueError: an unknown name.
@@ -62,6 +67,8 @@ def build_model(name):
         return keras.applications.VGG16(weights=None)
     if name == "resnet50":
         return keras.applications.ResNet50(weights=None)
+    if name == "inceptionv3":
+        return keras.applications.InceptionV3(weights=None)
     inputs = keras.Input((224, 224, 3))
     if name == "alexnet":
         x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)
@@ -128,7 +135,8 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         # The stock model's weights would stay on the GPU until Python's cycle
         # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
         gc.collect()
-    x = tf.random.normal([batch, 224, 224, 3], seed=1)
+    size = INPUT_SIZE.get(model_name, 224)
+    x = tf.random.normal([batch, size, size, 3], seed=1)
     y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
     optimizer = keras.optimizers.SGD(0.01)
     scaled = precision == "mixed_float16"
