@@ -7,13 +7,16 @@ loaded one without the other.
 """
 
 import ast
+import importlib.util
 import os
 import tempfile
 
 import tensorflow as tf
 
 PACKAGE = "tf_ucudnn"
-ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
+# The package that the tests run against: this checkout's, or the installed
+# wheel's (make wheel-test); found without importing it.
+ROOT = importlib.util.find_spec(PACKAGE).submodule_search_locations[0]
 
 
 def package_modules(root=ROOT, package=PACKAGE):

@@ -237,6 +237,38 @@ class PlannerEdgeCasesTest(PlannerTestCase):
 GOOD_TABLE = {1: [("a", 1.0, 0)]}
 
 
+class FloatAccumulatorTest(PlannerTestCase):
+    """Float16/bfloat16 backward-filter plans of several micro-batches hold a
+    float32 accumulator in their workspace; the planner counts it as the
+    engine's kernels do (planner.h, BestPlanWithAccumulator)."""
+
+    # Undivided: 5 ms, 200 bytes; 2 x 2: 4 ms, 100 bytes.
+    TABLE = {4: [("whole", 5.0, 200)], 2: [("half", 2.0, 100)]}
+
+    def test_accumulator_size_is_the_float32_filter_and_a_zero_block(self):
+        self.assertEqual(planner.float_accumulator_bytes(64), 256 + 256)
+        self.assertEqual(planner.float_accumulator_bytes(65), 512 + 256)
+
+    def test_split_plans_hold_the_accumulator_within_the_limit(self):
+        acc = planner.float_accumulator_bytes(64)
+        self.assertEqual(planner.best_plan(self.TABLE, 4, 1000).workspace_bytes, 100)
+        split = planner.best_plan(self.TABLE, 4, 1000, accumulator_bytes=acc)
+        self.assertEqual((split.sizes, split.workspace_bytes, split.accumulator_bytes),
+                         ([2, 2], 256 + acc, acc))
+        whole = planner.best_plan(self.TABLE, 4, 700, accumulator_bytes=acc)
+        self.assertEqual((whole.sizes, whole.workspace_bytes, whole.accumulator_bytes),
+                         ([4], 200, 0))
+        with self.assertRaisesRegex(ValueError, "no plan"):
+            planner.best_plan(self.TABLE, 4, 150, accumulator_bytes=acc)
+
+    def test_the_undivided_plan_joins_the_front(self):
+        acc = planner.float_accumulator_bytes(64)
+        self.assertEqual([p.sizes for p in planner.pareto_front(self.TABLE, 4)], [[2, 2]])
+        front = planner.pareto_front(self.TABLE, 4, accumulator_bytes=acc)
+        self.assertEqual([(p.sizes, p.workspace_bytes) for p in front],
+                         [([4], 200), ([2, 2], 256 + acc)])
+
+
 class PlannerBadArgumentsTest(parameterized.TestCase, tf.test.TestCase):
 
     @parameterized.named_parameters(
@@ -265,6 +297,10 @@ class PlannerBadArgumentsTest(parameterized.TestCase, tf.test.TestCase):
          "workspace_bytes"),
         ("fractional_workspace", lambda: planner.pareto_front({1: [("a", 1.0, 0.5)]}, 1),
          "workspace_bytes"),
+        ("negative_accumulator", lambda: planner.best_plan(GOOD_TABLE, 4, 0, accumulator_bytes=-1),
+         "accumulator_bytes"),
+        ("filter_elements_negative", lambda: planner.float_accumulator_bytes(-1),
+         "filter_elements"),
     )
     def test_bad_argument_raises_value_error_naming_it(self, call, names):
         with self.assertRaisesRegex(ValueError, names):

@@ -64,6 +64,7 @@ def _declare(lib):
         "ucudnn_free": ([doc], None),
         "ucudnn_micro_batch_sizes": ([text, i64, ctypes.POINTER(i64), i64], i64),
         "ucudnn_plan": ([text], doc),
+        "ucudnn_float_accumulator_bytes": ([i64], i64),
         "ucudnn_plan_records": ([], doc),
         "ucudnn_clear_plan_records": ([], None),
         "ucudnn_cudnn_version": ([], doc),
@@ -137,7 +138,7 @@ def micro_batch_sizes(policy, batch_size):
     return list(out)
 
 
-def plan(table, batch_size, *, policy, mode, workspace_limit=0):
+def plan(table, batch_size, *, policy, mode, workspace_limit=0, accumulator_bytes=0):
     """The engine's planner (``cc/kernels/engine/planner.cc``) on a benchmark table.
 
     Args:
@@ -149,20 +150,37 @@ def plan(table, batch_size, *, policy, mode, workspace_limit=0):
       mode: ``"best"`` (Workspace Reuse within ``workspace_limit`` bytes: zero
         or one plan) or ``"front"`` (the Pareto front).
       workspace_limit: bytes, for ``"best"``.
+      accumulator_bytes: bytes of the float32 accumulator that a plan of
+        several micro-batches holds in its workspace (float16/bfloat16
+        backward-filter; :func:`float_accumulator_bytes`); 0: none.
 
     Returns:
-      A list of plans, each a list of micro-batches ``{"size", "algo"}``; or
-      None when ``batch_size`` is too large to plan for this table.
+      A list of plans, each ``{"micro_batches": [{"size", "algo"}, ...],
+      "workspace_bytes", "accumulator_bytes"}`` (bytes, the accumulator
+      included); or None when ``batch_size`` is too large to plan for this table.
 
     Raises:
       EngineError: a malformed request.
     """
     answer = _call(_lib.ucudnn_plan, _request(dict(
         table=table, batch_size=batch_size, policy=policy, mode=mode,
-        workspace_limit=workspace_limit)))
+        workspace_limit=workspace_limit, accumulator_bytes=accumulator_bytes)))
     if answer.get("too_large"):
         return None
-    return [p["micro_batches"] for p in answer["plans"]]
+    return answer["plans"]
+
+
+def float_accumulator_bytes(filter_elements):
+    """Bytes of the float32 accumulator of a float16/bfloat16 backward-filter
+    plan of several micro-batches, for a filter of ``filter_elements``.
+
+    Raises:
+      EngineError: a negative or too large count.
+    """
+    got = _lib.ucudnn_float_accumulator_bytes(filter_elements)
+    if got < 0:
+        raise EngineError(f"filter_elements must be in [0, 2**60], got {filter_elements}")
+    return got
 
 
 def plan_records():

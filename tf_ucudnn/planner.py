@@ -45,12 +45,17 @@ class Plan:
         mini-batch size.
       time_ms: predicted time of the whole kernel in ms (sum over micro-batches).
       workspace_bytes: workspace the plan needs in bytes (max over micro-batches,
-        since one buffer is reused by every micro-batch).
+        since one buffer is reused by every micro-batch; plus
+        ``accumulator_bytes``, after the workspace rounded up to 256 bytes).
+      accumulator_bytes: bytes of the float32 sum that a float16/bfloat16
+        backward-filter plan of several micro-batches adds its gradients
+        into; 0 otherwise (see :func:`float_accumulator_bytes`).
     """
 
     micro_batches: list
     time_ms: float
     workspace_bytes: int
+    accumulator_bytes: int = 0
 
     @property
     def sizes(self):
@@ -171,14 +176,42 @@ def _flatten(table):
     return rows
 
 
-def _solve(table, batch_size, policy, mode, workspace_limit=0):
+def float_accumulator_bytes(filter_elements):
+    """Bytes of the float32 accumulator that the engine keeps in the workspace
+    of a float16/bfloat16 backward-filter plan of several micro-batches.
+
+    Such a plan adds its micro-batches' filter gradients in float32, so that
+    splitting does not round every partial sum to the element type; the sum
+    (4 bytes per filter element, rounded up to 256 bytes) and a 256-byte zero
+    block count against the workspace limit. Pass the result as
+    ``accumulator_bytes`` to :func:`best_plan` and :func:`pareto_front` to
+    predict such a kernel's plans.
+
+    Args:
+      filter_elements: elements of the filter, e.g. 3 * 3 * 64 * 128.
+
+    Returns:
+      Bytes (int).
+
+    Raises:
+      ValueError: a count that is not an int in [0, 2**60].
+    """
+    if (isinstance(filter_elements, bool) or not isinstance(filter_elements, numbers.Integral)
+            or not 0 <= filter_elements <= 1 << 60):
+        raise ValueError(f"filter_elements must be an int in [0, 2**60], got {filter_elements!r}")
+    return _engine.float_accumulator_bytes(int(filter_elements))
+
+
+def _solve(table, batch_size, policy, mode, workspace_limit=0, accumulator_bytes=0):
     policy = _check_policy(policy)
     batch_size = _check_batch_size(batch_size)
+    accumulator_bytes = check_bytes(accumulator_bytes, "accumulator_bytes")
     rows = _flatten(table)
     # The engine sees each row's index as its algo and hands it back.
     plans = _engine.plan([dict(size=size, algo=i, time_ms=time_ms, workspace_bytes=workspace)
                           for i, (size, _, time_ms, workspace) in enumerate(rows)],
-                         batch_size, policy=policy, mode=mode, workspace_limit=workspace_limit)
+                         batch_size, policy=policy, mode=mode, workspace_limit=workspace_limit,
+                         accumulator_bytes=accumulator_bytes)
     if plans is None:
         raise ValueError(
             f"batch_size {batch_size} is too large to plan for a table whose sizes are not "
@@ -187,14 +220,14 @@ def _solve(table, batch_size, policy, mode, workspace_limit=0):
     result = []
     for plan in plans:
         micro_batches = [MicroBatch(mb["size"], rows[mb["algo"]][1], rows[mb["algo"]][3])
-                         for mb in plan]
-        times_ms = [rows[mb["algo"]][2] for mb in plan]
-        result.append(Plan(micro_batches, float(sum(times_ms)),
-                           max(mb.workspace_bytes for mb in micro_batches)))
+                         for mb in plan["micro_batches"]]
+        times_ms = [rows[mb["algo"]][2] for mb in plan["micro_batches"]]
+        result.append(Plan(micro_batches, float(sum(times_ms)), plan["workspace_bytes"],
+                           plan["accumulator_bytes"]))
     return result
 
 
-def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
+def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo", *, accumulator_bytes=0):
     """Workspace Reuse (WR): the fastest plan within a per-kernel workspace limit.
 
     Solves T(0) = 0, T(n) = min over allowed b <= n of t*(b) + T(n - b), where
@@ -208,6 +241,10 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
       batch_size: N, the mini-batch size (samples).
       workspace_limit: bytes of workspace each micro-batch may use (>= 0).
       policy: batch-size policy, ``"undivided"``, ``"powerOfTwo"`` or ``"all"``.
+      accumulator_bytes: bytes a plan of several micro-batches also holds
+        within the limit (float16/bfloat16 backward-filter:
+        :func:`float_accumulator_bytes`); 0 (default) for every other kernel.
+        The undivided plan needs none and wins when it is at least as fast.
 
     Returns:
       The :class:`Plan`.
@@ -219,7 +256,7 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
         of two (powerOfTwo tables are planned over bits, for any batch_size).
     """
     workspace_limit = check_bytes(workspace_limit, "workspace_limit")
-    plans = _solve(table, batch_size, policy, "best", workspace_limit)
+    plans = _solve(table, batch_size, policy, "best", workspace_limit, accumulator_bytes)
     if not plans:
         raise ValueError(f"no plan for batch_size {batch_size} within {workspace_limit} bytes under "
                          f"policy {policy!r}: the table's sizes {sorted(table)} with algorithms "
@@ -227,7 +264,7 @@ def best_plan(table, batch_size, workspace_limit, policy="powerOfTwo"):
     return plans[0]
 
 
-def pareto_front(table, batch_size, policy="powerOfTwo"):
+def pareto_front(table, batch_size, policy="powerOfTwo", *, accumulator_bytes=0):
     """The desirable set of Workspace Division: all non-dominated plans.
 
     A plan is kept unless another is at least as fast with at most as much
@@ -238,6 +275,8 @@ def pareto_front(table, batch_size, policy="powerOfTwo"):
       table: benchmark table ``{size: [(algo, time_ms, workspace_bytes), ...]}``.
       batch_size: N, the mini-batch size (samples).
       policy: batch-size policy, ``"undivided"``, ``"powerOfTwo"`` or ``"all"``.
+      accumulator_bytes: as for :func:`best_plan`, counted in every plan of
+        several micro-batches.
 
     Returns:
       A list of :class:`Plan`, sorted by ``workspace_bytes`` ascending with
@@ -247,7 +286,7 @@ def pareto_front(table, batch_size, policy="powerOfTwo"):
       ValueError: bad arguments, or batch_size above 2**24 for a table whose
         sizes are not all powers of two.
     """
-    return _solve(table, batch_size, policy, "front")
+    return _solve(table, batch_size, policy, "front", accumulator_bytes=accumulator_bytes)
 
 
 def _point(p):

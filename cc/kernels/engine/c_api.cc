@@ -63,7 +63,9 @@ json PlanJson(const ucudnn::Plan& plan) {
   for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
     micro_batches.push_back({{"size", mb.size}, {"algo", mb.algo}});
   }
-  return {{"micro_batches", std::move(micro_batches)}};
+  return {{"micro_batches", std::move(micro_batches)},
+          {"workspace_bytes", plan.workspace_bytes},
+          {"accumulator_bytes", plan.accumulator_bytes}};
 }
 
 }  // namespace
@@ -120,13 +122,25 @@ int64_t ucudnn_micro_batch_sizes(const char* policy_name, int64_t batch_size, in
   return count;
 }
 
+// Bytes of the float32 accumulator of a float16/bfloat16 backward-filter plan
+// of several micro-batches, for a filter of `filter_elements` (planner.h,
+// FloatAccumulatorBytes); -1 for a count below 0 or too large.
+int64_t ucudnn_float_accumulator_bytes(int64_t filter_elements) {
+  if (filter_elements < 0 || filter_elements > (int64_t{1} << 60)) return -1;
+  return ucudnn::FloatAccumulatorBytes(filter_elements);
+}
+
 // Plans over a benchmark table, restricted to the policy's sizes. Request:
 //   {"table": [{"size", "algo", "time_ms", "workspace_bytes"}, ...],
 //    "batch_size", "policy", "workspace_limit",
 //    "mode": "best" (the Workspace Reuse plan within workspace_limit: 0 or 1
-//            plan) | "front" (the Pareto front)}
+//            plan) | "front" (the Pareto front),
+//    "accumulator_bytes" (optional, default 0: a float32 accumulator that
+//            plans of several micro-batches hold in their workspace;
+//            planner.h, BestPlanWithAccumulator)}
 // "algo" is the caller's index, handed back in the plans. Answer:
-//   {"plans": [{"micro_batches": [{"size", "algo"}, ...]}, ...]}, or
+//   {"plans": [{"micro_batches": [{"size", "algo"}, ...], "workspace_bytes",
+//               "accumulator_bytes"}, ...]}, or
 //   {"too_large": true} when batch_size is too large for the table
 //   (ucudnn::PlanTooLarge).
 char* ucudnn_plan(const char* request) {
@@ -143,13 +157,15 @@ char* ucudnn_plan(const char* request) {
     if (mode != "best" && mode != "front") throw std::invalid_argument("mode: " + mode);
     table = ucudnn::RestrictTable(table, PolicyField(r, "policy"), batch_size);
     if (ucudnn::PlanTooLarge(table, batch_size)) return Dump({{"too_large", true}});
+    const int64_t accumulator = r.value("accumulator_bytes", int64_t{0});
+    if (accumulator < 0) throw std::invalid_argument("accumulator_bytes must be >= 0");
     std::vector<ucudnn::Plan> plans;
     if (mode == "best") {
-      const ucudnn::Plan plan =
-          ucudnn::BestPlan(table, batch_size, r.at("workspace_limit").get<int64_t>());
+      const ucudnn::Plan plan = ucudnn::BestPlanWithAccumulator(
+          table, batch_size, r.at("workspace_limit").get<int64_t>(), accumulator);
       if (!plan.empty()) plans.push_back(plan);
     } else {
-      plans = ucudnn::ParetoFront(table, batch_size);
+      plans = ucudnn::ParetoFrontWithAccumulator(table, batch_size, accumulator);
     }
     json out = json::array();
     for (const ucudnn::Plan& plan : plans) out.push_back(PlanJson(plan));

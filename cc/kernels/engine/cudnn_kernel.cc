@@ -106,90 +106,25 @@ Status CudnnKernel::GetFilterDescriptors(FilterDescriptors** out) {
 }
 
 
-namespace {
-
-int64_t RoundUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
-// A plan of several micro-batches with the accumulator after its workspace.
-void AddAccumulator(Plan* plan, int64_t bytes) {
-  plan->workspace_bytes = RoundUp(plan->workspace_bytes, CudnnKernel::kAccumulatorAlign) + bytes;
-  plan->accumulator_bytes = bytes;
-}
-
-}  // namespace
-
 int64_t CudnnKernel::AccumulatorBytes() const {
   if (pass_ != Pass::kBackwardFilter || params_.dtype == DType::kFloat ||
       float_accumulation_.load() < 0) {
     return 0;
   }
-  return RoundUp(params_.filter_size() * 4, kAccumulatorAlign) + kAccumulatorAlign;
+  return FloatAccumulatorBytes(params_.filter_size());
 }
 
 Plan CudnnKernel::PlanWithin(int64_t limit) const {
-  const int64_t extra = AccumulatorBytes();
-  if (extra == 0) return BestPlan(table_, params_.batch, limit);
-  // One micro-batch needs no accumulator; several need it next to their
-  // workspace, so their cuDNN workspace gets the limit less the accumulator.
-  const Plan whole = BestPlan(RestrictTable(table_, {params_.batch}), params_.batch, limit);
-  Plan split;
-  if (limit >= extra) {
-    split = BestPlan(table_, params_.batch,
-                     (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
-    if (split.micro_batches.size() == 1) split = Plan();  // `whole` has more room for it
-  }
-  if (split.empty() || (!whole.empty() && whole.time_ms <= split.time_ms)) return whole;
-  AddAccumulator(&split, extra);
-  return split;
+  return BestPlanWithAccumulator(table_, params_.batch, limit, AccumulatorBytes());
 }
 
 Plan CudnnKernel::ForcedPlanWithin(int64_t max_size, int64_t limit) const {
-  const int64_t extra = AccumulatorBytes();
-  if (extra > 0 && max_size < params_.batch && limit >= extra) {
-    Plan plan = ForcedPlan(table_, params_.batch, max_size,
-                           (limit - extra) / kAccumulatorAlign * kAccumulatorAlign);
-    if (!plan.empty()) {
-      AddAccumulator(&plan, extra);
-      return plan;
-    }
-  }
-  // One micro-batch, float32, or no room for the accumulator: a forced plan
-  // that does not fit it accumulates in the element type, as cuDNN does.
-  return ForcedPlan(table_, params_.batch, max_size, limit);
+  return ForcedPlanWithAccumulator(table_, params_.batch, max_size, limit, AccumulatorBytes());
 }
 
 std::vector<Plan> CudnnKernel::FrontWithAccumulator() const {
-  std::vector<Plan> front = ucudnn::ParetoFront(table_, params_.batch);
-  const int64_t extra = AccumulatorBytes();
-  if (extra == 0) return front;
-  std::vector<Plan> points;
-  for (Plan& plan : front) {
-    if (plan.micro_batches.size() > 1) AddAccumulator(&plan, extra);
-    points.push_back(std::move(plan));
-  }
-  // Undivided plans dominated only by divided ones may be on the front now.
-  auto whole = table_.find(params_.batch);
-  if (whole != table_.end()) {
-    for (const AlgoPerf& a : whole->second) {
-      Plan plan;
-      plan.micro_batches.push_back({params_.batch, a.algo, a.time_ms, a.workspace_bytes});
-      plan.time_ms = a.time_ms;
-      plan.workspace_bytes = a.workspace_bytes;
-      points.push_back(std::move(plan));
-    }
-  }
-  std::stable_sort(points.begin(), points.end(), [](const Plan& a, const Plan& b) {
-    if (a.workspace_bytes != b.workspace_bytes) return a.workspace_bytes < b.workspace_bytes;
-    if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
-    return a.micro_batches.size() < b.micro_batches.size();
-  });
-  std::vector<Plan> kept;
-  for (Plan& plan : points) {
-    if (kept.empty() || plan.time_ms < kept.back().time_ms) kept.push_back(std::move(plan));
-  }
-  return kept;
+  return ParetoFrontWithAccumulator(table_, params_.batch, AccumulatorBytes());
 }
-
 
 Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                                   BatchSizePolicy policy, int64_t forced_micro_batch,

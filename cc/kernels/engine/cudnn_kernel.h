@@ -223,7 +223,7 @@ class CudnnKernel {
   // its last kAccumulatorAlign bytes are zero (the zero element of OpTensor,
   // and the one-element destination of the probe at kProbeOffset).
  public:
-  static constexpr int64_t kAccumulatorAlign = 256;
+  static constexpr int64_t kAccumulatorAlign = ucudnn::kAccumulatorAlign;  // planner.h
   static constexpr int64_t kProbeOffset = 128;
 
  private:

@@ -465,4 +465,88 @@ std::vector<Plan> ParetoFront(const PerfTable& table, int64_t batch_size) {
   return plans;
 }
 
+namespace {
+
+int64_t RoundUpTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// A plan of several micro-batches with the accumulator after its workspace.
+void AddAccumulator(Plan* plan, int64_t bytes) {
+  plan->workspace_bytes = RoundUpTo(plan->workspace_bytes, kAccumulatorAlign) + bytes;
+  plan->accumulator_bytes = bytes;
+}
+
+// The limit left to the cuDNN workspace of a plan with the accumulator.
+int64_t LimitBeside(int64_t workspace_limit, int64_t accumulator_bytes) {
+  return (workspace_limit - accumulator_bytes) / kAccumulatorAlign * kAccumulatorAlign;
+}
+
+}  // namespace
+
+int64_t FloatAccumulatorBytes(int64_t filter_elements) {
+  return RoundUpTo(filter_elements * 4, kAccumulatorAlign) + kAccumulatorAlign;
+}
+
+Plan BestPlanWithAccumulator(const PerfTable& table, int64_t batch_size, int64_t workspace_limit,
+                             int64_t accumulator_bytes) {
+  if (accumulator_bytes == 0) return BestPlan(table, batch_size, workspace_limit);
+  // One micro-batch needs no accumulator; several need it next to their
+  // workspace, so their cuDNN workspace gets the limit less the accumulator.
+  const Plan whole = BestPlan(RestrictTable(table, {batch_size}), batch_size, workspace_limit);
+  Plan split;
+  if (workspace_limit >= accumulator_bytes) {
+    split = BestPlan(table, batch_size, LimitBeside(workspace_limit, accumulator_bytes));
+    if (split.micro_batches.size() == 1) split = Plan();  // `whole` has more room for it
+  }
+  if (split.empty() || (!whole.empty() && whole.time_ms <= split.time_ms)) return whole;
+  AddAccumulator(&split, accumulator_bytes);
+  return split;
+}
+
+Plan ForcedPlanWithAccumulator(const PerfTable& table, int64_t batch_size, int64_t max_size,
+                               int64_t workspace_limit, int64_t accumulator_bytes) {
+  if (accumulator_bytes > 0 && max_size < batch_size && workspace_limit >= accumulator_bytes) {
+    Plan plan = ForcedPlan(table, batch_size, max_size,
+                           LimitBeside(workspace_limit, accumulator_bytes));
+    if (!plan.empty()) {
+      AddAccumulator(&plan, accumulator_bytes);
+      return plan;
+    }
+  }
+  // One micro-batch, no accumulator, or no room for it: a forced plan that
+  // does not fit it accumulates in the element type, as cuDNN does.
+  return ForcedPlan(table, batch_size, max_size, workspace_limit);
+}
+
+std::vector<Plan> ParetoFrontWithAccumulator(const PerfTable& table, int64_t batch_size,
+                                             int64_t accumulator_bytes) {
+  std::vector<Plan> front = ParetoFront(table, batch_size);
+  if (accumulator_bytes == 0) return front;
+  std::vector<Plan> points;
+  for (Plan& plan : front) {
+    if (plan.micro_batches.size() > 1) AddAccumulator(&plan, accumulator_bytes);
+    points.push_back(std::move(plan));
+  }
+  // Undivided plans dominated only by divided ones may be on the front now.
+  auto whole = table.find(batch_size);
+  if (whole != table.end()) {
+    for (const AlgoPerf& a : whole->second) {
+      Plan plan;
+      plan.micro_batches.push_back({batch_size, a.algo, a.time_ms, a.workspace_bytes});
+      plan.time_ms = a.time_ms;
+      plan.workspace_bytes = a.workspace_bytes;
+      points.push_back(std::move(plan));
+    }
+  }
+  std::stable_sort(points.begin(), points.end(), [](const Plan& a, const Plan& b) {
+    if (a.workspace_bytes != b.workspace_bytes) return a.workspace_bytes < b.workspace_bytes;
+    if (a.time_ms != b.time_ms) return a.time_ms < b.time_ms;
+    return a.micro_batches.size() < b.micro_batches.size();
+  });
+  std::vector<Plan> kept;
+  for (Plan& plan : points) {
+    if (kept.empty() || plan.time_ms < kept.back().time_ms) kept.push_back(std::move(plan));
+  }
+  return kept;
+}
+
 }  // namespace ucudnn

@@ -108,6 +108,31 @@ Plan UniformPlan(int64_t batch_size, int64_t max_size);
 // with strictly decreasing time (Oyama et al. §III-C).
 std::vector<Plan> ParetoFront(const PerfTable& table, int64_t batch_size);
 
+// Float32 accumulation of float16/bfloat16 backward-filter plans (see
+// CudnnKernel::AccumulatorBytes): a plan of several micro-batches adds their
+// filter gradients in a float32 sum kept at the end of its workspace, after
+// the cuDNN workspace rounded up to kAccumulatorAlign; a plan of one
+// micro-batch needs none. The functions below count that sum against the
+// limit and set Plan::accumulator_bytes; with accumulator_bytes = 0 they are
+// BestPlan, ForcedPlan and ParetoFront.
+constexpr int64_t kAccumulatorAlign = 256;
+// The accumulator of a filter of `filter_elements`: the float32 sum, rounded
+// up to kAccumulatorAlign, and one zeroed block of kAccumulatorAlign bytes.
+int64_t FloatAccumulatorBytes(int64_t filter_elements);
+// Workspace Reuse within `workspace_limit`, the accumulator counted: the
+// faster of the best undivided plan and the best plan of several
+// micro-batches whose cuDNN workspace fits in the limit less the accumulator.
+Plan BestPlanWithAccumulator(const PerfTable& table, int64_t batch_size, int64_t workspace_limit,
+                             int64_t accumulator_bytes);
+// ForcedPlan with the accumulator counted where it fits; a forced plan that
+// has no room for it is ForcedPlan's (it then accumulates in the element type).
+Plan ForcedPlanWithAccumulator(const PerfTable& table, int64_t batch_size, int64_t max_size,
+                               int64_t workspace_limit, int64_t accumulator_bytes);
+// ParetoFront with the accumulator counted in every plan of several
+// micro-batches (undivided plans that only those dominated may join it).
+std::vector<Plan> ParetoFrontWithAccumulator(const PerfTable& table, int64_t batch_size,
+                                             int64_t accumulator_bytes);
+
 // Keeps only the sizes in `sizes` (and drops sizes > batch_size).
 PerfTable RestrictTable(const PerfTable& table, const std::vector<int64_t>& sizes);
 // Keeps only the sizes the policy allows for batch_size (AllowedMicroBatchSize).

@@ -150,5 +150,40 @@ int main() {
             static_cast<size_t>(kSmallBatch + 1),
         "above kSmallBatch, other tables still plan by the recurrence");
 
+  // Float32 accumulation of float16/bfloat16 backward-filter plans: the sum
+  // counts against the limit for plans of several micro-batches only.
+  Check(FloatAccumulatorBytes(64) == 512 && FloatAccumulatorBytes(65) == 768,
+        "the accumulator is the float32 filter rounded up to 256 bytes, plus 256 zero bytes");
+  {
+    PerfTable acc;
+    acc[4] = {{0, 5.0, 200}};  // undivided: 5 ms, 200 bytes
+    acc[2] = {{1, 2.0, 100}};  // 2 x 2: 4 ms, 100 bytes
+    Check(BestPlanWithAccumulator(acc, 4, 1000, 0).micro_batches.size() == 2 &&
+              BestPlanWithAccumulator(acc, 4, 1000, 0).workspace_bytes == 100,
+          "without an accumulator, BestPlanWithAccumulator is BestPlan");
+    const Plan split = BestPlanWithAccumulator(acc, 4, 1000, 512);
+    Check(split.micro_batches.size() == 2 && split.accumulator_bytes == 512 &&
+              split.workspace_bytes == 256 + 512,
+          "a plan of several micro-batches holds the accumulator after its aligned workspace");
+    const Plan whole = BestPlanWithAccumulator(acc, 4, 700, 512);
+    Check(whole.micro_batches.size() == 1 && whole.accumulator_bytes == 0 &&
+              whole.workspace_bytes == 200,
+          "when the accumulator leaves no room for the split, the undivided plan runs");
+    Check(BestPlanWithAccumulator(acc, 4, 150, 512).empty(),
+          "no plan when neither the undivided plan nor the split with its accumulator fits");
+    const Plan forced = ForcedPlanWithAccumulator(acc, 4, 2, 1000, 512);
+    Check(forced.micro_batches.size() == 2 && forced.accumulator_bytes == 512,
+          "a forced split counts the accumulator where it fits");
+    const Plan forced_tight = ForcedPlanWithAccumulator(acc, 4, 2, 300, 512);
+    Check(forced_tight.micro_batches.size() == 2 && forced_tight.accumulator_bytes == 0 &&
+              forced_tight.workspace_bytes == 100,
+          "a forced split with no room for the accumulator accumulates in the element type");
+    const std::vector<Plan> front = ParetoFrontWithAccumulator(acc, 4, 512);
+    Check(ParetoFront(acc, 4).size() == 1 && front.size() == 2 &&
+              front[0].micro_batches.size() == 1 && front[0].workspace_bytes == 200 &&
+              front[1].micro_batches.size() == 2 && front[1].workspace_bytes == 768,
+          "with the accumulator counted, the undivided plan joins the Pareto front");
+  }
+
   return ucudnn_test::Summary("planner_test");
 }
