@@ -5,7 +5,7 @@
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
-#                                 layout_tests|models_layout
+#                                 layout_tests|models_layout|overhead_legacy|models_targets
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -53,6 +53,21 @@ case "$1" in
       | tee "$OUT/models_layout_${3:-float32}.log" ;;
   overhead) timeout "${2:-570}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
             --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
+  overhead_legacy)  # the 29-layer table under the conditions of the first one (legacy
+                   # algorithms only: a plan's search is one cudnnFind per pass), then the
+                   # graph-engine layers (overhead_graph), in one call
+    UCUDNN_ENGINES=legacy timeout "${2:-300}" python3 -m tf_ucudnn.bench --set deepbench \
+      --overhead --iters 20 --json "$OUT/overhead_legacy.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/overhead_legacy.log"
+    bash "$0" overhead_graph "${3:-240}" ;;
+  models_targets)  # issue 18's targets table for MODEL [PRECISION]: stock TF at 8 GiB and
+                   # 64 MiB, the rewrite at 64 MiB (and with the layout optimizer on, for
+                   # float32), and the first step cold and with a warm benchmark database
+    modes=stock,rewrite; [ "${3:-float32}" = float32 ] && modes=$modes,rewrite-layout
+    timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --planning \
+      --modes "$modes" --precision "${3:-float32}" \
+      --json "$OUT/models_targets_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/models_targets_$2_${3:-float32}.log" ;;
   overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:
                    # cudnnBackendExecute with a prebuilt variant pack)
     timeout "${2:-240}" python3 -m tf_ucudnn.bench --set deepbench --overhead --iters 20 \
