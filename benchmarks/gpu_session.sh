@@ -5,7 +5,8 @@
 #                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
-#                                 layout_tests|models_layout|overhead_legacy|models_targets
+#                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
+#                                 model_planning
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -63,7 +64,9 @@ case "$1" in
   models_targets)  # issue 18's targets table for MODEL [PRECISION]: stock TF at 8 GiB and
                    # 64 MiB, the rewrite at 64 MiB (and with the layout optimizer on, for
                    # float32), and the first step cold and with a warm benchmark database
+    # [TIMEOUT] [MODES]: MODES replaces the settings (e.g. stock,rewrite)
     modes=stock,rewrite; [ "${3:-float32}" = float32 ] && modes=$modes,rewrite-layout
+    modes=${5:-$modes}
     timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --planning \
       --modes "$modes" --precision "${3:-float32}" \
       --json "$OUT/models_targets_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
@@ -168,6 +171,23 @@ case "$1" in
     export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
     timeout "${5:-560}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
       2>&1 | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/xla_profile_${2:-resnet50}.log" ;;
+  model_planning)  # where a model's cold planning goes: MODEL [PRECISION] [UCUDNN_ENGINES]: the
+                   # rewrite's first step at 64 MiB without a database, its cost lines summed
+    tag=${2:-vgg16}_${3:-float32}_${4:-auto}
+    UCUDNN_DATABASE=off UCUDNN_DEBUG_OUTPUT=1 UCUDNN_ENGINES=${4:-auto} timeout "${5:-200}" \
+      python3 -m tf_ucudnn.bench.models --worker "${2:-vgg16}" rewrite 67108864 \
+      "$(python3 -c "from tf_ucudnn.bench import models; print(models.DEFAULT_BATCH['${2:-vgg16}'])")" \
+      "${3:-float32}" 2> "$OUT/planning_debug_$tag.log" | python3 -c "import json, sys
+for l in sys.stdin:
+    if l.startswith('RESULT '):
+        r = json.loads(l[7:]); print(f\"$tag: first step {r['first_step_s']:.2f} s, step {r['step_ms']:.1f} ms\")" \
+      | tee "$OUT/planning_$tag.log"
+    python3 benchmarks/planning_profile.py "$OUT/planning_debug_$tag.log" | tee -a "$OUT/planning_$tag.log" ;;
+  step_profile)  # the same without XLA: stock TF at 8 GiB against the rewrite at 64 MiB
+    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    timeout "${5:-400}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
+      stock,rewrite 2>&1 | grep -v "WARNING\|^I0000\|^W0000" \
+      | tee "$OUT/step_profile_${2:-resnet50}.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

@@ -1,6 +1,9 @@
 """Sums the per-kernel planning cost lines that UCUDNN_DEBUG_OUTPUT=1 prints
 ("tf_ucudnn: benchmarked <pass> <conv> at N sizes: legacy ... s; graph: ...")
-into one line per pass and a total, to see where cold planning time goes.
+into one line per pass and a total, to see where cold planning time goes;
+then, from the per-trial lines ("  eng0{} (workspace 0 bytes): first run 1.2 ms,
+screened 1.1 ms, ..."), the GPU time spent timing each graph engine (first
+run, screening run and the timed runs), the most expensive first.
 
     UCUDNN_DEBUG_OUTPUT=1 python benchmarks/planning_cold_warm.py 2> debug.log
     python benchmarks/planning_profile.py debug.log
@@ -10,22 +13,37 @@ import collections, re, sys
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
                   r"\(heuristics and plans ([\d.]+) s\), (\d+) runs ([\d.]+) s, (\d+) engines pruned")
 FIELDS = ("kernels", "legacy_s", "candidates", "plans_s", "runs", "runs_s", "pruned")
+TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): first run ([\d.]+) ms, "
+                   r"screened ([\d.]+) ms(.*?)(?:, timed ([\d.]+) ms)?$")
+TIMED_RUNS = 2  # runs after the screening run (graph_candidates.cc: kTimedRuns - 1)
 
 
 def main(path):
     totals = collections.defaultdict(lambda: [0.0] * len(FIELDS))
+    engines = collections.defaultdict(lambda: [0, 0, 0.0])  # trials, dominated, ms
     with open(path, errors="replace") as f:
-        for m in map(LINE.search, f):
-            if not m:
+        for line in f:
+            m = LINE.search(line)
+            if m:
+                row = totals[m.group(1)]
+                for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
+                    row[i] += v
                 continue
-            row = totals[m.group(1)]
-            for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
-                row[i] += v
+            t = TRIAL.match(line.rstrip("\n"))
+            if t:
+                e = engines[t.group(1)]
+                e[0] += 1
+                e[1] += "dominated" in t.group(4)
+                e[2] += float(t.group(2)) + float(t.group(3)) + TIMED_RUNS * float(t.group(5) or 0)
     totals["all"] = [sum(r[i] for r in list(totals.values())) for i in range(len(FIELDS))]
     print(f"{'pass':<16}" + "".join(f"{h:>12}" for h in FIELDS))
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
+    if engines:
+        print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
+        for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:
+            print(f"{name:<10}{n:>8}{dominated:>10}{ms / 1e3:>9.3f}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """Where an XLA-compiled training step's GPU time goes (GPU machine).
 
-    python benchmarks/xla_profile.py [MODEL] [BATCH] [PRECISION]   (default resnet50 128 float32)
+    python benchmarks/xla_profile.py [MODEL] [BATCH] [PRECISION] [MODES]
+        (default resnet50 128 float32 stock-xla,ucudnn-xla)
 
-Runs the model mode's worker (tf_ucudnn.bench.models) for ``stock-xla`` and
-``ucudnn-xla`` at 64 MiB, each in its own process, and profiles three steps
+Runs the model mode's worker (tf_ucudnn.bench.models) for each of MODES
+(``stock-xla`` and ``ucudnn-xla`` by default; any of the model mode's, e.g.
+``stock,rewrite`` for the step without XLA) at 64 MiB (``stock``: at 8 GiB,
+TF's default), each in its own process, and profiles three steps
 after the timed ones with TensorFlow's profiler (CUPTI: ``libcupti.so.12``
 must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
 
@@ -14,7 +17,7 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   transposes), XLA fusions, copies and sets, other.
 
 Prints one table and the largest kernels of each run, and writes
-xla_profile_MODEL_PRECISION.json into $OUT (or the working directory).
+xla_profile_MODEL_PRECISION[_MODES].json into $OUT (or the working directory).
 """
 
 import collections
@@ -107,10 +110,12 @@ def main():
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet50"
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else models.DEFAULT_BATCH[model]
     precision = sys.argv[3] if len(sys.argv) > 3 else "float32"
+    modes = (sys.argv[4] if len(sys.argv) > 4 else "stock-xla,ucudnn-xla").split(",")
     runs = {}
-    for mode in ("stock-xla", "ucudnn-xla"):
+    for mode in modes:
         trace = tempfile.mkdtemp(prefix=f"xla_profile_{mode}_")
-        r = models.launch(model, mode, 64 << 20, batch, 900, precision=precision,
+        limit = models.REFERENCE_LIMIT if mode == "stock" else 64 << 20
+        r = models.launch(model, mode, limit, batch, 900, precision=precision,
                                  profile_dir=trace)
         r["trace"] = read_trace(trace) if "error" not in r else {}
         runs[mode] = r
@@ -128,13 +133,16 @@ def main():
         rows.append((f"  {k} ms (kernels)",) + tuple(
             "{ms:.2f} ({count:.0f})".format(**r["trace"]["kinds"].get(k, dict(ms=0, count=0)))
             for r in ok.values()))
-    print(f"\n{model} N={batch}, {precision}, one XLA training step, per step (3 profiled)")
+    print(f"\n{model} N={batch}, {precision}, one training step ({', '.join(modes)}), "
+          f"per step (3 profiled)")
     print(table.render(("",) + tuple(ok), rows, align="l" + "r" * len(ok)))
     for mode, r in ok.items():
         print(f"\n{mode}: largest kernels, ms per step (launches)")
         for t in r["trace"]["top"][:15]:
             print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
-    out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}.json")
+    out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}"
+                       + ("" if modes == ["stock-xla", "ucudnn-xla"] else "_" + "_".join(modes))
+                       + ".json")
     with open(out, "w") as f:
         json.dump(runs, f, indent=1)
     print("wrote", out)

@@ -207,10 +207,10 @@ class StoredRecordTest(tf.test.TestCase):
         self.assertEqual(named, {k: _KERNEL[k] for k in ("key", "algos", "table")})
 
     def test_an_enum_number_out_of_range_is_refused(self):
-        for position, what in ((0, "pass"), (19, "layout"), (20, "dtype"), (24, "policy"),
-                               (26, "engines")):
+        for position, what, count in ((0, "pass", 3), (19, "layout", 2), (20, "dtype", 3),
+                                      (24, "policy", 3), (26, "engines", 4)):
             stored = database.stored_record(_KERNEL)
-            stored["key"][position] = 3
+            stored["key"][position] = count
             with self.subTest(what), self.assertRaisesRegex(ValueError, what):
                 database.engine_record(stored)
 

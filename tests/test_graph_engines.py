@@ -108,7 +108,9 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual([size for size, _ in result["nchw_1x1_remainder"]["plans"][
             "backward-filter"]], [4, 2])
 
-    def test_default_benchmarks_legacy_algorithms_and_graph_engines_together(self):
+    def _candidate_sizes(self, **env):
+        """Micro-batch sizes at which a kernel of N = 32 timed legacy
+        algorithms and graph engines: {"legacy": [...], "graph": [...]}."""
         done = run_python("""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
@@ -117,14 +119,27 @@ class GraphEnginesGpuTest(tf.test.TestCase):
             f = tf.random.normal((3, 3, 32, 32))
             with tf.device("/GPU:0"):
                 tf_ucudnn.conv2d(x, f, 1, "SAME")
-            algos = kernels()[0]["algos"]
-            print(json.dumps(dict(legacy=sum("engine" not in a for a in algos),
-                                  graph=sum("engine" in a for a in algos))))
-        """, pythonpath=ROOT)
+            kernel = kernels()[0]
+            graph = ["engine" in a for a in kernel["algos"]]
+            sizes = dict(legacy=set(), graph=set())
+            for row in kernel["table"]:
+                sizes["graph" if graph[row["algo"]] else "legacy"].add(row["size"])
+            print(json.dumps({k: sorted(v) for k, v in sizes.items()}))
+        """, pythonpath=ROOT, **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        counts = json.loads(done.stdout.strip().splitlines()[-1])
-        self.assertGreater(counts["legacy"], 0, counts)
-        self.assertGreater(counts["graph"], 0, counts)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def test_default_times_legacy_algorithms_only_below_the_graph_sizes(self):
+        # UCUDNN_ENGINES=auto: graph engines from 8 samples up, legacy
+        # algorithms at 1, 2 and 4 samples (powerOfTwo of N = 32).
+        sizes = self._candidate_sizes()
+        self.assertEqual(sizes["legacy"], [1, 2, 4], sizes)
+        self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
+
+    def test_all_times_legacy_algorithms_at_every_size(self):
+        sizes = self._candidate_sizes(UCUDNN_ENGINES="all")
+        self.assertEqual(sizes["legacy"], [1, 2, 4, 8, 16, 32], sizes)
+        self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
 
     def test_equivalence_grid_passes_with_graph_engines_alone(self):
         done = subprocess.run(
@@ -148,4 +163,4 @@ class EngineSetValueTest(tf.test.TestCase):
                 print("InvalidArgument:", e.message)
         """, pythonpath=ROOT, UCUDNN_ENGINES="cudnn")
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        self.assertIn("UCUDNN_ENGINES must be one of all, legacy, graph; got 'cudnn'", done.stdout)
+        self.assertIn("UCUDNN_ENGINES must be one of auto, all, legacy, graph; got 'cudnn'", done.stdout)

@@ -61,7 +61,7 @@ _PASSES = ("forward", "backward-data", "backward-filter")
 _LAYOUTS = ("NHWC", "NCHW")
 _DTYPES = ("float32", "float16", "bfloat16")
 _POLICIES = ("undivided", "powerOfTwo", "all")
-_ENGINE_SETS = ("all", "legacy", "graph")
+_ENGINE_SETS = ("all", "legacy", "graph", "auto")  # EngineSet's numbering (knobs.h)
 
 
 def gpu_identity():

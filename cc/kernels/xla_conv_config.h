@@ -23,7 +23,7 @@ struct XlaConvConfig {
   int64_t micro_batch_size = 0;
   int64_t total_workspace = 0;  // bytes; > 0: a Workspace Division group
   // Read when the tf2xla kernel was created (knobs.h), as by the TF kernel.
-  ucudnn::EngineSet engines = ucudnn::EngineSet::kAll;
+  ucudnn::EngineSet engines = ucudnn::EngineSet::kAuto;
   ucudnn::GraphSearchKnobs graph;
   bool allow_tf32 = true;
   bool deterministic = false;

@@ -125,7 +125,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   // One search workspace for every size: what the hungriest legacy algorithm
   // asks for, capped by the limit, halved until it can be allocated; grown
   // when a graph plan needs more.
-  const bool legacy = engines_ != EngineSet::kGraph;
+  const bool legacy = engines_ != EngineSet::kGraph;  // at some size, at least
   int64_t ws_bytes = 0;
   if (legacy) {
     for (int64_t size : sizes) {
@@ -158,20 +158,27 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     } else if (asymmetric) {
       bench_out = ps.padded;
     }
-    Clock::time_point start = Clock::now();
-    if (legacy) {
+    auto time_legacy = [&]() -> Status {
+      const Clock::time_point start = Clock::now();
       UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
                                            bench_out, ws, ws_bytes, &(*got)[size]));
-    }
-    legacy_s += seconds_since(start);
+      legacy_s += seconds_since(start);
+      return Status();
+    };
     // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
     // the whole mini-batch): planning builds an execution plan per engine and
     // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
     // (too little work per launch); the legacy algorithms still cover them.
-    const bool graph_size = size >= std::min(kMinGraphMicroBatch, params_.batch) ||
-                            engines_ == EngineSet::kGraph;
-    if (engines_ == EngineSet::kLegacy || !graph_size) continue;
-    start = Clock::now();
+    const bool graph_here = engines_ != EngineSet::kLegacy &&
+                            (size >= std::min(kMinGraphMicroBatch, params_.batch) ||
+                             engines_ == EngineSet::kGraph);
+    // kAll and kLegacy: legacy algorithms at every size, before the engines
+    // (whose screening then counts them); kAuto: only where no engine is timed.
+    if (engines_ == EngineSet::kAll || engines_ == EngineSet::kLegacy || !graph_here) {
+      UCUDNN_RETURN_IF_ERROR(time_legacy());
+    }
+    if (!graph_here) continue;
+    Clock::time_point start = Clock::now();
     std::vector<GraphTrial> trials;
     std::string size_log;
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
@@ -190,9 +197,17 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     plans += static_cast<int>(trials.size());
     propose_s += seconds_since(start);
     start = Clock::now();
+    if (DebugOutput() && !trials.empty()) log += " timed at " + std::to_string(size) + ":\n";
     UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials, bench_a, b, bench_out,
-                                           ws, ws_bytes, &(*got)[size], &pruned, &runs));
+                                           ws, ws_bytes, &(*got)[size], &pruned, &runs,
+                                           DebugOutput() ? &log : nullptr));
     runs_s += seconds_since(start);
+    // kAuto: a size at which no engine ran (none proposed, fitted or ran)
+    // falls back to the legacy algorithms.
+    if (engines_ == EngineSet::kAuto && (*got)[size].empty()) {
+      if (DebugOutput()) log += " size " + std::to_string(size) + ": no engine ran; legacy\n";
+      UCUDNN_RETURN_IF_ERROR(time_legacy());
+    }
   }
   if (DebugOutput()) {
     std::fprintf(stderr,

@@ -265,7 +265,7 @@ ucudnn::KernelKey KeyFromJson(const json& j) {
   key.workspace_limit = j.at("workspace_limit").get<int64_t>();
   key.policy = PolicyField(j, "policy");
   key.forced_micro_batch = j.at("forced_micro_batch").get<int64_t>();
-  key.engines = EnumField(j, "engines", ucudnn::EngineSetName, 3);
+  key.engines = EnumField(j, "engines", ucudnn::EngineSetName, ucudnn::kEngineSetCount);
   return key;
 }
 

@@ -47,7 +47,7 @@ struct ConvRequest {
   int64_t micro_batch_size = 0;   // > 0: forced micro-batches of this size
   int64_t total_workspace = 0;    // > 0: the Workspace Division group's budget in bytes
   // The knobs as read when the front end's kernel was created (knobs.h).
-  EngineSet engines = EngineSet::kAll;
+  EngineSet engines = EngineSet::kAuto;
   GraphSearchKnobs graph;
 };
 

@@ -62,7 +62,7 @@ class CudnnKernel {
  public:
   // `engines` and `graph` as read when the kernel was created (knobs.h).
   CudnnKernel(Pass pass, const ConvParams& params, bool allow_tf32, bool deterministic,
-              EngineSet engines = EngineSet::kAll,
+              EngineSet engines = EngineSet::kAuto,
               const GraphSearchKnobs& graph = GraphSearchKnobs());
   ~CudnnKernel();
 
@@ -177,13 +177,15 @@ class CudnnKernel {
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                             const std::set<std::string>& pruned,
                             std::vector<GraphTrial>* trials, std::string* log);
-  // Appends the timed trials to *got (which holds the size's legacy results),
-  // adds to *pruned the engines dominated by graph_knobs_.prune_factor, and counts
-  // the plan executions in *runs.
+  // Appends the timed trials to *got (which holds the size's legacy results
+  // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
+  // graph_knobs_.prune_factor, and counts the plan executions in *runs. With
+  // `log`, appends a line per trial: its times and what became of it.
   Status TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
                          void* out, void* workspace, int64_t workspace_bytes,
-                         std::vector<Measured>* got, std::set<std::string>* pruned, int* runs);
+                         std::vector<Measured>* got, std::set<std::string>* pruned, int* runs,
+                         std::string* log);
   // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
   // backward-data (dy, w, dx); backward-filter (x, dy, dw).
   static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,

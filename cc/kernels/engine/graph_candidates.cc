@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -22,6 +23,18 @@ constexpr int kTimedRuns = 3;
 // A screened candidate is dropped when another candidate at the same size
 // needs no more workspace and is faster by this factor (a margin for noise).
 constexpr double kDominatedFactor = 0.9;
+// "No more workspace" allows this much more: a plan never needs to save a few
+// KiB (many engines ask for 131 bytes; cuDNN's slow generic engines for none,
+// and without the slack they were timed at every size: docs/benchmarks.md,
+// planning time).
+constexpr int64_t kWorkspaceSlack = 64 << 10;
+
+// A time for the debug log: "0.651 ms".
+std::string Ms(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f ms", ms);
+  return text;
+}
 
 // TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
 constexpr int64_t kBufferAlignment = 64;
@@ -158,7 +171,8 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                                     const std::vector<GraphTrial>& trials, const void* a,
                                     const void* b, void* out, void* workspace,
                                     int64_t workspace_bytes, std::vector<Measured>* got,
-                                    std::set<std::string>* pruned, int* runs) {
+                                    std::set<std::string>* pruned, int* runs,
+                                    std::string* log) {
   if (trials.empty()) return Status();
   const void *x, *w, *y;
   GraphRoles(pass_, a, b, out, &x, &w, &y);
@@ -182,7 +196,7 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   // Reuse nor the Pareto front can use this one.
   auto dominated = [&](double ms, int64_t bytes, double factor) {
     for (const Measured& m : *got) {
-      if (m.workspace_bytes <= bytes && m.time_ms * factor < ms) return true;
+      if (m.workspace_bytes <= bytes + kWorkspaceSlack && m.time_ms * factor < ms) return true;
     }
     return false;
   };
@@ -195,19 +209,36 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     const GraphPlan& plan = *trial.plan;
     if (plan.workspace_bytes() > workspace_bytes) continue;
     double warmup_ms = 0, screen_ms = 0, rest_ms = 0;
+    std::string line;
+    if (log != nullptr) {
+      line = "  " + trial.candidate.engine.Name() + " (workspace " +
+             std::to_string(plan.workspace_bytes()) + " bytes): ";
+    }
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &warmup_ms));  // first use: module loading
     *runs += 1;
-    if (warmup_ms < 0) continue;  // the engine refused at run time: not a candidate
+    if (warmup_ms < 0) {  // the engine refused at run time: not a candidate
+      if (log != nullptr) *log += line + "refused\n";
+      continue;
+    }
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &screen_ms));
     *runs += 1;
-    if (screen_ms < 0) continue;
+    if (log != nullptr) line += "first run " + Ms(warmup_ms) + ", screened " + Ms(screen_ms);
+    if (screen_ms < 0) {
+      if (log != nullptr) *log += line + ", refused\n";
+      continue;
+    }
     if (prune_factor > 0 && dominated(screen_ms, plan.workspace_bytes(), prune_factor)) {
       pruned->insert(trial.candidate.engine.Name());
+      if (log != nullptr) line += ", pruned from larger sizes";
     }
-    if (dominated(screen_ms, plan.workspace_bytes(), 1 / kDominatedFactor)) continue;
+    if (dominated(screen_ms, plan.workspace_bytes(), 1 / kDominatedFactor)) {
+      if (log != nullptr) *log += line + ", dominated\n";
+      continue;
+    }
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, kTimedRuns - 1, &rest_ms));
     *runs += kTimedRuns - 1;
     if (rest_ms < 0) continue;
+    if (log != nullptr) *log += line + ", timed " + Ms(rest_ms) + "\n";
     CudnnAlgo algo;
     algo.engine = trial.candidate.engine;
     algo.deterministic = trial.candidate.deterministic;

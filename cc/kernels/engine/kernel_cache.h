@@ -35,7 +35,7 @@ struct KernelKey {
   // total on the device); 0: none. workspace_limit is the total then.
   int64_t total_workspace = 0;
   // The candidates benchmarked (UCUDNN_ENGINES).
-  EngineSet engines = EngineSet::kAll;
+  EngineSet engines = EngineSet::kAuto;
   // How graph-API engines are searched (UCUDNN_GRAPH_*); the defaults when
   // engines is kLegacy (they change nothing then).
   GraphSearchKnobs graph;

@@ -12,7 +12,8 @@ namespace ucudnn {
 namespace {
 
 constexpr Name<EngineSet> kEngineSetNames[] = {
-    {"all", EngineSet::kAll}, {"legacy", EngineSet::kLegacy}, {"graph", EngineSet::kGraph}};
+    {"auto", EngineSet::kAuto}, {"all", EngineSet::kAll}, {"legacy", EngineSet::kLegacy},
+    {"graph", EngineSet::kGraph}};
 constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", true}};
 constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
                                                     {"native", GraphLayouts::kNative},
@@ -76,7 +77,7 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
   *knobs = EngineKnobs();
   if (const char* env = Env("UCUDNN_ENGINES")) {
     if (!ParseEngineSet(env, &knobs->engines)) {
-      return Bad("UCUDNN_ENGINES", "one of all, legacy, graph; got", env);
+      return Bad("UCUDNN_ENGINES", "one of auto, all, legacy, graph; got", env);
     }
   }
   if (const char* env = Env("UCUDNN_GRAPH_PRUNE_FACTOR")) {

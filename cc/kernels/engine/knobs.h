@@ -20,11 +20,19 @@ namespace ucudnn {
 // μ-cuDNN's default per-kernel workspace limit (UCUDNN_DEFAULT_WORKSPACE_LIMIT).
 constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB
 
-// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES): the legacy
-// algorithms and the graph-API engines (all), or only one of the two.
-enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2 };
+// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES):
+// - kAuto (the default): graph-API engines at every micro-batch size they are
+//   benchmarked at (8 samples and up, or the whole mini-batch), and the legacy
+//   algorithms at the smaller sizes and at any size where no engine ran;
+// - kAll: the legacy algorithms at every size, and the graph-API engines;
+// - kLegacy, kGraph: only one of the two.
+// kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
+// no legacy algorithm won a micro-batch of 8 or more samples in the DeepBench
+// and VGG-16 plans (docs/benchmarks.md, planning time).
+enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2, kAuto = 3 };
+constexpr int kEngineSetCount = 4;
 
-// Parses "all" | "legacy" | "graph"; false on anything else.
+// Parses "auto" | "all" | "legacy" | "graph"; false on anything else.
 bool ParseEngineSet(const std::string& name, EngineSet* engines);
 const char* EngineSetName(EngineSet engines);
 
@@ -67,7 +75,7 @@ struct GraphSearchKnobs {
 // The knobs that choose and search a kernel's candidates, read when every
 // kernel is created.
 struct EngineKnobs {
-  EngineSet engines = EngineSet::kAll;  // UCUDNN_ENGINES
+  EngineSet engines = EngineSet::kAuto;  // UCUDNN_ENGINES
   GraphSearchKnobs graph;               // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}
 };
 

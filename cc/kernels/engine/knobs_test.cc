@@ -21,6 +21,9 @@ int main() {
         "UCUDNN_ENGINES=graph parses and names itself");
   Check(ParseEngineSet("legacy", &engines) && engines == EngineSet::kLegacy,
         "UCUDNN_ENGINES=legacy parses");
+  Check(ParseEngineSet("auto", &engines) && engines == EngineSet::kAuto &&
+            ParseEngineSet("all", &engines) && engines == EngineSet::kAll,
+        "UCUDNN_ENGINES=auto and =all parse");
   Check(!ParseEngineSet("Graph", &engines) && !ParseEngineSet("", &engines),
         "UCUDNN_ENGINES rejects other spellings");
 
@@ -66,7 +69,7 @@ int main() {
                            "UCUDNN_GRAPH_LAYOUTS"}) {
     unsetenv(name);
   }
-  Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kAll &&
+  Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kAuto &&
             knobs.graph == GraphSearchKnobs(),
         "unset knobs read as the defaults");
   int64_t limit = 0;
