@@ -2,8 +2,9 @@
 ("tf_ucudnn: benchmarked <pass> <conv> at N sizes: legacy ... s; graph: ...")
 into one line per pass and a total, to see where cold planning time goes;
 then, from the per-trial lines ("  eng0{} (workspace 0 bytes): first run 1.2 ms,
-screened 1.1 ms, ..."), the GPU time spent timing each graph engine (first
-run, screening run and the timed runs), the most expensive first.
+screened 1.1 ms, ..."; "loaded" where the engine had run before and needed no
+warm-up), the GPU time spent timing each graph engine (first run, screening
+run and the timed runs), the most expensive first.
 
     UCUDNN_DEBUG_OUTPUT=1 python benchmarks/planning_cold_warm.py 2> debug.log
     python benchmarks/planning_profile.py debug.log
@@ -13,7 +14,7 @@ import collections, re, sys
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
                   r"\(heuristics and plans ([\d.]+) s\), (\d+) runs ([\d.]+) s, (\d+) engines pruned")
 FIELDS = ("kernels", "legacy_s", "candidates", "plans_s", "runs", "runs_s", "pruned")
-TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): first run ([\d.]+) ms, "
+TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): (?:first run ([\d.]+) ms|loaded), "
                    r"screened ([\d.]+) ms(.*?)(?:, timed ([\d.]+) ms)?$")
 TIMED_RUNS = 2  # runs after the screening run (graph_candidates.cc: kTimedRuns - 1)
 
@@ -34,7 +35,8 @@ def main(path):
                 e = engines[t.group(1)]
                 e[0] += 1
                 e[1] += "dominated" in t.group(4)
-                e[2] += float(t.group(2)) + float(t.group(3)) + TIMED_RUNS * float(t.group(5) or 0)
+                e[2] += (float(t.group(2) or 0) + float(t.group(3))
+                         + TIMED_RUNS * float(t.group(5) or 0))
     totals["all"] = [sum(r[i] for r in list(totals.values())) for i in range(len(FIELDS))]
     print(f"{'pass':<16}" + "".join(f"{h:>12}" for h in FIELDS))
     for name, row in totals.items():
