@@ -30,6 +30,13 @@ constexpr double kDominatedFactor = 0.9;
 // and without the slack they were timed at every size: docs/benchmarks.md,
 // planning time).
 constexpr int64_t kWorkspaceSlack = 64 << 10;
+// A candidate this many times slower than the fastest at its size, whatever
+// their workspace, is kept at this size on its screening run alone and not
+// timed at larger sizes (where its time grows): cuDNN's generic engine for
+// bfloat16 backward-filter needs no workspace, and no other engine does, so it
+// was never dominated, and took 1.2-4.0 s a run at 64 samples, 69 s of VGG-16's
+// planning (docs/benchmarks.md, planning time).
+constexpr double kHopelessFactor = 10;
 
 // Engines that have run in this process, by device, pass, data type, layout
 // and name (id, knobs, transposed): their kernels' modules are loaded, so their
@@ -219,6 +226,12 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     }
     return false;
   };
+  auto hopeless = [&](double ms) {
+    for (const Measured& m : *got) {
+      if (m.time_ms * kHopelessFactor < ms) return true;
+    }
+    return false;
+  };
   // A candidate whose screening run is dominated by this factor is not
   // proposed again at larger micro-batch sizes of the kernel: engines keep
   // their rank as sizes grow, and the large sizes cost most of planning.
@@ -257,7 +270,9 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
       if (log != nullptr) *log += line + ", refused\n";
       continue;
     }
-    if (prune_factor > 0 && dominated(screen_ms, plan.workspace_bytes(), prune_factor)) {
+    const bool far_behind = prune_factor > 0 && hopeless(screen_ms);
+    if (prune_factor > 0 &&
+        (far_behind || dominated(screen_ms, plan.workspace_bytes(), prune_factor))) {
       pruned->insert(trial.candidate.engine.Name());
       if (log != nullptr) line += ", pruned from larger sizes";
     }
@@ -265,13 +280,18 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
       if (log != nullptr) *log += line + ", dominated\n";
       continue;
     }
+    CudnnAlgo algo;
+    algo.engine = trial.candidate.engine;
+    algo.deterministic = trial.candidate.deterministic;
+    if (far_behind) {  // on the Pareto front, but no time worth spending on it
+      if (log != nullptr) *log += line + ", far behind: screening run only\n";
+      got->push_back({algo, screen_ms, plan.workspace_bytes()});
+      continue;
+    }
     UCUDNN_RETURN_IF_ERROR(time_runs(plan, kTimedRuns - 1, &rest_ms));
     *runs += kTimedRuns - 1;
     if (rest_ms < 0) continue;
     if (log != nullptr) *log += line + ", timed " + Ms(rest_ms) + "\n";
-    CudnnAlgo algo;
-    algo.engine = trial.candidate.engine;
-    algo.deterministic = trial.candidate.deterministic;
     const double ms = (screen_ms + rest_ms * (kTimedRuns - 1)) / kTimedRuns;
     got->push_back({algo, ms, plan.workspace_bytes()});
   }
