@@ -40,6 +40,8 @@ test: build
 	./bazel-bin/cc/kernels/engine/planner_test
 	bazel build //cc/kernels/engine:knobs_test
 	./bazel-bin/cc/kernels/engine/knobs_test
+	bazel build //cc/kernels/engine:screening_test
+	./bazel-bin/cc/kernels/engine/screening_test
 	$(VPY) -m pytest tests -v -rs
 
 # The CPU suite with TensorFlow's oneDNN forced on and off: oneDNN (on by

@@ -14,6 +14,7 @@
 
 #include "cc/kernels/engine/cuda_check.h"
 #include "cc/kernels/engine/cudnn_kernel.h"
+#include "cc/kernels/engine/screening.h"
 
 namespace ucudnn {
 namespace {
@@ -22,22 +23,6 @@ namespace {
 // process), one screening run, and two more timed runs unless the screening
 // run shows it dominated (see TimeGraphTrials).
 constexpr int kTimedRuns = 3;
-// A screened candidate is dropped when another candidate at the same size
-// needs no more workspace and is faster by this factor (a margin for noise).
-constexpr double kDominatedFactor = 0.9;
-// "No more workspace" allows this much more: a plan never needs to save a few
-// KiB (many engines ask for 131 bytes; cuDNN's slow generic engines for none,
-// and without the slack they were timed at every size: docs/benchmarks.md,
-// planning time).
-constexpr int64_t kWorkspaceSlack = 64 << 10;
-// A candidate this many times slower than the fastest at its size, whatever
-// their workspace, is kept at this size on its screening run alone and not
-// timed at larger sizes (where its time grows): cuDNN's generic engine for
-// bfloat16 backward-filter needs no workspace, and no other engine does, so it
-// was never dominated, and took 1.2-4.0 s a run at 64 samples, 69 s of VGG-16's
-// planning (docs/benchmarks.md, planning time).
-constexpr double kHopelessFactor = 10;
-
 // Engines that have run in this process, by device, pass, data type, layout
 // and name (id, knobs, transposed): their kernels' modules are loaded, so their
 // first run at another shape or size times the kernel, not the loading. Of 612
@@ -217,25 +202,9 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     *ms = ran ? static_cast<double>(elapsed) / runs : -1.0;
     return Status();
   };
-  // Whether a measured candidate (`got` already holds this size's legacy
-  // results) is clearly faster within no more workspace: then neither Workspace
-  // Reuse nor the Pareto front can use this one.
-  auto dominated = [&](double ms, int64_t bytes, double factor) {
-    for (const Measured& m : *got) {
-      if (m.workspace_bytes <= bytes + kWorkspaceSlack && m.time_ms * factor < ms) return true;
-    }
-    return false;
-  };
-  auto hopeless = [&](double ms) {
-    for (const Measured& m : *got) {
-      if (m.time_ms * kHopelessFactor < ms) return true;
-    }
-    return false;
-  };
-  // A candidate whose screening run is dominated by this factor is not
-  // proposed again at larger micro-batch sizes of the kernel: engines keep
-  // their rank as sizes grow, and the large sizes cost most of planning.
-  // 0 times every engine at every size.
+  // After its screening run a candidate may be dropped, or not proposed again
+  // at larger micro-batch sizes of the kernel (screening.h): engines keep their
+  // rank as sizes grow, and the large sizes cost most of planning.
   const double prune_factor = graph_knobs_.prune_factor;
   int device = 0;
   UCUDNN_CUDA_OK(cudaGetDevice(&device));
@@ -270,20 +239,21 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
       if (log != nullptr) *log += line + ", refused\n";
       continue;
     }
-    const bool far_behind = prune_factor > 0 && hopeless(screen_ms);
-    if (prune_factor > 0 &&
-        (far_behind || dominated(screen_ms, plan.workspace_bytes(), prune_factor))) {
+    std::vector<Timed> measured;
+    for (const Measured& m : *got) measured.push_back({m.time_ms, m.workspace_bytes});
+    const ScreenVerdict verdict = Screen(screen_ms, plan.workspace_bytes(), measured, prune_factor);
+    if (verdict.prune) {
       pruned->insert(trial.candidate.engine.Name());
       if (log != nullptr) line += ", pruned from larger sizes";
     }
-    if (dominated(screen_ms, plan.workspace_bytes(), 1 / kDominatedFactor)) {
+    if (verdict.drop) {
       if (log != nullptr) *log += line + ", dominated\n";
       continue;
     }
     CudnnAlgo algo;
     algo.engine = trial.candidate.engine;
     algo.deterministic = trial.candidate.deterministic;
-    if (far_behind) {  // on the Pareto front, but no time worth spending on it
+    if (verdict.screen_only) {  // on the Pareto front, but no time worth spending on it
       if (log != nullptr) *log += line + ", far behind: screening run only\n";
       got->push_back({algo, screen_ms, plan.workspace_bytes()});
       continue;
