@@ -8,6 +8,11 @@ run and the timed runs), the most expensive first.
 
     UCUDNN_DEBUG_OUTPUT=1 python benchmarks/planning_cold_warm.py 2> debug.log
     python benchmarks/planning_profile.py debug.log
+
+On a log taken before the far-behind rule (cc/kernels/engine/screening.h:
+a candidate 10x slower than the fastest kept at its size keeps its screening
+time and is not timed at larger sizes), it also prints the GPU time of the
+runs that rule would have skipped.
 """
 import collections, re, sys
 
@@ -17,6 +22,36 @@ FIELDS = ("kernels", "legacy_s", "candidates", "plans_s", "runs", "runs_s", "pru
 TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): (?:first run ([\d.]+) ms|loaded), "
                    r"screened ([\d.]+) ms(.*?)(?:, timed ([\d.]+) ms)?$")
 TIMED_RUNS = 2  # runs after the screening run (graph_candidates.cc: kTimedRuns - 1)
+FAR_BEHIND = 10  # screening.h: kFarBehindFactor
+SIZE = re.compile(r"^ timed at (\d+):")
+
+
+def far_behind_savings(path):
+    """ms of runs the far-behind rule would have skipped in `path`'s trials."""
+    saved, far, kept = 0.0, set(), []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("tf_ucudnn: benchmarked"):  # a kernel: sizes ascend from here
+                far = set()
+                continue
+            if SIZE.match(line):
+                kept = []
+                continue
+            t = TRIAL.match(line)
+            if not t or "far behind" in t.group(4):
+                continue
+            first, screen = float(t.group(2) or 0), float(t.group(3))
+            rest = float(t.group(5) or 0)
+            if t.group(1) in far:  # pruned at a smaller size
+                saved += first + screen + TIMED_RUNS * rest
+                continue
+            if kept and screen > FAR_BEHIND * min(kept):
+                far.add(t.group(1))
+                saved += TIMED_RUNS * rest
+            if "dominated" not in t.group(4):
+                kept.append((screen + TIMED_RUNS * rest) / (1 + TIMED_RUNS) if rest else screen)
+    return saved
 
 
 def main(path):
@@ -46,6 +81,9 @@ def main(path):
         print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
         for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:
             print(f"{name:<10}{n:>8}{dominated:>10}{ms / 1e3:>9.3f}")
+        saved = far_behind_savings(path)
+        if saved:
+            print(f"\nthe far-behind rule would have skipped {saved / 1e3:.3f} s of these runs")
 
 
 if __name__ == "__main__":
