@@ -26,52 +26,64 @@ FAR_BEHIND = 10  # screening.h: kFarBehindFactor
 SIZE = re.compile(r"^ timed at (\d+):")
 
 
-def far_behind_savings(path):
-    """ms of runs the far-behind rule would have skipped in `path`'s trials."""
-    saved, far, kept = 0.0, set(), []
+def read_log(path):
+    """The log's events in order: ("kernel", cost-line match), ("size", int) and
+    ("trial", name, first_ms, screen_ms, rest_ms, what) with rest_ms the mean of
+    the timed runs after the screening run (0 if none) and `what` the rest of
+    the line (", pruned from larger sizes, dominated", ...)."""
+    events = []
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
-            if line.startswith("tf_ucudnn: benchmarked"):  # a kernel: sizes ascend from here
-                far = set()
-                continue
-            if SIZE.match(line):
-                kept = []
-                continue
-            t = TRIAL.match(line)
-            if not t or "far behind" in t.group(4):
-                continue
-            first, screen = float(t.group(2) or 0), float(t.group(3))
-            rest = float(t.group(5) or 0)
-            if t.group(1) in far:  # pruned at a smaller size
+            m = LINE.search(line)
+            if m:
+                events.append(("kernel", m))
+            elif SIZE.match(line):
+                events.append(("size", int(SIZE.match(line).group(1))))
+            elif TRIAL.match(line):
+                t = TRIAL.match(line)
+                events.append(("trial", t.group(1), float(t.group(2) or 0), float(t.group(3)),
+                               float(t.group(5) or 0), t.group(4)))
+    return events
+
+
+def far_behind_savings(events):
+    """ms of runs the far-behind rule would have skipped in the log's trials."""
+    saved, far, kept = 0.0, set(), []
+    for event in events:
+        if event[0] == "kernel":  # sizes ascend from here
+            far = set()
+        elif event[0] == "size":
+            kept = []
+        elif "far behind" not in event[5]:
+            _, name, first, screen, rest, what = event
+            if name in far:  # pruned at a smaller size
                 saved += first + screen + TIMED_RUNS * rest
                 continue
             if kept and screen > FAR_BEHIND * min(kept):
-                far.add(t.group(1))
+                far.add(name)
                 saved += TIMED_RUNS * rest
-            if "dominated" not in t.group(4):
+            if "dominated" not in what:
                 kept.append((screen + TIMED_RUNS * rest) / (1 + TIMED_RUNS) if rest else screen)
     return saved
 
 
 def main(path):
+    events = read_log(path)
     totals = collections.defaultdict(lambda: [0.0] * len(FIELDS))
     engines = collections.defaultdict(lambda: [0, 0, 0.0])  # trials, dominated, ms
-    with open(path, errors="replace") as f:
-        for line in f:
-            m = LINE.search(line)
-            if m:
-                row = totals[m.group(1)]
-                for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
-                    row[i] += v
-                continue
-            t = TRIAL.match(line.rstrip("\n"))
-            if t:
-                e = engines[t.group(1)]
-                e[0] += 1
-                e[1] += "dominated" in t.group(4)
-                e[2] += (float(t.group(2) or 0) + float(t.group(3))
-                         + TIMED_RUNS * float(t.group(5) or 0))
+    for event in events:
+        if event[0] == "kernel":
+            m = event[1]
+            row = totals[m.group(1)]
+            for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
+                row[i] += v
+        elif event[0] == "trial":
+            _, name, first, screen, rest, what = event
+            e = engines[name]
+            e[0] += 1
+            e[1] += "dominated" in what
+            e[2] += first + screen + TIMED_RUNS * rest
     totals["all"] = [sum(r[i] for r in list(totals.values())) for i in range(len(FIELDS))]
     print(f"{'pass':<16}" + "".join(f"{h:>12}" for h in FIELDS))
     for name, row in totals.items():
@@ -81,7 +93,7 @@ def main(path):
         print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
         for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:
             print(f"{name:<10}{n:>8}{dominated:>10}{ms / 1e3:>9.3f}")
-        saved = far_behind_savings(path)
+        saved = far_behind_savings(events)
         if saved:
             print(f"\nthe far-behind rule would have skipped {saved / 1e3:.3f} s of these runs")
 

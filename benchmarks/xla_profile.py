@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 STEPS = 3
+DEFAULT_MODES = ["stock-xla", "ucudnn-xla"]
 KINDS = (  # first match wins: some cuDNN convolution kernels' names hold "Transform"
     ("convolution", re.compile(r"conv|xmma|implicit|gemm|wgrad|dgrad|fprop|winograd|fft|cutlass|"
                                r"sm\d\d_|kernel_\d+_|scudnn", re.I)),
@@ -110,7 +111,7 @@ def main():
     model = sys.argv[1] if len(sys.argv) > 1 else "resnet50"
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else models.DEFAULT_BATCH[model]
     precision = sys.argv[3] if len(sys.argv) > 3 else "float32"
-    modes = (sys.argv[4] if len(sys.argv) > 4 else "stock-xla,ucudnn-xla").split(",")
+    modes = sys.argv[4].split(",") if len(sys.argv) > 4 else DEFAULT_MODES
     runs = {}
     for mode in modes:
         trace = tempfile.mkdtemp(prefix=f"xla_profile_{mode}_")
@@ -141,7 +142,7 @@ def main():
         for t in r["trace"]["top"][:15]:
             print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
     out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}"
-                       + ("" if modes == ["stock-xla", "ucudnn-xla"] else "_" + "_".join(modes))
+                       + ("" if modes == DEFAULT_MODES else "_" + "_".join(modes))
                        + ".json")
     with open(out, "w") as f:
         json.dump(runs, f, indent=1)
