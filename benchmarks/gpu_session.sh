@@ -6,7 +6,7 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning
+#                                 model_planning|deepbench_dtype
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -43,6 +43,23 @@ case "$1" in
     CUDA_MODULE_LOADING=EAGER timeout "${3:-560}" python3 -m tf_ucudnn.bench --set deepbench \
       --limits 64MiB,256MiB --iters 5 --layers "$layers" --json "$OUT/deepbench_eager_$half.json" 2>&1 \
       | grep -v WARNING | tee "$OUT/deepbench_eager_$half.log" ;;
+  deepbench_dtype)  # issue 18 §3: deepbench_eager's halves at DTYPE (float16|bfloat16) and one
+                    # limit: DTYPE A|B|LAYERS [LIMITS] [TIMEOUT] [ITERS] [TAG]; a comma list of
+                    # layers instead of A|B reruns those (files deepbench_DTYPE_TAG.*)
+    half=${3:-A}; tag=${7:-$half}
+    if [ "$half" = A ]; then
+      layers=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
+    elif [ "$half" = B ]; then
+      layers=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
+    else
+      layers=$half
+    fi
+    # The figures are written beside the JSON: keep them out of $OUT (a call returns 8 files).
+    mkdir -p /tmp/figures
+    CUDA_MODULE_LOADING=EAGER timeout "${5:-560}" python3 -m tf_ucudnn.bench --set deepbench \
+      --limits "${4:-64MiB}" --iters "${6:-5}" --dtype "$2" --layers "$layers" \
+      --json "$OUT/deepbench_$2_$tag.json" --png "/tmp/figures/deepbench_$2_$tag" 2>&1 \
+      | grep -v WARNING | tee "$OUT/deepbench_$2_$tag.log" ;;
   layout_tests)  # enable_rewrite keeps the model's layout (NHWC, no layout-optimizer transposes)
     timeout "${2:-300}" python3 -m pytest tests/test_rewrite.py -m gpu -q -p no:cacheprovider -rf 2>&1 \
       | tail -30 | tee "$OUT/layout_tests.log" ;;
