@@ -6,7 +6,7 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype
+#                                 model_planning|deepbench_dtype|pass_times
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -129,16 +129,21 @@ case "$1" in
       --json "$OUT/misses.json" 2>&1 | tee "$OUT/misses.log" ;;
   engine_table) python3 benchmarks/engine_table.py "${@:2}" 2>&1 | grep -v WARNING \
             | tee "$OUT/engine_table.log" ;;
-  stock_engine)  # the engine stock TF runs for speakerid_54 backward-data, from cuDNN's log
+  stock_engine)  # the engine stock TF runs for one pass, from cuDNN's log: [LIMITS_MIB] [TAG]
+                 # [stock_engine_log.py's options]; default speakerid_54 backward-data at 64, 8192
     for mib in ${2:-64 8192}; do
       rm -f /tmp/cudnn.log
       TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=/tmp/cudnn.log \
-        python3 benchmarks/stock_engine_log.py 2>&1 | grep "ms per call" | sed "s/^/$mib MiB: /"
+        python3 benchmarks/stock_engine_log.py "${@:4}" 2>&1 | grep "ms per call" | sed "s/^/$mib MiB: /"
       last=$(grep -n "cudnnBackendExecute" /tmp/cudnn.log | tail -1 | cut -d: -f1)
       echo "log: $(wc -l < /tmp/cudnn.log) lines; last cudnnBackendExecute at ${last:-none}"
       [ -n "$last" ] && sed -n "$((last - 3)),$((last + 45))p" /tmp/cudnn.log | cut -c1-220
       grep -o "eng[0-9]*{[^}]*}\|engineId[^,]*\|engine_id[^,]*" /tmp/cudnn.log | sort | uniq -c | sort -rn | head
-    done 2>&1 | tee "$OUT/stock_engine.log" ;;
+    done 2>&1 | tee "$OUT/stock_engine${3:+_$3}.log" ;;
+  pass_times)  # one layer's passes, stock TF (TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64) against tf_ucudnn
+                # at 64 MiB, in one process: TAG [pass_times.py's options]
+    TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64 timeout 200 python3 benchmarks/pass_times.py "${@:3}" 2>&1 \
+      | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/pass_times_$2.log" ;;
   speakerid)  # target 1's last miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
               # candidate as timed at each size (no pruning), then the layer against stock TF
     export UCUDNN_GRAPH_SEARCH=exhaustive
