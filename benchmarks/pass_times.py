@@ -15,10 +15,10 @@ import argparse
 import statistics
 import time
 
-import numpy as np
 import tensorflow as tf
 
 import tf_ucudnn
+from conv_case import make_case
 
 
 def timed(fn, calls):
@@ -43,43 +43,33 @@ def main():
     parser.add_argument("--limit", default="64MiB", help="tf_ucudnn's workspace limit")
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args()
-    n, c, h, w_, k, r, s, stride, pad = (int(v) for v in args.shape.split(","))
-    dtype = getattr(tf, args.dtype)
-    out_h = (h + 2 * pad - r) // stride + 1
-    out_w = (w_ + 2 * pad - s) // stride + 1
-    rng = np.random.default_rng(0)
     with tf.device("/GPU:0"):
-        x = tf.cast(rng.standard_normal((n, h, w_, c)), dtype)
-        w = tf.cast(rng.standard_normal((r, s, c, k)), dtype)
-        dy = tf.cast(rng.standard_normal((n, out_h, out_w, k)), dtype)
-    strides = [1, stride, stride, 1]
-    pads = [0, 0, pad, pad, pad, pad, 0, 0]
-    padding = [[0, 0], [pad, pad], [pad, pad], [0, 0]]
-    knobs = dict(workspace_limit=args.limit)
+        case = make_case(args.shape, args.dtype)
+    conv = dict(strides=case.strides, padding="EXPLICIT", explicit_paddings=case.explicit_paddings)
+    ucudnn_args = dict(strides=case.strides, workspace_limit=args.limit,
+                       padding=[[0, 0], [case.pad, case.pad], [case.pad, case.pad], [0, 0]])
     runs = {
         "forward": (
-            lambda: tf.raw_ops.Conv2D(input=x, filter=w, strides=strides, padding="EXPLICIT",
-                                      explicit_paddings=pads),
-            lambda: tf_ucudnn.conv2d(x, w, strides, padding, **knobs)),
+            lambda: tf.raw_ops.Conv2D(input=case.x, filter=case.filters, **conv),
+            lambda: tf_ucudnn.conv2d(case.x, case.filters, **ucudnn_args)),
         "backward-data": (
-            lambda: tf.raw_ops.Conv2DBackpropInput(input_sizes=[n, h, w_, c], filter=w,
-                                                   out_backprop=dy, strides=strides,
-                                                   padding="EXPLICIT", explicit_paddings=pads),
-            lambda: tf_ucudnn.conv2d_backprop_input([n, h, w_, c], w, dy, strides, padding,
-                                                    **knobs)),
+            lambda: tf.raw_ops.Conv2DBackpropInput(input_sizes=case.input_sizes,
+                                                   filter=case.filters, out_backprop=case.dy,
+                                                   **conv),
+            lambda: tf_ucudnn.conv2d_backprop_input(case.input_sizes, case.filters, case.dy,
+                                                    **ucudnn_args)),
         "backward-filter": (
-            lambda: tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=[r, s, c, k],
-                                                    out_backprop=dy, strides=strides,
-                                                    padding="EXPLICIT", explicit_paddings=pads),
-            lambda: tf_ucudnn.conv2d_backprop_filter(x, [r, s, c, k], dy, strides, padding,
-                                                     **knobs)),
+            lambda: tf.raw_ops.Conv2DBackpropFilter(input=case.x, filter_sizes=case.filter_sizes,
+                                                    out_backprop=case.dy, **conv),
+            lambda: tf_ucudnn.conv2d_backprop_filter(case.x, case.filter_sizes, case.dy,
+                                                     **ucudnn_args)),
     }
     print(f"shape {args.shape} {args.dtype}, tf_ucudnn at {args.limit}; ms per call")
     print(f"{'pass':16} {'stock TF':>9} {'tf_ucudnn':>9} {'speedup':>8}")
     with tf.device("/GPU:0"):
-        for name, (stock, ours) in runs.items():
-            t_stock = timed(tf.function(stock), args.calls)
-            t_ours = timed(tf.function(ours), args.calls)
+        for name, (stock_fn, ucudnn_fn) in runs.items():
+            t_stock = timed(tf.function(stock_fn), args.calls)
+            t_ours = timed(tf.function(ucudnn_fn), args.calls)
             print(f"{name:16} {t_stock:9.3f} {t_ours:9.3f} {t_stock / t_ours:7.2f}x")
     print(tf_ucudnn.plans())
 

@@ -13,8 +13,9 @@ which the log holds only the timed calls.
 import argparse
 import time
 
-import numpy as np
 import tensorflow as tf
+
+from conv_case import make_case
 
 PASSES = ("forward", "backward-data", "backward-filter")
 
@@ -26,29 +27,20 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     parser.add_argument("--pass", dest="pass_", default="backward-data", choices=PASSES)
     args = parser.parse_args()
-    n, c, h, w_, k, r, s, stride, pad = (int(v) for v in args.shape.split(","))
-    dtype = getattr(tf, args.dtype)
-    out_h = (h + 2 * pad - r) // stride + 1
-    out_w = (w_ + 2 * pad - s) // stride + 1
-    rng = np.random.default_rng(0)
-    x = tf.cast(rng.standard_normal((n, h, w_, c)), dtype)
-    w = tf.cast(rng.standard_normal((r, s, c, k)), dtype)
-    dy = tf.cast(rng.standard_normal((n, out_h, out_w, k)), dtype)
-    strides = [1, stride, stride, 1]
-    pads = [0, 0, pad, pad, pad, pad, 0, 0]
+    with tf.device("/GPU:0"):
+        case = make_case(args.shape, args.dtype)
+    conv = dict(strides=case.strides, padding="EXPLICIT", explicit_paddings=case.explicit_paddings)
 
     @tf.function
     def run():
         if args.pass_ == "forward":
-            return tf.raw_ops.Conv2D(input=x, filter=w, strides=strides, padding="EXPLICIT",
-                                     explicit_paddings=pads)
+            return tf.raw_ops.Conv2D(input=case.x, filter=case.filters, **conv)
         if args.pass_ == "backward-data":
-            return tf.raw_ops.Conv2DBackpropInput(input_sizes=[n, h, w_, c], filter=w,
-                                                  out_backprop=dy, strides=strides,
-                                                  padding="EXPLICIT", explicit_paddings=pads)
-        return tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=[r, s, c, k],
-                                               out_backprop=dy, strides=strides,
-                                               padding="EXPLICIT", explicit_paddings=pads)
+            return tf.raw_ops.Conv2DBackpropInput(input_sizes=case.input_sizes,
+                                                  filter=case.filters, out_backprop=case.dy,
+                                                  **conv)
+        return tf.raw_ops.Conv2DBackpropFilter(input=case.x, filter_sizes=case.filter_sizes,
+                                               out_backprop=case.dy, **conv)
 
     with tf.device("/GPU:0"):
         for _ in range(3):
