@@ -13,6 +13,13 @@ On a log taken before the far-behind rule (cc/kernels/engine/screening.h:
 a candidate 10x slower than the fastest kept at its size keeps its screening
 time and is not timed at larger sizes), it also prints the GPU time of the
 runs that rule would have skipped.
+
+Last, a replay of a rule not built: time the whole mini-batch first, and the
+smaller micro-batch sizes only where the workspace limit kept a proposed
+candidate out at the whole batch (micro-batches exist to let such candidates
+fit; μ-cuDNN, arXiv:1804.04806, §3). It prints the kernels that would stop at
+the whole batch, the timed trials they would skip (their GPU time, and the
+heuristics-and-plans time pro rata), and the divided plans that would change.
 """
 import collections, re, sys
 
@@ -24,26 +31,41 @@ TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): (?:first run ([\d.]
 TIMED_RUNS = 2  # runs after the screening run (graph_candidates.cc: kTimedRuns - 1)
 FAR_BEHIND = 10  # screening.h: kFarBehindFactor
 SIZE = re.compile(r"^ timed at (\d+):")
+LISTED_SIZE = re.compile(r"^ size (\d+):")
+LISTED = re.compile(r"^  (eng\S+) \[[^\]]*\] candidate$")
+TRIAL_NAME = re.compile(r"^  (eng\S+) \(workspace")
+BATCH = re.compile(r" N=(\d+) ")
+PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+) .*: (\d+x\d+.*)$")
 
 
 def read_log(path):
-    """The log's events in order: ("kernel", cost-line match), ("size", int) and
-    ("trial", name, first_ms, screen_ms, rest_ms, what) with rest_ms the mean of
+    """The log's events in order: ("kernel", cost-line match, N), ("listed_size",
+    int) and ("listed", engine name) for the candidates proposed at a size,
+    ("size", int) where that size's timed trials begin, ("trial", name,
+    first_ms, screen_ms, rest_ms, what, engine name) with rest_ms the mean of
     the timed runs after the screening run (0 if none) and `what` the rest of
-    the line (", pruned from larger sizes, dominated", ...)."""
+    the line (", pruned from larger sizes, dominated", ...), and ("plan", text)."""
     events = []
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
             m = LINE.search(line)
             if m:
-                events.append(("kernel", m))
+                batch = BATCH.search(line)
+                events.append(("kernel", m, int(batch.group(1)) if batch else 0))
             elif SIZE.match(line):
                 events.append(("size", int(SIZE.match(line).group(1))))
+            elif LISTED_SIZE.match(line):
+                events.append(("listed_size", int(LISTED_SIZE.match(line).group(1))))
+            elif LISTED.match(line):
+                events.append(("listed", LISTED.match(line).group(1)))
             elif TRIAL.match(line):
                 t = TRIAL.match(line)
                 events.append(("trial", t.group(1), float(t.group(2) or 0), float(t.group(3)),
-                               float(t.group(5) or 0), t.group(4)))
+                               float(t.group(5) or 0), t.group(4),
+                               TRIAL_NAME.match(line).group(1)))
+            elif PLAN.match(line):
+                events.append(("plan", PLAN.match(line).group(2)))
     return events
 
 
@@ -55,8 +77,8 @@ def far_behind_savings(events):
             far = set()
         elif event[0] == "size":
             kept = []
-        elif "far behind" not in event[5]:
-            _, name, first, screen, rest, what = event
+        elif event[0] == "trial" and "far behind" not in event[5]:
+            _, name, first, screen, rest, what, _ = event
             if name in far:  # pruned at a smaller size
                 saved += first + screen + TIMED_RUNS * rest
                 continue
@@ -66,6 +88,60 @@ def far_behind_savings(events):
             if "dominated" not in what:
                 kept.append((screen + TIMED_RUNS * rest) / (1 + TIMED_RUNS) if rest else screen)
     return saved
+
+
+def kernels_of(events):
+    """Per kernel: its batch, plans_s, the candidates listed and the trials
+    timed at each size ({size: [(engine name, GPU ms, what)]}) and its plan."""
+    kernels, listing = [], None
+    for event in events:
+        if event[0] == "kernel":
+            kernels.append(dict(batch=event[2], plans_s=float(event[1].group(4)),
+                                listed={}, timed={}, plan=""))
+        elif not kernels:
+            continue
+        elif event[0] == "listed_size":
+            listing = kernels[-1]["listed"].setdefault(event[1], set())
+        elif event[0] == "listed":
+            listing.add(event[1])
+        elif event[0] == "size":
+            timed = kernels[-1]["timed"].setdefault(event[1], [])
+        elif event[0] == "trial":
+            _, _, first, screen, rest, what, full = event
+            timed.append((full, first + screen + TIMED_RUNS * rest, what))
+        elif event[0] == "plan" and not kernels[-1]["plan"]:
+            kernels[-1]["plan"] = event[1]
+    return kernels
+
+
+def workspace_bound_replay(events):
+    """(kernels that would stop at the whole batch, kernels, trials skipped,
+    trials, GPU ms skipped, heuristics-and-plans s skipped pro rata, plans
+    that would change): the rule "smaller sizes only where the workspace limit
+    kept a proposed candidate out at the whole batch" replayed on the log.
+    A candidate listed at the batch but not timed there, and not pruned at a
+    smaller size, was kept out by the limit (or failed to build a plan)."""
+    stops, skipped, trials, gpu_ms, plans_s, changed = 0, 0, 0, 0.0, 0.0, []
+    kernels = kernels_of(events)
+    for k in kernels:
+        n = k["batch"]
+        count = sum(len(t) for t in k["timed"].values())
+        trials += count
+        if n not in k["listed"]:
+            continue
+        pruned = {name for size, ts in k["timed"].items() if size < n
+                  for name, _, what in ts if "pruned from larger sizes" in what}
+        timed_at_n = {name for name, _, _ in k["timed"].get(n, [])}
+        if k["listed"][n] - timed_at_n - pruned:
+            continue
+        stops += 1
+        below = [t for size, ts in k["timed"].items() if size < n for t in ts]
+        skipped += len(below)
+        gpu_ms += sum(ms for _, ms, _ in below)
+        plans_s += k["plans_s"] * len(below) / count if count else 0.0
+        if not k["plan"].startswith("1x"):
+            changed.append(k["plan"])
+    return stops, len(kernels), skipped, trials, gpu_ms, plans_s, changed
 
 
 def main(path):
@@ -79,7 +155,7 @@ def main(path):
             for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
                 row[i] += v
         elif event[0] == "trial":
-            _, name, first, screen, rest, what = event
+            _, name, first, screen, rest, what, _ = event
             e = engines[name]
             e[0] += 1
             e[1] += "dominated" in what
@@ -96,6 +172,15 @@ def main(path):
         saved = far_behind_savings(events)
         if saved:
             print(f"\nthe far-behind rule would have skipped {saved / 1e3:.3f} s of these runs")
+        stops, kernels, skipped, trials, gpu_ms, plans_s, changed = workspace_bound_replay(events)
+        if kernels:
+            print(f"\nsmaller sizes only where the limit kept a candidate out at the whole batch: "
+                  f"{stops} of {kernels} kernels stop at the whole batch, skipping {skipped} of "
+                  f"{trials} timed trials ({gpu_ms / 1e3:.3f} s of their GPU runs, about "
+                  f"{plans_s:.3f} s of heuristics and plans); divided plans that would change: "
+                  f"{len(changed)}")
+            for plan in changed:
+                print(f"  {plan[:100]}")
 
 
 if __name__ == "__main__":
