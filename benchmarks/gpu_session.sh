@@ -19,6 +19,9 @@ else
   export PYTHONPATH=$PWD:${PYTHONPATH:-}
 fi
 export TF_CPP_MIN_LOG_LEVEL=2
+# DeepBench's layer set in two halves, for runs that exceed one device call's 10 minutes.
+DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
+DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
@@ -36,9 +39,9 @@ case "$1" in
                          # then benchmarks/combine_layer_runs.py joins the two JSON files
     half=${2:-A}
     if [ "$half" = A ]; then
-      layers=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
+      layers=$DEEPBENCH_A
     else
-      layers=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
+      layers=$DEEPBENCH_B
     fi
     CUDA_MODULE_LOADING=EAGER timeout "${3:-560}" python3 -m tf_ucudnn.bench --set deepbench \
       --limits 64MiB,256MiB --iters 5 --layers "$layers" --json "$OUT/deepbench_eager_$half.json" 2>&1 \
@@ -48,9 +51,9 @@ case "$1" in
                     # layers instead of A|B reruns those (files deepbench_DTYPE_TAG.*)
     half=${3:-A}; tag=${7:-$half}
     if [ "$half" = A ]; then
-      layers=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
+      layers=$DEEPBENCH_A
     elif [ "$half" = B ]; then
-      layers=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
+      layers=$DEEPBENCH_B
     else
       layers=$half
     fi
