@@ -2,12 +2,18 @@
 
 Used by pass_times.py and stock_engine_log.py: NHWC tensors x [N, H, W, C],
 filters [R, S, C, K] and dy [N, OH, OW, K] of normal random values in the
-dtype, with the stride and the symmetric padding given.
+dtype, with the stride and the symmetric padding given, and stock TF's op
+for each pass.
 """
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
+
+# The repository root, so that the scripts import this checkout's tf_ucudnn.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass
@@ -34,6 +40,11 @@ class ConvCase:
     def explicit_paddings(self):
         """TF's flat explicit_paddings for NHWC."""
         return [0, 0, self.pad, self.pad, self.pad, self.pad, 0, 0]
+
+    @property
+    def padding(self):
+        """The same padding as tf_ucudnn.conv2d's explicit [[0, 0], [top, bottom], ...]."""
+        return [[0, 0], [self.pad, self.pad], [self.pad, self.pad], [0, 0]]
 
     @property
     def input_sizes(self):
@@ -63,3 +74,16 @@ def make_case(shape, dtype_name):
     case.filters = tf.cast(rng.standard_normal((case.r, case.s, case.c, case.k)), dtype)
     case.dy = tf.cast(rng.standard_normal((case.n, out_h, out_w, case.k)), dtype)
     return case
+
+
+def stock_pass(case, pass_):
+    """Stock TF's op for `pass_` ("forward", "backward-data" or
+    "backward-filter") of `case`, as a function of no arguments."""
+    conv = dict(strides=case.strides, padding="EXPLICIT", explicit_paddings=case.explicit_paddings)
+    if pass_ == "forward":
+        return lambda: tf.raw_ops.Conv2D(input=case.x, filter=case.filters, **conv)
+    if pass_ == "backward-data":
+        return lambda: tf.raw_ops.Conv2DBackpropInput(
+            input_sizes=case.input_sizes, filter=case.filters, out_backprop=case.dy, **conv)
+    return lambda: tf.raw_ops.Conv2DBackpropFilter(
+        input=case.x, filter_sizes=case.filter_sizes, out_backprop=case.dy, **conv)

@@ -12,27 +12,17 @@ vision_30 (192>32, 28x28, 5x5, pad 2) at N=256. Where bench's layer mode
 gives one figure for the three passes, this says which pass differs.
 """
 import argparse
-import statistics
-import time
 
 import tensorflow as tf
 
+from conv_case import make_case, stock_pass  # also puts the checkout's tf_ucudnn on the path
 import tf_ucudnn
-from conv_case import make_case
+from tf_ucudnn.bench import harness
 
 
-def timed(fn, calls):
-    """Median ms per call of `fn` over 5 repeats of `calls` calls (after 3 warm-ups)."""
-    for _ in range(3):
-        fn().numpy()
-    repeats = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = fn()
-        out.numpy()
-        repeats.append((time.perf_counter() - start) / calls * 1e3)
-    return statistics.median(repeats)
+def time_ms(fn, calls):
+    """Median ms per call of `fn` in a tf.function: 3 warm-ups, 5 repeats of `calls` calls."""
+    return harness.time_ms(tf.function(fn), (), warmup=3, repeats=5, iters=calls)[0]
 
 
 def main():
@@ -45,31 +35,20 @@ def main():
     args = parser.parse_args()
     with tf.device("/GPU:0"):
         case = make_case(args.shape, args.dtype)
-    conv = dict(strides=case.strides, padding="EXPLICIT", explicit_paddings=case.explicit_paddings)
-    ucudnn_args = dict(strides=case.strides, workspace_limit=args.limit,
-                       padding=[[0, 0], [case.pad, case.pad], [case.pad, case.pad], [0, 0]])
-    runs = {
-        "forward": (
-            lambda: tf.raw_ops.Conv2D(input=case.x, filter=case.filters, **conv),
-            lambda: tf_ucudnn.conv2d(case.x, case.filters, **ucudnn_args)),
-        "backward-data": (
-            lambda: tf.raw_ops.Conv2DBackpropInput(input_sizes=case.input_sizes,
-                                                   filter=case.filters, out_backprop=case.dy,
-                                                   **conv),
-            lambda: tf_ucudnn.conv2d_backprop_input(case.input_sizes, case.filters, case.dy,
-                                                    **ucudnn_args)),
-        "backward-filter": (
-            lambda: tf.raw_ops.Conv2DBackpropFilter(input=case.x, filter_sizes=case.filter_sizes,
-                                                    out_backprop=case.dy, **conv),
-            lambda: tf_ucudnn.conv2d_backprop_filter(case.x, case.filter_sizes, case.dy,
-                                                     **ucudnn_args)),
+    knobs = dict(strides=case.strides, padding=case.padding, workspace_limit=args.limit)
+    ours = {
+        "forward": lambda: tf_ucudnn.conv2d(case.x, case.filters, **knobs),
+        "backward-data": lambda: tf_ucudnn.conv2d_backprop_input(
+            case.input_sizes, case.filters, case.dy, **knobs),
+        "backward-filter": lambda: tf_ucudnn.conv2d_backprop_filter(
+            case.x, case.filter_sizes, case.dy, **knobs),
     }
     print(f"shape {args.shape} {args.dtype}, tf_ucudnn at {args.limit}; ms per call")
     print(f"{'pass':16} {'stock TF':>9} {'tf_ucudnn':>9} {'speedup':>8}")
     with tf.device("/GPU:0"):
-        for name, (stock_fn, ucudnn_fn) in runs.items():
-            t_stock = timed(tf.function(stock_fn), args.calls)
-            t_ours = timed(tf.function(ucudnn_fn), args.calls)
+        for name in harness.PASSES:
+            t_stock = time_ms(stock_pass(case, name), args.calls)
+            t_ours = time_ms(ours[name], args.calls)
             print(f"{name:16} {t_stock:9.3f} {t_ours:9.3f} {t_stock / t_ours:7.2f}x")
     print(tf_ucudnn.plans())
 

@@ -11,13 +11,11 @@ It times the pass (NHWC) after TF's autotuning and prints the marker from
 which the log holds only the timed calls.
 """
 import argparse
-import time
 
 import tensorflow as tf
 
-from conv_case import make_case
-
-PASSES = ("forward", "backward-data", "backward-filter")
+from conv_case import make_case, stock_pass  # also puts the checkout's tf_ucudnn on the path
+from tf_ucudnn.bench import harness
 
 
 def main():
@@ -25,31 +23,13 @@ def main():
     parser.add_argument("--shape", default="256,1,161,700,64,5,5,2,1",
                         help="N,C,H,W,K,R,S,STRIDE,PAD (default: speakerid_54)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
-    parser.add_argument("--pass", dest="pass_", default="backward-data", choices=PASSES)
+    parser.add_argument("--pass", dest="pass_", default="backward-data", choices=harness.PASSES)
     args = parser.parse_args()
     with tf.device("/GPU:0"):
         case = make_case(args.shape, args.dtype)
-    conv = dict(strides=case.strides, padding="EXPLICIT", explicit_paddings=case.explicit_paddings)
-
-    @tf.function
-    def run():
-        if args.pass_ == "forward":
-            return tf.raw_ops.Conv2D(input=case.x, filter=case.filters, **conv)
-        if args.pass_ == "backward-data":
-            return tf.raw_ops.Conv2DBackpropInput(input_sizes=case.input_sizes,
-                                                  filter=case.filters, out_backprop=case.dy,
-                                                  **conv)
-        return tf.raw_ops.Conv2DBackpropFilter(input=case.x, filter_sizes=case.filter_sizes,
-                                               out_backprop=case.dy, **conv)
-
-    with tf.device("/GPU:0"):
-        for _ in range(3):
-            run().numpy()
-        start = time.perf_counter()
-        for _ in range(10):
-            out = run()
-        out.numpy()
-        print(f"stock {args.pass_}: {(time.perf_counter() - start) / 10 * 1e3:.3f} ms per call")
+        ms, _ = harness.time_ms(tf.function(stock_pass(case, args.pass_)), (), warmup=3,
+                                repeats=1, iters=10)
+    print(f"stock {args.pass_}: {ms:.3f} ms per call")
 
 
 if __name__ == "__main__":
