@@ -38,6 +38,11 @@ BATCH = re.compile(r" N=(\d+) ")
 PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+) .*: (\d+x\d+.*)$")
 
 
+def trial_ms(first, screen, rest):
+    """GPU ms of one trial: its first run, screening run and timed runs."""
+    return first + screen + TIMED_RUNS * rest
+
+
 def read_log(path):
     """The log's events in order: ("kernel", cost-line match, N), ("listed_size",
     int) and ("listed", engine name) for the candidates proposed at a size,
@@ -80,7 +85,7 @@ def far_behind_savings(events):
         elif event[0] == "trial" and "far behind" not in event[5]:
             _, name, first, screen, rest, what, _ = event
             if name in far:  # pruned at a smaller size
-                saved += first + screen + TIMED_RUNS * rest
+                saved += trial_ms(first, screen, rest)
                 continue
             if kept and screen > FAR_BEHIND * min(kept):
                 far.add(name)
@@ -108,7 +113,7 @@ def kernels_of(events):
             timed = kernels[-1]["timed"].setdefault(event[1], [])
         elif event[0] == "trial":
             _, _, first, screen, rest, what, full = event
-            timed.append((full, first + screen + TIMED_RUNS * rest, what))
+            timed.append((full, trial_ms(first, screen, rest), what))
         elif event[0] == "plan" and not kernels[-1]["plan"]:
             kernels[-1]["plan"] = event[1]
     return kernels
@@ -159,7 +164,7 @@ def main(path):
             e = engines[name]
             e[0] += 1
             e[1] += "dominated" in what
-            e[2] += first + screen + TIMED_RUNS * rest
+            e[2] += trial_ms(first, screen, rest)
     totals["all"] = [sum(r[i] for r in list(totals.values())) for i in range(len(FIELDS))]
     print(f"{'pass':<16}" + "".join(f"{h:>12}" for h in FIELDS))
     for name, row in totals.items():
