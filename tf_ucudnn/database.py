@@ -417,7 +417,8 @@ class _EngineLink:
         self.db = None
         self.identity = None
         self.loaded = False
-        self.saved_keys = set()
+        # Stored key (JSON) -> the micro-batch sizes of the table stored for it.
+        self.saved_sizes = {}
 
     def load(self):
         """Seeds the engine with the database's tables for this GPU (once)."""
@@ -438,7 +439,7 @@ class _EngineLink:
             if problem is None and not seed_engine(record):
                 problem = "the engine refused it"
             if problem is None:
-                self.saved_keys.add(json.dumps(record["key"]))
+                self.saved_sizes[json.dumps(record["key"])] = _sizes(record)
             else:
                 problems.append(problem)
         if problems:
@@ -449,7 +450,10 @@ class _EngineLink:
         atexit.register(self.save)
 
     def save(self):
-        """Stores the tables of every kernel benchmarked in this process."""
+        """Stores the tables of every kernel benchmarked in this process, where
+        no table stored for the key already covers the kernel's micro-batch
+        sizes (a kernel that benchmarked every size replaces one that
+        benchmarked the whole mini-batch alone)."""
         if self.db is None or self.identity is None:
             return
         from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
@@ -459,11 +463,17 @@ class _EngineLink:
             if kernel["seeded"]:
                 continue
             record = stored_record(kernel)
-            if json.dumps(record["key"]) in self.saved_keys:
+            key, sizes = json.dumps(record["key"]), _sizes(record)
+            if key in self.saved_sizes and sizes <= self.saved_sizes[key]:
                 continue
             records.append(record)
-            self.saved_keys.add(json.dumps(record["key"]))
+            self.saved_sizes[key] = sizes
         self.db.put(*self.identity, records)
+
+
+def _sizes(record):
+    """The micro-batch sizes of a stored record's table."""
+    return frozenset(row[0] for row in record["table"])
 
 
 _LINK = _EngineLink()
