@@ -83,13 +83,23 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   }
 
  private:
-  // GPU: a typed-FFI custom call; operands and result in TF's layouts
-  // (row-major NHWC/NCHW, filter HWIO), as the engine expects them.
+  // GPU: a typed-FFI custom call; activations in TF's layouts (row-major
+  // NHWC/NCHW), the filter's HWIO dimensions laid out as cuDNN takes them
+  // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
+  // inside a fusion (the filter gradient, e.g., inside the weight update), and
+  // the engine runs without a transform of its own.
   void CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
                          const TensorShape& input_shape, const TensorShape& filter_shape,
                          const TensorShape& output_shape) {
     auto shape_of = [this](const TensorShape& s) {
       return xla::ShapeUtil::MakeShapeWithDescendingLayout(type_, s.dim_sizes());
+    };
+    // HWIO = dimensions (0, 1, 2, 3) = (R, S, C, K), minor to major.
+    const std::vector<int64_t> cudnn_filter_layout =
+        params.layout == ucudnn::Layout::kNHWC ? std::vector<int64_t>{2, 1, 0, 3}   // KRSC
+                                               : std::vector<int64_t>{1, 0, 2, 3};  // KCRS
+    auto filter_shape_of = [&](const TensorShape& s) {
+      return xla::ShapeUtil::MakeShapeWithDenseLayout(type_, s.dim_sizes(), cudnn_filter_layout);
     };
     std::vector<xla::XlaOp> operands;
     std::vector<xla::Shape> operand_shapes;
@@ -97,18 +107,18 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     switch (kPass) {
       case Pass::kForward:  // a = input, b = filter -> output
         operands = {ctx->Input(0), ctx->Input(1)};
-        operand_shapes = {shape_of(input_shape), shape_of(filter_shape)};
+        operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
         result = shape_of(output_shape);
         break;
       case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
         operands = {ctx->Input(2), ctx->Input(1)};
-        operand_shapes = {shape_of(output_shape), shape_of(filter_shape)};
+        operand_shapes = {shape_of(output_shape), filter_shape_of(filter_shape)};
         result = shape_of(input_shape);
         break;
       case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
         operands = {ctx->Input(0), ctx->Input(2)};
         operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
-        result = shape_of(filter_shape);
+        result = filter_shape_of(filter_shape);
         break;
     }
     XlaConvConfig config;

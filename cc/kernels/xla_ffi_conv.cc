@@ -108,6 +108,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   tensors.a = a.untyped_data();
   tensors.b = b.untyped_data();
   tensors.out = out->untyped_data();
+  tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
   FfiScratch allocator(&scratch);
   return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
 }

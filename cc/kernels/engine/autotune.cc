@@ -123,7 +123,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   void* out = t.out;
   if (pass_ == Pass::kBackwardFilter) {
     out = ps.filter;
-  } else {
+  } else if (!t.filter_in_cudnn_layout) {
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
     b = ps.filter;
   }
@@ -305,6 +305,7 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
   UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(b, peer.device, t.b, own_device, b_bytes, peer.stream));
   copy.a = a;
   copy.b = b;
+  copy.filter_in_cudnn_layout = t.filter_in_cudnn_layout;
   return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch,
                      /*whole_first=*/false, got);
 }

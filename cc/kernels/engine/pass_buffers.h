@@ -43,6 +43,11 @@ struct PassTensors {
   const void* a = nullptr;
   const void* b = nullptr;
   void* out = nullptr;
+  // The filter (or filter_backprop) is in cuDNN's layout instead: KRSC for
+  // NHWC, KCRS for NCHW. XLA's custom calls ask for it so (the compiler
+  // transposes the filter once, where it can inside a fusion); the kernel
+  // then neither transforms it nor allocates a copy of it.
+  bool filter_in_cudnn_layout = false;
 };
 
 }  // namespace ucudnn

@@ -1,8 +1,9 @@
 // CudnnKernel::Run: one path for every plan. The filter goes into cuDNN's
-// layout, each micro-batch runs with its candidate (a legacy algorithm or a
-// graph-API engine, RunMicroBatch), backward-filter micro-batches accumulate
-// (in float32 for float16/bfloat16 where cuDNN allows), and the filter
-// gradient goes back into TF's layout. Nothing is synchronised.
+// layout (unless it is there already: XLA's custom calls), each micro-batch
+// runs with its candidate (a legacy algorithm or a graph-API engine,
+// RunMicroBatch), backward-filter micro-batches accumulate (in float32 for
+// float16/bfloat16 where cuDNN allows), and the filter gradient goes back
+// into TF's layout (or stays in cuDNN's). Nothing is synchronised.
 #if GOOGLE_CUDA
 
 #include "cc/kernels/engine/plan_execution.h"
@@ -226,7 +227,8 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   // The filter copy every plan needs comes first; then the workspace: if the
   // plan's does not fit, take the fastest plan that does.
   PassScratch ps;
-  UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, scratch, &ps));
+  const bool own_filter = !t.filter_in_cudnn_layout;
+  if (own_filter) UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, scratch, &ps));
   Plan chosen = plan;
   void* workspace = nullptr;
   while (true) {
@@ -250,8 +252,8 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   const void* b = t.b;
   void* out = t.out;
   if (pass_ == Pass::kBackwardFilter) {
-    out = ps.filter;
-  } else {
+    if (own_filter) out = ps.filter;
+  } else if (own_filter) {
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
     b = ps.filter;
   }
@@ -300,7 +302,7 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
                                 cudnnGetErrorString(added));
       }));
   if (float_sum) UCUDNN_RETURN_IF_ERROR(StoreFloatSum(handle->handle, stream, sum, zero, out));
-  if (pass_ == Pass::kBackwardFilter) {
+  if (pass_ == Pass::kBackwardFilter && own_filter) {
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, ps.filter, t.out, /*to_cudnn=*/false));
   }
   *ran = chosen;
