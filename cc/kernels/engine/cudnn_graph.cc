@@ -383,7 +383,6 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
 GraphPlan::GraphPlan() = default;
 
 GraphPlan::~GraphPlan() {
-  if (pack_) cudnnBackendDestroyDescriptor(pack_);
   for (const Transpose& t : transposes_) {
     if (t.caller) cudnnDestroyTensorDescriptor(t.caller);
     if (t.graph) cudnnDestroyTensorDescriptor(t.graph);
@@ -417,15 +416,15 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
 
 Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
                                void* workspace) const {
-  void* const key[4] = {pointers_in[0], pointers_in[1], pointers_in[2], workspace};
-  std::lock_guard<std::mutex> lock(pack_mu_);
-  if (pack_ == nullptr || !std::equal(key, key + 4, pack_pointers_)) {
-    if (pack_ != nullptr) cudnnBackendDestroyDescriptor(pack_);
-    pack_ = nullptr;
-    UCUDNN_RETURN_IF_ERROR(MakeVariantPack(pointers_in, workspace, &pack_));
-    std::copy(key, key + 4, pack_pointers_);
-  }
-  UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack_));
+  int64_t uids[3] = {kUidX, kUidW, kUidY};
+  void* pointers[3] = {pointers_in[0], pointers_in[1], pointers_in[2]};
+  fe::VariantPack pack = fe::VariantPackBuilder()
+                             .setWorkspacePointer(workspace)
+                             .setDataPointers(3, pointers)
+                             .setUids(3, uids)
+                             .build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(pack, "the variant pack"));
+  UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack.get_raw_desc()));
   return Status();
 }
 

@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,13 +139,6 @@ class GraphPlan {
   int64_t workspace_bytes_ = 0;
   std::vector<Transpose> transposes_;
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
-  // The last variant pack ExecuteGraph made, and the pointers it holds (x, w,
-  // y, workspace): an XLA custom call runs on the same buffers step after
-  // step, and building a pack each call was most of the engine's host time
-  // over a direct cudnnBackendExecute (docs/benchmarks.md, execution overhead).
-  mutable std::mutex pack_mu_;
-  mutable cudnnBackendDescriptor_t pack_ = nullptr;
-  mutable void* pack_pointers_[4] = {};
 };
 
 }  // namespace ucudnn
