@@ -1,5 +1,5 @@
 """Sums the per-kernel planning cost lines that UCUDNN_DEBUG_OUTPUT=1 prints
-("tf_ucudnn: benchmarked <pass> <conv> at K of N sizes: legacy ... s; graph: ...")
+("tf_ucudnn: benchmarked <pass> <conv> at N sizes: legacy ... s; graph: ...")
 into one line per pass and a total, to see where cold planning time goes;
 then, from the per-trial lines ("  eng0{} (workspace 0 bytes): first run 1.2 ms,
 screened 1.1 ms, ..."; "loaded" where the engine had run before and needed no

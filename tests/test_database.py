@@ -14,13 +14,12 @@ import sys
 import tempfile
 import textwrap
 import warnings
-from unittest import mock
 
 import pytest
 import tensorflow as tf
 
 from testing_utils import run_python
-from tf_ucudnn import _engine, database
+from tf_ucudnn import database
 
 GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
@@ -59,31 +58,6 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertEmpty(db.get("NVIDIA H100", CUDNN, TF))
         self.assertEmpty(db.get(GPU, "9.3.0", TF))
         self.assertEmpty(db.get(GPU, CUDNN, "2.20.0"))
-
-    def test_a_table_of_more_sizes_replaces_the_stored_one_and_no_fewer(self):
-        # With UCUDNN_MICRO_BATCH_SEARCH=needed a kernel may benchmark only the
-        # whole mini-batch; a kernel of the same stored key that benchmarked
-        # every size (a Workspace Division group's) must still be stored.
-        link = database._EngineLink()
-        link.db = database.BenchmarkDatabase(self.path)
-        link.identity = (GPU, CUDNN, TF)
-        whole = dict(record(0), table=[[32, 0, 0.5, 0]])
-        every = record(0)  # sizes 32 and 16
-        stored = []
-
-        def save(*records):
-            kernels = [dict(seeded=False, record=r) for r in records]
-            with mock.patch.object(database, "stored_record", lambda k: k["record"]), \
-                    mock.patch.object(_engine, "kernels", lambda: kernels):
-                link.save()
-            stored.append([r["table"] for r in link.db.get(GPU, CUDNN, TF)])
-
-        save(whole)
-        save(every)
-        save(whole)
-        save(whole, every)
-        self.assertEqual(stored, [[whole["table"]], [every["table"]], [every["table"]],
-                                  [every["table"]]])
 
     def test_two_processes_writing_at_once_keep_every_row(self):
         ctx = multiprocessing.get_context("spawn")

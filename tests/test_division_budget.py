@@ -126,15 +126,6 @@ class DivideWorkspaceBudgetGpuTest(tf.test.TestCase):
         divided = [r for r in tf_ucudnn.plans() if r["note"] == "Workspace Division"]
         self.assertLen(divided, len(report.kernels))
         self.assertLessEqual(sum(r["workspace_bytes"] for r in divided), budget)
-        # Every kernel was benchmarked at every size of powerOfTwo (1 ... 64),
-        # where the default search times only the whole mini-batch when every
-        # candidate fits it.
-        budget_kernels = [k for k in division.kernels()
-                          if k["key"]["workspace_limit"] == budget and not k["total_workspace"]]
-        self.assertLen(budget_kernels, len(report.kernels))
-        for k in budget_kernels:
-            self.assertEqual(sorted({row["size"] for row in k["table"]}),
-                             [1, 2, 4, 8, 16, 32, 64], k["shape"])
 
         # The divided plans run and give the same tensors as keras.layers.Conv2D.
         x = tf.random.normal([batch, 32, 32, 16], seed=3)

@@ -167,8 +167,6 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
              "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got 'full'", 7),
             ("UCUDNN_GRAPH_LAYOUTS", "NCHW",
              "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got 'NCHW'", 8),
-            ("UCUDNN_MICRO_BATCH_SEARCH", "every",
-             "UCUDNN_MICRO_BATCH_SEARCH must be one of needed, all; got 'every'", 9),
         ]
         for name, value, message, pad in cases:
             with self.subTest(name):

@@ -108,23 +108,23 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual([size for size, _ in result["nchw_1x1_remainder"]["plans"][
             "backward-filter"]], [4, 2])
 
-    def _candidate_sizes(self, workspace_limit="64MiB", **env):
+    def _candidate_sizes(self, **env):
         """Micro-batch sizes at which a kernel of N = 32 timed legacy
         algorithms and graph engines: {"legacy": [...], "graph": [...]}."""
-        done = run_python(f"""
+        done = run_python("""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
             from tf_ucudnn.division import kernels
             x = tf.random.normal((32, 14, 14, 32))
             f = tf.random.normal((3, 3, 32, 32))
             with tf.device("/GPU:0"):
-                tf_ucudnn.conv2d(x, f, 1, "SAME", workspace_limit={workspace_limit!r})
+                tf_ucudnn.conv2d(x, f, 1, "SAME")
             kernel = kernels()[0]
             graph = ["engine" in a for a in kernel["algos"]]
             sizes = dict(legacy=set(), graph=set())
             for row in kernel["table"]:
                 sizes["graph" if graph[row["algo"]] else "legacy"].add(row["size"])
-            print(json.dumps({{k: sorted(v) for k, v in sizes.items()}}))
+            print(json.dumps({k: sorted(v) for k, v in sizes.items()}))
         """, pythonpath=ROOT, **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -132,27 +132,14 @@ class GraphEnginesGpuTest(tf.test.TestCase):
     def test_default_times_legacy_algorithms_only_below_the_graph_sizes(self):
         # UCUDNN_ENGINES=auto: graph engines from 8 samples up, legacy
         # algorithms at 1, 2 and 4 samples (powerOfTwo of N = 32).
-        sizes = self._candidate_sizes(UCUDNN_MICRO_BATCH_SEARCH="all")
+        sizes = self._candidate_sizes()
         self.assertEqual(sizes["legacy"], [1, 2, 4], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
 
     def test_all_times_legacy_algorithms_at_every_size(self):
-        sizes = self._candidate_sizes(UCUDNN_ENGINES="all", UCUDNN_MICRO_BATCH_SEARCH="all")
+        sizes = self._candidate_sizes(UCUDNN_ENGINES="all")
         self.assertEqual(sizes["legacy"], [1, 2, 4, 8, 16, 32], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
-
-    def test_smaller_sizes_only_where_the_limit_kept_a_candidate_out(self):
-        # UCUDNN_MICRO_BATCH_SEARCH=needed (the default): within 1 GiB every
-        # candidate fits the whole mini-batch, so only it is benchmarked;
-        # within 0 bytes the engines that need workspace do not, and every
-        # size of the policy is.
-        self.assertEqual(self._candidate_sizes("1GiB"), dict(legacy=[], graph=[32]))
-        sizes = self._candidate_sizes(0)
-        self.assertEqual(sorted(set(sizes["legacy"] + sizes["graph"])), [1, 2, 4, 8, 16, 32],
-                         sizes)
-        self.assertEqual(sizes["legacy"][:3], [1, 2, 4], sizes)
-        self.assertEqual(self._candidate_sizes("1GiB", UCUDNN_MICRO_BATCH_SEARCH="all"),
-                         dict(legacy=[1, 2, 4], graph=[8, 16, 32]))
 
     def test_equivalence_grid_passes_with_graph_engines_alone(self):
         done = subprocess.run(

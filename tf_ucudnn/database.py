@@ -417,8 +417,7 @@ class _EngineLink:
         self.db = None
         self.identity = None
         self.loaded = False
-        # Stored key (JSON) -> the micro-batch sizes of the table stored for it.
-        self.saved_sizes = {}
+        self.saved_keys = set()
 
     def load(self):
         """Seeds the engine with the database's tables for this GPU (once)."""
@@ -439,7 +438,7 @@ class _EngineLink:
             if problem is None and not seed_engine(record):
                 problem = "the engine refused it"
             if problem is None:
-                self.saved_sizes[json.dumps(record["key"])] = _sizes(record)
+                self.saved_keys.add(json.dumps(record["key"]))
             else:
                 problems.append(problem)
         if problems:
@@ -450,10 +449,7 @@ class _EngineLink:
         atexit.register(self.save)
 
     def save(self):
-        """Stores the tables of every kernel benchmarked in this process, where
-        no table stored for the key already covers the kernel's micro-batch
-        sizes (a kernel that benchmarked every size replaces one that
-        benchmarked the whole mini-batch alone)."""
+        """Stores the tables of every kernel benchmarked in this process."""
         if self.db is None or self.identity is None:
             return
         from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
@@ -463,17 +459,11 @@ class _EngineLink:
             if kernel["seeded"]:
                 continue
             record = stored_record(kernel)
-            key, sizes = json.dumps(record["key"]), _sizes(record)
-            if key in self.saved_sizes and sizes <= self.saved_sizes[key]:
+            if json.dumps(record["key"]) in self.saved_keys:
                 continue
             records.append(record)
-            self.saved_sizes[key] = sizes
+            self.saved_keys.add(json.dumps(record["key"]))
         self.db.put(*self.identity, records)
-
-
-def _sizes(record):
-    """The micro-batch sizes of a stored record's table."""
-    return frozenset(row[0] for row in record["table"])
 
 
 _LINK = _EngineLink()

@@ -326,8 +326,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
 
     Sets every such layer's ``workspace_limit`` to ``total_workspace``, runs one
     forward and backward pass on random data of ``batch_size`` samples (which
-    benchmarks every kernel within the whole budget, at every micro-batch size
-    of its policy: ``UCUDNN_MICRO_BATCH_SEARCH=all`` while it runs), divides the budget among
+    benchmarks every kernel within the whole budget), divides the budget among
     the kernels with the ILP of :func:`tf_ucudnn.planner.divide_workspace`
     (Oyama et al. 2018, §III-C), and replans each kernel within its share.
     Training and inference at this batch size then run the divided plans; the
@@ -365,11 +364,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     for name in ("train_function", "test_function", "predict_function"):
         if hasattr(model, name):
             setattr(model, name, None)
-    # Every micro-batch size of the policy: the ILP chooses among the kernels'
-    # Pareto fronts, whose low-workspace points are micro-batches (the default
-    # search skips them where every candidate fits the whole mini-batch).
-    with environment.setting("UCUDNN_MICRO_BATCH_SEARCH", "all"):
-        _plan_forward_backward(model, batch_size, verbose)
+    _plan_forward_backward(model, batch_size, verbose)
     by_signature = {}
     for layer in layers:
         by_signature.setdefault(_layer_signature(layer), []).append(layer.name)

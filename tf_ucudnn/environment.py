@@ -4,11 +4,9 @@ The engine reads the others (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``,
 ``UCUDNN_BATCH_SIZE_POLICY``, ``UCUDNN_ENGINES``, ``UCUDNN_GRAPH_*``, ...)
 itself when a kernel is created (``cc/kernels/conv_attrs.cc``); the README's
 table lists them all. Each function here reads the variable when called, so a
-change made in-process takes effect at the next read. :func:`setting` sets one
-for a block (for kernels created inside it).
+change made in-process takes effect at the next read.
 """
 
-import contextlib
 import os
 
 PREFIX = "UCUDNN_"
@@ -30,19 +28,3 @@ def ucudnn_variables():
     """Every ``UCUDNN_*`` variable that is set, as ``{name: value}``, sorted by name
     (what a benchmark report records of tf_ucudnn's settings)."""
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(PREFIX)}
-
-
-@contextlib.contextmanager
-def setting(name, value):
-    """Sets the environment variable ``name`` to ``value`` inside the block and
-    restores it (or its absence) afterwards; kernels created inside the block
-    read the value."""
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old

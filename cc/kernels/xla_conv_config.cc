@@ -35,7 +35,6 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
     << c.graph.prune_factor << " : f64" << std::defaultfloat;
   i64(kAttrGraphSearch, c.graph.exhaustive ? 1 : 0);
   i64(kAttrGraphLayouts, static_cast<int64_t>(c.graph.layouts));
-  i64(kAttrMicroBatchSearch, c.graph.all_sizes ? 1 : 0);
   i64(kAttrAllowTf32, c.allow_tf32 ? 1 : 0);
   i64(kAttrDeterministic, c.deterministic ? 1 : 0);
   s << "}";

@@ -42,7 +42,6 @@ inline constexpr char kAttrEngines[] = "engines";  // enum value
 inline constexpr char kAttrGraphPruneFactor[] = "graph_prune_factor";  // f64
 inline constexpr char kAttrGraphSearch[] = "graph_search";  // 0 default, 1 exhaustive
 inline constexpr char kAttrGraphLayouts[] = "graph_layouts";  // enum value
-inline constexpr char kAttrMicroBatchSearch[] = "micro_batch_search";  // 0 needed, 1 all
 inline constexpr char kAttrAllowTf32[] = "allow_tf32";  // 0 or 1
 inline constexpr char kAttrDeterministic[] = "deterministic";  // 0 or 1
 

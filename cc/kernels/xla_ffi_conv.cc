@@ -59,13 +59,12 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                    ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
                    int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
                    double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
-                   int64_t micro_batch_search, int64_t allow_tf32, int64_t deterministic) {
+                   int64_t allow_tf32, int64_t deterministic) {
   ucudnn::ConvRequest q;
   q.pass = kPass;
   if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
       engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
-      graph_search > 1 || graph_layouts < 0 || graph_layouts > 2 || micro_batch_search < 0 ||
-      micro_batch_search > 1 ||
+      graph_search > 1 || graph_layouts < 0 || graph_layouts > 2 ||
       !(graph_prune_factor == 0 || graph_prune_factor >= 1)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: malformed attributes of custom call ") +
@@ -103,7 +102,6 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   q.graph.prune_factor = graph_prune_factor;
   q.graph.exhaustive = graph_search != 0;
   q.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
-  q.graph.all_sizes = micro_batch_search != 0;
   ucudnn::PassTensors tensors;
   tensors.a = a.untyped_data();
   tensors.b = b.untyped_data();
@@ -130,7 +128,6 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
       .Attr<double>(kAttrGraphPruneFactor)                  \
       .Attr<int64_t>(kAttrGraphSearch)                      \
       .Attr<int64_t>(kAttrGraphLayouts)                     \
-      .Attr<int64_t>(kAttrMicroBatchSearch)                 \
       .Attr<int64_t>(kAttrAllowTf32)                        \
       .Attr<int64_t>(kAttrDeterministic)
 

@@ -17,7 +17,6 @@
 #include "cc/kernels/engine/cudnn_kernel.h"
 #include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/plan_execution.h"
-#include "cc/kernels/engine/screening.h"
 
 namespace ucudnn {
 
@@ -52,19 +51,15 @@ Status CudnnKernel::MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64
 
 Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                                   const void* a, const void* b, void* out, void* ws,
-                                  int64_t ws_bytes, std::vector<Measured>* got, int* kept_out) {
+                                  int64_t ws_bytes, std::vector<Measured>* got) {
   ConvDescriptors* d = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, BenchmarkMathType(), &d));
   const int max_count = MaxAlgoCount(pass_);
   int returned = 0;
   auto record = [&](int algo, cudnnStatus_t status, float time, size_t memory,
                     cudnnDeterminism_t determinism, cudnnMathType_t math) {
-    if (status == CUDNN_STATUS_ALLOC_FAILED ||
-        (status == CUDNN_STATUS_SUCCESS && static_cast<int64_t>(memory) > workspace_limit)) {
-      ++*kept_out;
-      return;
-    }
     if (status != CUDNN_STATUS_SUCCESS || time < 0) return;
+    if (static_cast<int64_t>(memory) > workspace_limit) return;
     const bool deterministic = determinism == CUDNN_DETERMINISTIC;
     if (deterministic_ && !deterministic) return;
     got->push_back({{algo, static_cast<int>(math), deterministic}, static_cast<double>(time),
@@ -108,7 +103,7 @@ constexpr int64_t kMinGraphMicroBatch = 8;
 Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                                 const std::vector<int64_t>& sizes, int64_t workspace_limit,
                                 const PassTensors& t, ScratchAllocator* scratch,
-                                bool whole_first, MeasuredSizes* got) {
+                                MeasuredSizes* got) {
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   const ConvParams& p = params_;
@@ -143,12 +138,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   while (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
   // Ascending sizes: graph engines far behind at one size are pruned from the
-  // larger ones (GraphSearchKnobs::prune_factor). With `whole_first`, the
-  // whole mini-batch before them, and they only if the workspace limit kept a
-  // candidate out of it (GraphSearchKnobs::all_sizes).
-  const std::vector<int64_t> order = BenchmarkOrder(sizes, p.batch, whole_first);
+  // larger ones (GraphSearchKnobs::prune_factor).
+  std::vector<int64_t> ascending = sizes;
+  std::sort(ascending.begin(), ascending.end());
   std::set<std::string> pruned;
-  size_t benchmarked = 0;
   using Clock = std::chrono::steady_clock;
   double legacy_s = 0, propose_s = 0, runs_s = 0;
   int plans = 0, runs = 0;
@@ -156,12 +149,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  for (size_t i = 0; i < order.size(); ++i) {
-    const int64_t size = order[i];
-    ++benchmarked;
-    // Candidates the workspace limit (or the search workspace allocated
-    // within it) kept out of this size.
-    int kept_out = 0;
+  for (int64_t size : ascending) {
     const void* bench_a = a;
     void* bench_out = out;
     if (asymmetric && pass_ != Pass::kBackwardData) {
@@ -173,7 +161,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     auto time_legacy = [&]() -> Status {
       const Clock::time_point start = Clock::now();
       UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
-                                           bench_out, ws, ws_bytes, &(*got)[size], &kept_out));
+                                           bench_out, ws, ws_bytes, &(*got)[size]));
       legacy_s += seconds_since(start);
       return Status();
     };
@@ -194,8 +182,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     std::vector<GraphTrial> trials;
     std::string size_log;
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
-                                              &trials, &kept_out,
-                                              DebugOutput() ? &size_log : nullptr));
+                                              &trials, DebugOutput() ? &size_log : nullptr));
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
     int64_t needed = 0;
     for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
@@ -206,9 +193,6 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
         ws = bigger;
         ws_bytes = needed;
       }
-    }
-    for (const GraphTrial& trial : trials) {
-      if (trial.plan->workspace_bytes() > ws_bytes) ++kept_out;  // TimeGraphTrials skips it
     }
     plans += static_cast<int>(trials.size());
     propose_s += seconds_since(start);
@@ -224,26 +208,13 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
       if (DebugOutput()) log += " size " + std::to_string(size) + ": no engine ran; legacy\n";
       UCUDNN_RETURN_IF_ERROR(time_legacy());
     }
-    if (whole_first && i == 0) {
-      if (kept_out == 0) {
-        // Every candidate fits the whole mini-batch: micro-batches, which
-        // exist to let candidates fit, cannot change the plan.
-        if (DebugOutput()) {
-          log += " size " + std::to_string(size) +
-                 ": no candidate over the workspace limit; smaller sizes not benchmarked\n";
-        }
-        break;
-      }
-      // Engines' ranks at the whole mini-batch say nothing of smaller sizes.
-      pruned.clear();
-    }
   }
   if (DebugOutput()) {
     std::fprintf(stderr,
-                 "tf_ucudnn: benchmarked %s %s at %zu of %zu sizes: legacy %.3f s; graph: %d "
-                 "candidates (heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n%s",
-                 PassName(pass_), p.ToString().c_str(), benchmarked, sizes.size(), legacy_s, plans,
-                 propose_s, runs, runs_s, pruned.size(), log.c_str());
+                 "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n%s",
+                 PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
+                 runs, runs_s, pruned.size(), log.c_str());
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.
@@ -306,8 +277,7 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
   copy.a = a;
   copy.b = b;
   copy.filter_in_cudnn_layout = t.filter_in_cudnn_layout;
-  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch,
-                     /*whole_first=*/false, got);
+  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch, got);
 }
 
 Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
@@ -335,11 +305,7 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
     }
   }
   if (!shares[0].empty()) {
-    const bool whole_first = WholeBatchFirst(
-        sizes, params_.batch, graph_knobs_.all_sizes, engines_ != EngineSet::kLegacy,
-        graph_knobs_.prune_factor, static_cast<int>(shares.size()));
-    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch, whole_first,
-                            &got[0]);
+    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch, &got[0]);
   }
   for (std::thread& thread : threads) thread.join();
   for (const Status& s : status) UCUDNN_RETURN_IF_ERROR(s);

@@ -67,8 +67,6 @@ KernelKey MakeKey(const ConvRequest& q) {
   key.engines = q.engines;
   // The graph search knobs change the plan only where graph engines are candidates.
   if (q.engines != EngineSet::kLegacy) key.graph = q.graph;
-  // Workspace Division's ILP needs every size's points on the Pareto front.
-  if (q.engines != EngineSet::kLegacy && q.total_workspace > 0) key.graph.all_sizes = true;
   return key;
 }
 

@@ -143,18 +143,6 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   const std::vector<int64_t> sizes =
       forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
                              : MicroBatchSizes(policy, params_.batch);
-  if (seeded_ && engines_ != EngineSet::kLegacy &&
-      (graph_knobs_.all_sizes || graph_knobs_.prune_factor == 0)) {
-    // This kernel needs every size (a Workspace Division group's, or an
-    // exhaustive search); a seed from a kernel that benchmarked the smaller
-    // sizes only where needed may lack them (the database key holds neither).
-    for (int64_t size : sizes) {
-      if (seed_table_.count(size) == 0) {
-        seeded_ = false;
-        break;
-      }
-    }
-  }
   if (seeded_) {
     // Benchmark results of an earlier process (the benchmark database).
     table_ = seed_table_;

@@ -140,12 +140,10 @@ class CudnnKernel {
   Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                    int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
                    const std::vector<BenchmarkPeer>& peers);
-  // Benchmarks `sizes` on one GPU (the handle's) into *got; with
-  // `whole_first`, the smaller sizes only where the workspace limit kept a
-  // candidate out of the whole mini-batch (WholeBatchFirst, screening.h).
+  // Benchmarks `sizes` on one GPU (the handle's) into *got.
   Status BenchmarkOn(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                      int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
-                     bool whole_first, MeasuredSizes* got);
+                     MeasuredSizes* got);
   // Copies what `sizes` need of the tensors from this GPU to `peer`, then
   // benchmarks them there.
   Status BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
@@ -167,7 +165,7 @@ class CudnnKernel {
   int64_t padded_sample_elems() const { return params_.in_channels * padded_h_ * padded_w_; }
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                        const void* a, const void* b, void* out, void* workspace,
-                       int64_t workspace_bytes, std::vector<Measured>* got, int* kept_out);
+                       int64_t workspace_bytes, std::vector<Measured>* got);
   // The graph-API side of benchmarking one size: engines the heuristics
   // propose whose plans finalize within the limit (for backward-filter also
   // the accumulating plan), and their timing with CUDA events.
@@ -176,10 +174,9 @@ class CudnnKernel {
     const GraphPlan* plan;
   };
   // Engines in `pruned` are left out; `log` as in ProposeGraphEngines.
-  // *kept_out grows by the engines whose plans need more than the limit.
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                             const std::set<std::string>& pruned,
-                            std::vector<GraphTrial>* trials, int* kept_out, std::string* log);
+                            std::vector<GraphTrial>* trials, std::string* log);
   // Appends the timed trials to *got (which holds the size's legacy results
   // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
   // graph_knobs_.prune_factor, and counts the plan executions in *runs. With

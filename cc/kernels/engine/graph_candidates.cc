@@ -132,8 +132,7 @@ Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const Graph
 Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
                                        int64_t workspace_limit,
                                        const std::set<std::string>& pruned,
-                                       std::vector<GraphTrial>* trials, int* kept_out,
-                                       std::string* log) {
+                                       std::vector<GraphTrial>* trials, std::string* log) {
   trials->clear();
   GraphNumerics numerics;
   // Float32 without TF32 keeps the legacy path's float arithmetic.
@@ -158,10 +157,7 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
     if (!GetGraphPlan(handle, size, c.engine, false, &plan).ok()) continue;
-    if (plan->workspace_bytes() > workspace_limit) {
-      ++*kept_out;
-      continue;
-    }
+    if (plan->workspace_bytes() > workspace_limit) continue;
     if (pass_ == Pass::kBackwardFilter && size < params_.batch) {
       // Later micro-batches accumulate into the filter gradient (beta = 1).
       const GraphPlan* accumulating = nullptr;

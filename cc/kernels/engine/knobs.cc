@@ -18,7 +18,6 @@ constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", t
 constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
                                                     {"native", GraphLayouts::kNative},
                                                     {"transposed", GraphLayouts::kTransposed}};
-constexpr Name<bool> kMicroBatchSearchNames[] = {{"needed", false}, {"all", true}};
 
 // The variable's value, or nullptr when unset or empty (the default applies).
 const char* Env(const char* name) {
@@ -68,10 +67,6 @@ bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
   return ParseName(kGraphLayoutNames, text, layouts);
 }
 
-bool ParseMicroBatchSearch(const std::string& text, bool* all_sizes) {
-  return ParseName(kMicroBatchSearchNames, text, all_sizes);
-}
-
 namespace {
 Status Bad(const char* name, const char* rule, const char* value) {
   return Status::InvalidArgument(std::string(name) + " must be " + rule + " '" + value + "'");
@@ -98,11 +93,6 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
   if (const char* env = Env("UCUDNN_GRAPH_LAYOUTS")) {
     if (!ParseGraphLayouts(env, &knobs->graph.layouts)) {
       return Bad("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got", env);
-    }
-  }
-  if (const char* env = Env("UCUDNN_MICRO_BATCH_SEARCH")) {
-    if (!ParseMicroBatchSearch(env, &knobs->graph.all_sizes)) {
-      return Bad("UCUDNN_MICRO_BATCH_SEARCH", "one of needed, all; got", env);
     }
   }
   return Status();

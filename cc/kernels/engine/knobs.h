@@ -48,13 +48,9 @@ bool ParseGraphSearch(const std::string& text, bool* exhaustive);
 // tensors' only) or "transposed" (the other only); false on anything else.
 enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
-// UCUDNN_MICRO_BATCH_SEARCH: "needed" (false) or "all" (true, every size of
-// the batch-size policy); false on anything else.
-bool ParseMicroBatchSearch(const std::string& text, bool* all_sizes);
 
-// How graph-API engines (and, where they are candidates, the micro-batch
-// sizes) are searched; part of what identifies a kernel that benchmarks them
-// (KernelKey), since each knob changes the candidates timed.
+// How graph-API engines are searched; part of what identifies a kernel that
+// benchmarks them (KernelKey), since each knob changes the candidates timed.
 struct GraphSearchKnobs {
   // Engines dominated by this factor at one micro-batch size are not tried at
   // larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR; 0: never).
@@ -68,21 +64,10 @@ struct GraphSearchKnobs {
   // none won a DeepBench plan (their NHWC counterparts already transpose
   // inside their workspace), and they cost planning time.
   GraphLayouts layouts = GraphLayouts::kNative;
-  // UCUDNN_MICRO_BATCH_SEARCH=all (true): every micro-batch size the policy
-  // allows is benchmarked, as in μ-cuDNN. The default, "needed" (false):
-  // the whole mini-batch first, and the smaller sizes only where the
-  // workspace limit kept a candidate out of it (micro-batches exist to let
-  // such candidates fit, arXiv:1804.04806 §III-A); 57 of ResNet-50's 59
-  // plans ran the whole mini-batch, and timing the smaller sizes took about
-  // 1.7 of its 4.3 s of planning (docs/benchmarks.md §3). Always every size
-  // for Workspace Division groups (whose Pareto fronts need the micro-batch
-  // points), a prune factor of 0, several benchmark GPUs, and
-  // UCUDNN_ENGINES=legacy.
-  bool all_sizes = false;
 
   bool operator<(const GraphSearchKnobs& o) const {
-    return std::make_tuple(prune_factor, exhaustive, layouts, all_sizes) <
-           std::make_tuple(o.prune_factor, o.exhaustive, o.layouts, o.all_sizes);
+    return std::make_tuple(prune_factor, exhaustive, layouts) <
+           std::make_tuple(o.prune_factor, o.exhaustive, o.layouts);
   }
   bool operator==(const GraphSearchKnobs& o) const { return !(*this < o) && !(o < *this); }
 };
@@ -91,11 +76,10 @@ struct GraphSearchKnobs {
 // kernel is created.
 struct EngineKnobs {
   EngineSet engines = EngineSet::kAuto;  // UCUDNN_ENGINES
-  GraphSearchKnobs graph;  // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}, UCUDNN_MICRO_BATCH_SEARCH
+  GraphSearchKnobs graph;               // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}
 };
 
-// Reads and validates UCUDNN_ENGINES, UCUDNN_GRAPH_* and
-// UCUDNN_MICRO_BATCH_SEARCH (unset or empty: the
+// Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
 // default). InvalidArgument names the variable, the allowed values and the
 // value found.
 Status ReadEngineKnobs(EngineKnobs* knobs);

@@ -48,11 +48,6 @@ int main() {
             ParseGraphLayouts("both", &layouts) && layouts == GraphLayouts::kBoth &&
             !ParseGraphLayouts("NCHW", &layouts) && layouts == GraphLayouts::kBoth,
         "UCUDNN_GRAPH_LAYOUTS is both, native or transposed, and a bad value leaves it");
-  bool all_sizes = true;
-  Check(ParseMicroBatchSearch("needed", &all_sizes) && !all_sizes &&
-            ParseMicroBatchSearch("all", &all_sizes) && all_sizes &&
-            !ParseMicroBatchSearch("every", &all_sizes) && all_sizes,
-        "UCUDNN_MICRO_BATCH_SEARCH is needed or all, and a bad value leaves it");
 
 
   // Read when a kernel is created: the environment as it is then.
@@ -60,18 +55,11 @@ int main() {
   setenv("UCUDNN_GRAPH_PRUNE_FACTOR", "3", 1);
   setenv("UCUDNN_GRAPH_SEARCH", "exhaustive", 1);
   setenv("UCUDNN_GRAPH_LAYOUTS", "both", 1);
-  setenv("UCUDNN_MICRO_BATCH_SEARCH", "all", 1);
   EngineKnobs knobs;
   Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kGraph &&
             knobs.graph.prune_factor == 3 && knobs.graph.exhaustive &&
-            knobs.graph.layouts == GraphLayouts::kBoth && knobs.graph.all_sizes,
-        "ReadEngineKnobs reads UCUDNN_ENGINES, UCUDNN_GRAPH_* and UCUDNN_MICRO_BATCH_SEARCH");
-  setenv("UCUDNN_MICRO_BATCH_SEARCH", "every", 1);
-  const Status bad_search = ReadEngineKnobs(&knobs);
-  Check(!bad_search.ok() && bad_search.message() ==
-                                "UCUDNN_MICRO_BATCH_SEARCH must be one of needed, all; got 'every'",
-        "a bad UCUDNN_MICRO_BATCH_SEARCH names the variable, the values and the value found");
-  unsetenv("UCUDNN_MICRO_BATCH_SEARCH");
+            knobs.graph.layouts == GraphLayouts::kBoth,
+        "ReadEngineKnobs reads UCUDNN_ENGINES and UCUDNN_GRAPH_*");
   setenv("UCUDNN_GRAPH_LAYOUTS", "NCHW", 1);
   const Status bad = ReadEngineKnobs(&knobs);
   Check(!bad.ok() && bad.message() ==

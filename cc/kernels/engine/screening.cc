@@ -1,7 +1,5 @@
 #include "cc/kernels/engine/screening.h"
 
-#include <algorithm>
-
 namespace ucudnn {
 namespace {
 
@@ -31,19 +29,6 @@ ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vecto
   v.drop = Dominated(screen_ms, workspace_bytes, measured, 1 / kDominatedFactor);
   v.screen_only = far_behind && !v.drop;
   return v;
-}
-
-std::vector<int64_t> BenchmarkOrder(std::vector<int64_t> sizes, int64_t batch, bool whole_first) {
-  std::sort(sizes.begin(), sizes.end());
-  auto whole = std::find(sizes.begin(), sizes.end(), batch);
-  if (whole_first && whole != sizes.end()) std::rotate(sizes.begin(), whole, whole + 1);
-  return sizes;
-}
-
-bool WholeBatchFirst(const std::vector<int64_t>& sizes, int64_t batch, bool all_sizes,
-                     bool graph_engines, double prune_factor, int benchmark_gpus) {
-  return !all_sizes && graph_engines && prune_factor > 0 && benchmark_gpus == 1 &&
-         sizes.size() > 1 && std::find(sizes.begin(), sizes.end(), batch) != sizes.end();
 }
 
 }  // namespace ucudnn

@@ -1,9 +1,7 @@
 // What planning does with a graph-API candidate after its screening run at a
 // micro-batch size, given the candidates already measured at that size: drop
-// it, stop timing it at larger sizes, or time it further; and in which order a
-// kernel's micro-batch sizes are benchmarked, and whether the smaller ones are
-// at all. Pure C++, tested without a GPU (screening_test.cc);
-// graph_candidates.cc and autotune.cc apply it.
+// it, stop timing it at larger sizes, or time it further. Pure C++, tested
+// without a GPU (screening_test.cc); graph_candidates.cc applies it.
 #ifndef TF_UCUDNN_ENGINE_SCREENING_H_
 #define TF_UCUDNN_ENGINE_SCREENING_H_
 
@@ -45,22 +43,6 @@ struct ScreenVerdict {
 // never prune, and time every candidate that is not dropped).
 ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vector<Timed>& measured,
                      double prune_factor);
-
-// The micro-batch sizes a kernel of `batch` samples benchmarks, in order.
-// Ascending (engines far behind at one size are pruned from the larger ones),
-// or, with `whole_first`, the whole mini-batch first and then the others
-// ascending: a kernel times them only where the workspace limit kept a
-// candidate out of the whole mini-batch (GraphSearchKnobs::all_sizes).
-std::vector<int64_t> BenchmarkOrder(std::vector<int64_t> sizes, int64_t batch, bool whole_first);
-
-// Whether a kernel benchmarks the whole mini-batch first and the smaller sizes
-// only where needed: UCUDNN_MICRO_BATCH_SEARCH=needed (`all_sizes` false),
-// more sizes than the whole mini-batch, graph engines among the candidates
-// (`graph_engines`), pruning on (`prune_factor` > 0) and the sizes
-// benchmarked on one GPU. (A Workspace Division group's kernel has
-// `all_sizes` set: its Pareto front needs the micro-batch points.)
-bool WholeBatchFirst(const std::vector<int64_t>& sizes, int64_t batch, bool all_sizes,
-                     bool graph_engines, double prune_factor, int benchmark_gpus);
 
 }  // namespace ucudnn
 

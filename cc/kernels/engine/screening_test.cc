@@ -41,26 +41,5 @@ int main() {
   v = Screen(500, 0, {}, kPrune);
   Check(!v.drop && !v.prune && !v.screen_only, "the first candidate at a size is timed");
 
-  // The order of a kernel's micro-batch sizes (powerOfTwo at N = 48).
-  const std::vector<int64_t> sizes = {48, 1, 2, 4, 8, 16, 32};
-  Check(BenchmarkOrder(sizes, 48, false) == std::vector<int64_t>({1, 2, 4, 8, 16, 32, 48}),
-        "every size ascending");
-  Check(BenchmarkOrder(sizes, 48, true) == std::vector<int64_t>({48, 1, 2, 4, 8, 16, 32}),
-        "the whole mini-batch first, then the others ascending");
-  Check(BenchmarkOrder({4, 2}, 8, true) == std::vector<int64_t>({2, 4}),
-        "forced sizes without the whole mini-batch stay ascending");
-  Check(WholeBatchFirst(sizes, 48, false, true, kPrune, 1), "the default search");
-  Check(!WholeBatchFirst(sizes, 48, true, true, kPrune, 1),
-        "UCUDNN_MICRO_BATCH_SEARCH=all times every size");
-  Check(!WholeBatchFirst(sizes, 48, false, false, kPrune, 1),
-        "legacy algorithms only: every size, as μ-cuDNN");
-  Check(!WholeBatchFirst(sizes, 48, false, true, 0, 1),
-        "UCUDNN_GRAPH_PRUNE_FACTOR=0 times every size");
-  Check(!WholeBatchFirst(sizes, 48, false, true, kPrune, 2),
-        "sizes spread over two GPUs: every size");
-  Check(!WholeBatchFirst({48}, 48, false, true, kPrune, 1), "undivided: one size");
-  Check(!WholeBatchFirst({16, 32}, 48, false, true, kPrune, 1),
-        "forced micro-batches without the whole mini-batch");
-
   return ucudnn_test::Summary("screening_test");
 }
