@@ -230,7 +230,7 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
         rng = np.random.default_rng(2)
         x = tf.constant(rng.standard_normal((64, 56, 56, 64)), tf.float32)
         f = tf.constant(rng.standard_normal((5, 5, 64, 64)), tf.float32)
-        out_bytes, filter_bytes = 64 * 56 * 56 * 64 * 4, 5 * 5 * 64 * 64 * 4
+        filter_bytes = 5 * 5 * 64 * 64 * 4
         for limit in (1 << 20, 256 << 20):
             tf_ucudnn.clear_plans()
 
@@ -242,16 +242,23 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
                 forward(x, f)  # compiles, benchmarks and plans
                 tf.test.experimental.sync_devices()
                 tf.config.experimental.reset_memory_stats("GPU:0")
-                before = tf.config.experimental.get_memory_info("GPU:0")["current"]
                 y = forward(x, f)
                 tf.test.experimental.sync_devices()
-                peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+                # With the result still held: what the call held only while it
+                # ran. (Not peak - before - the result's size: the allocator may
+                # give the result a larger free block whole, 15 MiB larger once.)
+                info = tf.config.experimental.get_memory_info("GPU:0")
             del y
             record = [r for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)")][-1]
-            extra = peak - before - out_bytes  # beyond the result: the call's scratch
-            # The scratch holds the workspace and the filter in cuDNN's layout.
-            self.assertLessEqual(extra, min(limit, record["workspace_bytes"]) + filter_bytes
-                                 + (1 << 20), f"limit {limit}: {extra} bytes, {record}")
+            extra = info["peak"] - info["current"]
+            # The call's workspace (XLA's scratch) and the filter in cuDNN's
+            # layout (XLA's transpose of it, in its temp buffer): within the
+            # limit. Not within the plan's workspace: TF's allocator counts
+            # the block it gives, which may be a free block up to 128 MiB
+            # larger than asked for (once 256.4 MiB in all on an H200 for a
+            # 247.8 MiB plan and the 0.4 MiB filter).
+            self.assertLessEqual(extra, limit + filter_bytes + (1 << 20),
+                                 f"limit {limit}: {extra} bytes, {record}")
             if record["workspace_bytes"] > 0:
                 self.assertGreaterEqual(extra, record["workspace_bytes"],
                                         f"limit {limit}: {extra} bytes, {record}")
