@@ -224,8 +224,9 @@ Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream
 
 Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
                         const PassTensors& t, ScratchAllocator* scratch, Plan* ran) {
-  // The filter copy every plan needs comes first; then the workspace: if the
-  // plan's does not fit, take the fastest plan that does.
+  // The filter's copy in cuDNN's layout comes first (none when the caller's
+  // filter is in that layout); then the workspace: if the plan's does not
+  // fit, take the fastest plan that does.
   PassScratch ps;
   const bool own_filter = !t.filter_in_cudnn_layout;
   if (own_filter) UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, scratch, &ps));
