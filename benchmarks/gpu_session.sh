@@ -198,7 +198,8 @@ case "$1" in
       2>&1 | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/xla_profile_${2:-resnet50}.log" ;;
   model_planning)  # where a model's cold planning goes: MODEL [PRECISION] [UCUDNN_ENGINES]: the
                    # rewrite's first step at 64 MiB without a database, its cost lines summed
-    tag=${2:-vgg16}_${3:-float32}_${4:-auto}
+                   # (TAG=x: files named ..._x, for runs with other knobs)
+    tag=${2:-vgg16}_${3:-float32}_${4:-auto}${TAG:+_$TAG}
     UCUDNN_DATABASE=off UCUDNN_DEBUG_OUTPUT=1 UCUDNN_ENGINES=${4:-auto} timeout "${5:-200}" \
       python3 -m tf_ucudnn.bench.models --worker "${2:-vgg16}" rewrite 67108864 \
       "$(python3 -c "from tf_ucudnn.bench import models; print(models.DEFAULT_BATCH['${2:-vgg16}'])")" \

@@ -8,11 +8,17 @@ run and the timed runs), the most expensive first.
 
     UCUDNN_DEBUG_OUTPUT=1 python benchmarks/planning_cold_warm.py 2> debug.log
     python benchmarks/planning_profile.py debug.log
+    python benchmarks/planning_profile.py debug.log --candidates-against other_debug.log
 
 On a log taken before the far-behind rule (cc/kernels/engine/screening.h:
 a candidate 10x slower than the fastest kept at its size keeps its screening
 time and is not timed at larger sizes), it also prints the GPU time of the
 runs that rule would have skipped.
+
+Where the log has them (" host: ..." after each kernel's cost line), the
+host side of "heuristics and plans" summed by step: operation graphs,
+heuristics mode A queries, fallback lists, and the plan builds' engine
+configs and execution plans.
 
 Last, a replay of a rule that was built, measured and reverted: time the
 whole mini-batch first, and the smaller micro-batch sizes only where the
@@ -155,6 +161,68 @@ def workspace_bound_replay(events):
     return stops, len(kernels), skipped, trials, gpu_ms, plans_s, changed
 
 
+HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s, "
+                  r"fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
+                  r"plans ([\d.]+) s")
+
+
+def host_costs(path):
+    """The " host:" lines of the log summed: (op graphs, their s, heuristics
+    queries, mode A s, fallback s, plan builds, engine configs s, plans s),
+    or None where the log has none."""
+    total, found = [0.0] * 8, False
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = HOST.match(line)
+            if m:
+                found = True
+                total = [t + float(v) for t, v in zip(total, m.groups())]
+    return total if found else None
+
+
+KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
+PLAN_KERNEL = re.compile(r"^tf_ucudnn: /\S+ (.*): (\d+x\d+.*)$")
+
+
+def proposals(path):
+    """The candidates proposed per (kernel, micro-batch size) of a debug log,
+    as sets of engine names; and the plans' (kernel, size, engine) entries."""
+    listed, plans, kernel, size = collections.defaultdict(set), [], None, None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = KERNEL.match(line)
+            if m:
+                kernel, size = m.group(1), None
+            elif LISTED_SIZE.match(line):
+                size = int(LISTED_SIZE.match(line).group(1))
+            elif LISTED.match(line) and kernel is not None:
+                listed[(kernel, size)].add(LISTED.match(line).group(1))
+            elif PLAN_KERNEL.match(line):
+                p = PLAN_KERNEL.match(line)
+                for _, samples, engine in re.findall(r"(\d+)x(\d+) (eng\S+)", p.group(2)):
+                    plans.append((p.group(1), int(samples), engine))
+    return listed, plans
+
+
+def compare_candidates(path, other):
+    """Prints how the candidates proposed in `path` differ from `other`'s (two
+    runs of the same model with different proposal rules), and how many plan
+    entries of each run use an engine the other run did not propose."""
+    a, plans_a = proposals(path)
+    b, plans_b = proposals(other)
+    common = [k for k in a if k in b]
+    print(f"(kernel, size) pairs: {len(a)} and {len(b)}, {len(common)} in both, "
+          f"{sum(a[k] == b[k] for k in common)} with the same candidates; candidates only in "
+          f"the first: {sum(len(a[k] - b[k]) for k in common)} of {sum(len(a[k]) for k in common)}, "
+          f"only in the second: {sum(len(b[k] - a[k]) for k in common)}")
+    for name, plans, own, theirs in (("first", plans_a, a, b), ("second", plans_b, b, a)):
+        used = [e for e in plans if (e[0], e[1]) in theirs and e[2] not in theirs[(e[0], e[1])]]
+        print(f"{name} run: {len(plans)} plan entries, {len(used)} with an engine the other "
+              f"run did not propose at that size")
+        for kernel, samples, engine in used[:10]:
+            print(f"  {kernel[:80]} at {samples}: {engine}")
+
+
 def main(path):
     events = read_log(path)
     totals = collections.defaultdict(lambda: [0.0] * len(FIELDS))
@@ -176,6 +244,12 @@ def main(path):
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
+    host = host_costs(path)
+    if host:
+        print(f"\nhost side of heuristics and plans: {int(host[0])} op graphs {host[1]:.3f} s, "
+              f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s, fallback lists "
+              f"{host[4]:.3f} s; {int(host[5])} plan builds: engine configs {host[6]:.3f} s, "
+              f"execution plans {host[7]:.3f} s")
     if engines:
         print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
         for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:
@@ -196,4 +270,7 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) == 4 and sys.argv[2] == "--candidates-against":
+        compare_candidates(sys.argv[1], sys.argv[3])
+    else:
+        main(sys.argv[1])

@@ -145,6 +145,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   using Clock = std::chrono::steady_clock;
   double legacy_s = 0, propose_s = 0, runs_s = 0;
   int plans = 0, runs = 0;
+  GraphHostCosts host;
   std::string log;
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -182,7 +183,8 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     std::vector<GraphTrial> trials;
     std::string size_log;
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
-                                              &trials, DebugOutput() ? &size_log : nullptr));
+                                              &trials, DebugOutput() ? &size_log : nullptr,
+                                              &host));
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
     int64_t needed = 0;
     for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
@@ -212,9 +214,13 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   if (DebugOutput()) {
     std::fprintf(stderr,
                  "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
-                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n%s",
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n"
+                 " host: %d op graphs %.3f s, %d heuristics queries %.3f s, fallback lists "
+                 "%.3f s, %d plan builds: engine configs %.3f s, plans %.3f s\n%s",
                  PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
-                 runs, runs_s, pruned.size(), log.c_str());
+                 runs, runs_s, pruned.size(), host.op_graphs, host.op_graphs_s, host.queries,
+                 host.heuristics_s, host.fallback_s, host.builds, host.engine_configs_s,
+                 host.plans_s, log.c_str());
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.

@@ -10,6 +10,7 @@
 #include "cc/kernels/engine/cudnn_graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 // Errors are statuses, not exceptions (as TensorFlow builds the frontend).
@@ -158,6 +159,20 @@ Status ReadEngineConfig(cudnnBackendDescriptor_t config, GraphEngine* out) {
   return Status();
 }
 
+// Seconds between laps, for GraphHostCosts.
+class Stopwatch {
+ public:
+  double Lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return s;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 // cuDNN's numerical notes by name, for the candidate log.
 struct NoteTest {
   const char* name;
@@ -266,11 +281,19 @@ std::string GraphEngine::Name() const {
 
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, bool exhaustive,
-                           std::vector<GraphCandidate>* out, std::string* log) {
+                           FallbackEngines* fallback, std::vector<GraphCandidate>* out,
+                           std::string* log, GraphHostCosts* costs) {
   out->clear();
   std::unique_ptr<fe::OperationGraph> graph;
+  Stopwatch watch;
   // A graph cuDNN cannot express (e.g. beyond its size limits) has no engines.
-  if (!MakeOperationGraph(handle, spec, &graph).ok()) return Status();
+  const bool expressed = MakeOperationGraph(handle, spec, &graph).ok();
+  if (costs != nullptr) {
+    costs->op_graphs_s += watch.Lap();
+    ++costs->op_graphs;
+    ++costs->queries;
+  }
+  if (!expressed) return Status();
   // Adds `e` (whose config is `config`) if new and allowed; false if it was not added.
   auto consider = [&](GraphEngine e, cudnnBackendDescriptor_t config) {
     e.transposed = spec.graph_layout != spec.layout;
@@ -310,14 +333,47 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
       take(configs, exhaustive ? configs.size() : kModeAConfigs);
     }
   }
-  fe::EngineFallbackList fallback = fe::EngineFallbackListBuilder()
-                                        .setOperationGraph(*graph)
-                                        .setOperation(OperationType(spec.pass))
-                                        .build();
-  if (fallback.get_status() == CUDNN_STATUS_SUCCESS) {
-    fe::EngineConfigList& configs = fallback.getFallbackList();
-    take(configs, exhaustive ? configs.size() : kFallbackConfigs);
+  if (costs != nullptr) costs->heuristics_s += watch.Lap();
+  // The fallback list, queried at the kernel's first size only (see
+  // FallbackEngines): its allowed configs in order.
+  const bool transposed = spec.graph_layout != spec.layout;
+  if (!fallback->listed) {
+    fe::EngineFallbackList list = fe::EngineFallbackListBuilder()
+                                      .setOperationGraph(*graph)
+                                      .setOperation(OperationType(spec.pass))
+                                      .build();
+    if (list.get_status() == CUDNN_STATUS_SUCCESS) {
+      for (fe::ManagedOpaqueDescriptor& config : list.getFallbackList()) {
+        if (config == nullptr || config->get_status() != CUDNN_STATUS_SUCCESS) continue;
+        GraphEngine e;
+        const cudnnBackendDescriptor_t desc = config->get_backend_descriptor();
+        if (!ReadEngineConfig(desc, &e).ok()) continue;
+        e.transposed = transposed;
+        bool allowed = false, deterministic = true;
+        std::string notes, why;
+        EngineAllowed(desc, numerics, &allowed, &deterministic, &notes, &why);
+        if (!allowed) {
+          if (log != nullptr) *log += "  " + e.Name() + " [" + notes + "] dropped: " + why + "\n";
+          continue;
+        }
+        fallback->allowed.push_back({std::move(e), deterministic, notes});
+      }
+    }
+    fallback->listed = true;
+  } else if (log != nullptr) {
+    *log += "  (the fallback list of the kernel's first size)\n";
   }
+  size_t taken = 0;
+  for (const GraphCandidate& c : fallback->allowed) {
+    if (!exhaustive && taken == kFallbackConfigs) break;
+    const bool seen = std::any_of(out->begin(), out->end(),
+                                  [&](const GraphCandidate& o) { return o.engine == c.engine; });
+    if (seen) continue;
+    if (log != nullptr) *log += "  " + c.engine.Name() + " [" + c.notes + "] candidate\n";
+    out->push_back(c);
+    ++taken;
+  }
+  if (costs != nullptr) costs->fallback_s += watch.Lap();
   if (exhaustive) {
     const int64_t count = graph->getEngineCount();
     if (count < 0) return Status::Internal("cuDNN did not say how many engines the graph has");
@@ -341,14 +397,24 @@ struct GraphPlan::Built {
 };
 
 Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const GraphEngine& e,
-                       std::unique_ptr<GraphPlan>* out) {
+                       std::unique_ptr<GraphPlan>* out, GraphHostCosts* costs) {
   auto built = std::make_unique<Built>();
-  UCUDNN_RETURN_IF_ERROR(MakeOperationGraph(handle, spec, &built->graph));
-  UCUDNN_RETURN_IF_ERROR(MakeEngineConfig(*built->graph, e, &built->config));
+  Stopwatch watch;
+  GraphHostCosts none;
+  GraphHostCosts& c = costs != nullptr ? *costs : none;
+  ++c.builds;
+  ++c.op_graphs;
+  const Status graph_made = MakeOperationGraph(handle, spec, &built->graph);
+  c.op_graphs_s += watch.Lap();
+  UCUDNN_RETURN_IF_ERROR(graph_made);
+  const Status config_made = MakeEngineConfig(*built->graph, e, &built->config);
+  c.engine_configs_s += watch.Lap();
+  UCUDNN_RETURN_IF_ERROR(config_made);
   built->plan = std::make_unique<fe::ExecutionPlan>(fe::ExecutionPlanBuilder()
                                                         .setHandle(handle)
                                                         .setEngineConfig(*built->config)
                                                         .build());
+  c.plans_s += watch.Lap();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(*built->plan, "the execution plan"));
   const int64_t workspace = built->plan->getWorkspaceSize();
   std::unique_ptr<GraphPlan> made(new GraphPlan());

@@ -73,6 +73,17 @@ struct GraphNumerics {
   bool deterministic = false;     // op determinism: drop nondeterministic engines
 };
 
+// Host seconds of graph planning by step, summed over the calls given it (the
+// planning cost lines of UCUDNN_DEBUG_OUTPUT).
+struct GraphHostCosts {
+  double op_graphs_s = 0;       // operation graphs finalized (ProposeGraphEngines and Make)
+  double heuristics_s = 0;      // heuristics mode A queries
+  double fallback_s = 0;        // fallback lists
+  double engine_configs_s = 0;  // engines and engine configs of plans (Make)
+  double plans_s = 0;           // execution plans finalized (Make)
+  int op_graphs = 0, queries = 0, builds = 0;
+};
+
 // An engine the heuristics proposed and the numerics allow.
 struct GraphCandidate {
   GraphEngine engine;
@@ -80,9 +91,21 @@ struct GraphCandidate {
   std::string notes;  // cuDNN's numerical notes, e.g. "TENSOR_CORE,WINOGRAD_TILE_4x4"
 };
 
+// The allowed configs of cuDNN's fallback heuristics list for one kernel's
+// pass and graph layout, in the list's order. Querying the list costs about
+// 10 ms of host time (H200, cuDNN 9.19: ResNet-50's 295 queries took 2.9 of
+// its 4.4 s of heuristics and plans, fetching fewer of its configs saved
+// nothing), and it is cuDNN's generic engines in a fixed order, so a kernel
+// queries it at its first micro-batch size and reuses it at the others (an
+// engine that does not run a size fails its plan there and is left out).
+struct FallbackEngines {
+  bool listed = false;                  // queried
+  std::vector<GraphCandidate> allowed;  // what `numerics` allows, in the list's order
+};
+
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
-// list. With `exhaustive`: every config of both lists, then every other
+// list (queried into *fallback unless it is listed already). With `exhaustive`: every config of both lists, then every other
 // engine of the graph that finalizes, with its default knobs. The engines are
 // transposed when the spec's graph_layout differs from its layout. An operation
 // graph that no engine supports gives an empty list, not an error. With
@@ -90,14 +113,16 @@ struct GraphCandidate {
 // appended to it.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
                            const GraphNumerics& numerics, bool exhaustive,
-                           std::vector<GraphCandidate>* out, std::string* log = nullptr);
+                           FallbackEngines* fallback, std::vector<GraphCandidate>* out,
+                           std::string* log = nullptr, GraphHostCosts* costs = nullptr);
 
 // A finalized execution plan of one engine config for one spec and handle.
 class GraphPlan {
  public:
   // Fails (Status::Internal) when the engine does not support the spec.
+  // With `costs`, its host time is added there.
   static Status Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const GraphEngine& engine,
-                     std::unique_ptr<GraphPlan>* out);
+                     std::unique_ptr<GraphPlan>* out, GraphHostCosts* costs = nullptr);
   ~GraphPlan();
   GraphPlan(const GraphPlan&) = delete;
   GraphPlan& operator=(const GraphPlan&) = delete;

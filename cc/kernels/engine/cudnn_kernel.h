@@ -174,9 +174,11 @@ class CudnnKernel {
     const GraphPlan* plan;
   };
   // Engines in `pruned` are left out; `log` as in ProposeGraphEngines.
+  // Host time goes to *costs.
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                             const std::set<std::string>& pruned,
-                            std::vector<GraphTrial>* trials, std::string* log);
+                            std::vector<GraphTrial>* trials, std::string* log,
+                            GraphHostCosts* costs);
   // Appends the timed trials to *got (which holds the size's legacy results
   // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
   // graph_knobs_.prune_factor, and counts the plan executions in *runs. With
@@ -196,7 +198,7 @@ class CudnnKernel {
   // The cached execution plan of an engine at a size on a handle, made on
   // first use.
   Status GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
-                      bool accumulate, const GraphPlan** out);
+                      bool accumulate, const GraphPlan** out, GraphHostCosts* costs = nullptr);
   // RunMicroBatch of a graph-API engine.
   Status RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                             const GraphEngine& engine, int64_t offset, bool accumulate,
@@ -273,7 +275,7 @@ class CudnnKernel {
   Plan plan_;
   int64_t limit_ = 0;
   bool divided_ = false;
-  std::mutex mu_;        // guards descriptors_, filter_descriptors_ and graph_plans_
+  std::mutex mu_;  // guards descriptors_, filter_descriptors_, graph_plans_, fallback_engines_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<ConvDescriptors>> descriptors_;
@@ -282,6 +284,9 @@ class CudnnKernel {
   // are kept as nullptr so that they are not rebuilt.
   std::map<std::tuple<cudnnHandle_t, int64_t, std::string, bool>, std::unique_ptr<GraphPlan>>
       graph_plans_;
+  // The fallback list's engines (cudnn_graph.h), by whether the graph computes
+  // in the other layout (transposed), from the first size proposed.
+  std::map<bool, FallbackEngines> fallback_engines_;
 };
 
 }  // namespace ucudnn

@@ -105,14 +105,15 @@ ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transpo
 }
 
 Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
-                                 bool accumulate, const GraphPlan** out) {
+                                 bool accumulate, const GraphPlan** out, GraphHostCosts* costs) {
   std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_tuple(handle, size, engine.Name(), accumulate);
   auto it = graph_plans_.find(key);
   if (it == graph_plans_.end()) {
     std::unique_ptr<GraphPlan> plan;
     const Status made =
-        GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed), engine, &plan);
+        GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed), engine, &plan,
+                        costs);
     it = graph_plans_.emplace(key, std::move(plan)).first;  // nullptr when it failed
     if (!made.ok()) {
       return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
@@ -132,7 +133,8 @@ Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const Graph
 Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
                                        int64_t workspace_limit,
                                        const std::set<std::string>& pruned,
-                                       std::vector<GraphTrial>* trials, std::string* log) {
+                                       std::vector<GraphTrial>* trials, std::string* log,
+                                       GraphHostCosts* costs) {
   trials->clear();
   GraphNumerics numerics;
   // Float32 without TF32 keeps the legacy path's float arithmetic.
@@ -146,8 +148,19 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     const ConvGraphSpec spec = GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;
+    FallbackEngines fallback;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fallback = fallback_engines_[transposed];
+    }
     UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.exhaustive,
-                                               &got, log != nullptr ? &layout_log : nullptr));
+                                               &fallback, &got,
+                                               log != nullptr ? &layout_log : nullptr, costs));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FallbackEngines& kept = fallback_engines_[transposed];
+      if (!kept.listed) kept = std::move(fallback);
+    }
     if (!layout_log.empty()) {
       *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
     }
@@ -156,12 +169,12 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
-    if (!GetGraphPlan(handle, size, c.engine, false, &plan).ok()) continue;
+    if (!GetGraphPlan(handle, size, c.engine, false, &plan, costs).ok()) continue;
     if (plan->workspace_bytes() > workspace_limit) continue;
     if (pass_ == Pass::kBackwardFilter && size < params_.batch) {
       // Later micro-batches accumulate into the filter gradient (beta = 1).
       const GraphPlan* accumulating = nullptr;
-      if (!GetGraphPlan(handle, size, c.engine, true, &accumulating).ok()) continue;
+      if (!GetGraphPlan(handle, size, c.engine, true, &accumulating, costs).ok()) continue;
       if (accumulating->workspace_bytes() > plan->workspace_bytes()) continue;
     }
     trials->push_back({c, plan});
