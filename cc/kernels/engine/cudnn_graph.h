@@ -91,13 +91,16 @@ struct GraphCandidate {
   std::string notes;  // cuDNN's numerical notes, e.g. "TENSOR_CORE,WINOGRAD_TILE_4x4"
 };
 
-// The allowed configs of cuDNN's fallback heuristics list for one kernel's
-// pass and graph layout, in the list's order. Querying the list costs about
-// 10 ms of host time (H200, cuDNN 9.19: ResNet-50's 295 queries took 2.9 of
-// its 4.4 s of heuristics and plans, fetching fewer of its configs saved
-// nothing), and it is cuDNN's generic engines in a fixed order, so a kernel
-// queries it at its first micro-batch size and reuses it at the others (an
-// engine that does not run a size fails its plan there and is left out).
+// The allowed configs of cuDNN's fallback heuristics list for one kind of
+// convolution, in the list's order. Querying the list costs about 10 ms of
+// host time (H200, cuDNN 9.19: ResNet-50's 295 queries took 2.9 of its 4.4 s
+// of heuristics and plans; fetching fewer of its configs saved nothing), and
+// it is mostly cuDNN's generic engines in a fixed order, so it is queried once
+// per kind (device, pass, data type, layouts, numerics, grouped, dilated;
+// graph_candidates.cc) and reused at every size of every kernel of that kind.
+// An engine that does not run a shape fails its plan there and is left out;
+// the few size-specific knob variants of the list are not proposed elsewhere
+// (docs/benchmarks.md §3: no plan of ResNet-50 or InceptionV3 used one).
 struct FallbackEngines {
   bool listed = false;                  // queried
   std::vector<GraphCandidate> allowed;  // what `numerics` allows, in the list's order

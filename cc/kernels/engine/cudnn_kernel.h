@@ -275,7 +275,7 @@ class CudnnKernel {
   Plan plan_;
   int64_t limit_ = 0;
   bool divided_ = false;
-  std::mutex mu_;  // guards descriptors_, filter_descriptors_, graph_plans_, fallback_engines_
+  std::mutex mu_;        // guards descriptors_, filter_descriptors_ and graph_plans_
   PerfTable table_;
   std::vector<CudnnAlgo> algos_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<ConvDescriptors>> descriptors_;
@@ -284,9 +284,6 @@ class CudnnKernel {
   // are kept as nullptr so that they are not rebuilt.
   std::map<std::tuple<cudnnHandle_t, int64_t, std::string, bool>, std::unique_ptr<GraphPlan>>
       graph_plans_;
-  // The fallback list's engines (cudnn_graph.h), by whether the graph computes
-  // in the other layout (transposed), from the first size proposed.
-  std::map<bool, FallbackEngines> fallback_engines_;
 };
 
 }  // namespace ucudnn

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -38,6 +39,15 @@ std::set<std::string>& LoadedEngines() {
 bool EngineLoaded(const std::string& key) {
   std::lock_guard<std::mutex> lock(loaded_mu);
   return !LoadedEngines().insert(key).second;
+}
+
+// The fallback lists queried in this process, by kind of convolution: device,
+// pass, data type, layout, graph layout, numerics, grouped, dilated (see
+// ProposeGraphTrials and FallbackEngines).
+std::mutex fallback_mu;
+std::map<std::string, FallbackEngines>& SharedFallbackEngines() {
+  static auto* lists = new std::map<std::string, FallbackEngines>;
+  return *lists;
 }
 
 // A time for the debug log: "0.651 ms".
@@ -140,6 +150,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   // Float32 without TF32 keeps the legacy path's float arithmetic.
   numerics.strict_float = params_.dtype == DType::kFloat && !allow_tf32_;
   numerics.deterministic = deterministic_;
+  int device = 0;
+  UCUDNN_CUDA_OK(cudaGetDevice(&device));
   // The tensors' layout, then the other one (transposed candidates).
   std::vector<GraphCandidate> candidates;
   const GraphLayouts layouts = graph_knobs_.layouts;
@@ -148,17 +160,25 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     const ConvGraphSpec spec = GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;
+    // The fallback list of this kind of convolution, if another kernel (or
+    // size) of it queried one (FallbackEngines, cudnn_graph.h).
+    const std::string kind =
+        std::to_string(device) + " " + PassName(pass_) + " " + DTypeName(params_.dtype) + " " +
+        LayoutName(params_.layout) + (transposed ? " transposed" : "") +
+        (numerics.strict_float ? " strict" : "") + (numerics.deterministic ? " determ" : "") +
+        (params_.groups > 1 ? " grouped" : "") +
+        (params_.dilation_h > 1 || params_.dilation_w > 1 ? " dilated" : "");
     FallbackEngines fallback;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      fallback = fallback_engines_[transposed];
+      std::lock_guard<std::mutex> lock(fallback_mu);
+      fallback = SharedFallbackEngines()[kind];
     }
     UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.exhaustive,
                                                &fallback, &got,
                                                log != nullptr ? &layout_log : nullptr, costs));
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      FallbackEngines& kept = fallback_engines_[transposed];
+      std::lock_guard<std::mutex> lock(fallback_mu);
+      FallbackEngines& kept = SharedFallbackEngines()[kind];
       if (!kept.listed) kept = std::move(fallback);
     }
     if (!layout_log.empty()) {
