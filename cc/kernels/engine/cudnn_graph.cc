@@ -334,7 +334,7 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     }
   }
   if (costs != nullptr) costs->heuristics_s += watch.Lap();
-  // The fallback list, queried at the kernel's first size only (see
+  // The fallback list, queried once per kind of convolution (see
   // FallbackEngines): its allowed configs in order.
   const bool transposed = spec.graph_layout != spec.layout;
   if (!fallback->listed) {
@@ -361,7 +361,7 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     }
     fallback->listed = true;
   } else if (log != nullptr) {
-    *log += "  (the fallback list of the kernel's first size)\n";
+    *log += "  (the fallback list of an earlier size or kernel of this kind)\n";
   }
   size_t taken = 0;
   for (const GraphCandidate& c : fallback->allowed) {

@@ -108,8 +108,9 @@ struct FallbackEngines {
 
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
-// list (queried into *fallback unless it is listed already). With `exhaustive`: every config of both lists, then every other
-// engine of the graph that finalizes, with its default knobs. The engines are
+// list (queried into *fallback unless it is listed already). With
+// `exhaustive`: every config of both lists, then every other engine of the
+// graph that finalizes, with its default knobs. The engines are
 // transposed when the spec's graph_layout differs from its layout. An operation
 // graph that no engine supports gives an empty list, not an error. With
 // `log`, one line per engine considered (kept or dropped, with its notes) is
