@@ -47,7 +47,11 @@ LISTED_SIZE = re.compile(r"^ size (\d+):")
 LISTED = re.compile(r"^  (eng\S+) \[[^\]]*\] candidate$")
 TRIAL_NAME = re.compile(r"^  (eng\S+) \(workspace")
 BATCH = re.compile(r" N=(\d+) ")
-PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+) .*: (\d+x\d+.*)$")
+PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+ .*): (\d+x\d+.*)$")
+KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
+HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s, "
+                  r"fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
+                  r"plans ([\d.]+) s")
 
 
 def trial_ms(first, screen, rest):
@@ -56,12 +60,15 @@ def trial_ms(first, screen, rest):
 
 
 def read_log(path):
-    """The log's events in order: ("kernel", cost-line match, N), ("listed_size",
-    int) and ("listed", engine name) for the candidates proposed at a size,
-    ("size", int) where that size's timed trials begin, ("trial", name,
-    first_ms, screen_ms, rest_ms, what, engine name) with rest_ms the mean of
-    the timed runs after the screening run (0 if none) and `what` the rest of
-    the line (", pruned from larger sizes, dominated", ...), and ("plan", text)."""
+    """The log's events in order: ("kernel", cost-line match, N, convolution),
+    ("host", the numbers of its " host:" line), ("listed_size", int) and
+    ("listed", engine name) for the candidates proposed at a size, ("size",
+    int) where that size's timed trials begin, ("trial", name, first_ms,
+    screen_ms, rest_ms, what, engine name) with rest_ms the mean of the timed
+    runs after the screening run (0 if none) and `what` the rest of the line
+    (", pruned from larger sizes, dominated", ...), and ("plan", text,
+    convolution). A convolution is named as the log names it ("forward N=128
+    C=64 ... NHWC float32")."""
     events = []
     with open(path, errors="replace") as f:
         for line in f:
@@ -69,7 +76,10 @@ def read_log(path):
             m = LINE.search(line)
             if m:
                 batch = BATCH.search(line)
-                events.append(("kernel", m, int(batch.group(1)) if batch else 0))
+                events.append(("kernel", m, int(batch.group(1)) if batch else 0,
+                               KERNEL.search(line).group(1)))
+            elif HOST.match(line):
+                events.append(("host", tuple(float(v) for v in HOST.match(line).groups())))
             elif SIZE.match(line):
                 events.append(("size", int(SIZE.match(line).group(1))))
             elif LISTED_SIZE.match(line):
@@ -82,7 +92,8 @@ def read_log(path):
                                float(t.group(5) or 0), t.group(4),
                                TRIAL_NAME.match(line).group(1)))
             elif PLAN.match(line):
-                events.append(("plan", PLAN.match(line).group(2)))
+                plan = PLAN.match(line)
+                events.append(("plan", plan.group(2), plan.group(1)))
     return events
 
 
@@ -161,46 +172,21 @@ def workspace_bound_replay(events):
     return stops, len(kernels), skipped, trials, gpu_ms, plans_s, changed
 
 
-HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s, "
-                  r"fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
-                  r"plans ([\d.]+) s")
-
-
-def host_costs(path):
-    """The " host:" lines of the log summed: (op graphs, their s, heuristics
-    queries, mode A s, fallback s, plan builds, engine configs s, plans s),
-    or None where the log has none."""
-    total, found = [0.0] * 8, False
-    with open(path, errors="replace") as f:
-        for line in f:
-            m = HOST.match(line)
-            if m:
-                found = True
-                total = [t + float(v) for t, v in zip(total, m.groups())]
-    return total if found else None
-
-
-KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
-PLAN_KERNEL = re.compile(r"^tf_ucudnn: /\S+ (.*): (\d+x\d+.*)$")
-
-
 def proposals(path):
-    """The candidates proposed per (kernel, micro-batch size) of a debug log,
-    as sets of engine names; and the plans' (kernel, size, engine) entries."""
+    """The candidates proposed per (convolution, micro-batch size) of a debug
+    log, as sets of engine names; and the plans' (convolution, size, engine)
+    entries."""
     listed, plans, kernel, size = collections.defaultdict(set), [], None, None
-    with open(path, errors="replace") as f:
-        for line in f:
-            m = KERNEL.match(line)
-            if m:
-                kernel, size = m.group(1), None
-            elif LISTED_SIZE.match(line):
-                size = int(LISTED_SIZE.match(line).group(1))
-            elif LISTED.match(line) and kernel is not None:
-                listed[(kernel, size)].add(LISTED.match(line).group(1))
-            elif PLAN_KERNEL.match(line):
-                p = PLAN_KERNEL.match(line)
-                for _, samples, engine in re.findall(r"(\d+)x(\d+) (eng\S+)", p.group(2)):
-                    plans.append((p.group(1), int(samples), engine))
+    for event in read_log(path):
+        if event[0] == "kernel":
+            kernel, size = event[3], None
+        elif event[0] == "listed_size":
+            size = event[1]
+        elif event[0] == "listed" and kernel is not None:
+            listed[(kernel, size)].add(event[1])
+        elif event[0] == "plan":
+            for _, samples, engine in re.findall(r"(\d+)x(\d+) (eng\S+)", event[1]):
+                plans.append((event[2], int(samples), engine))
     return listed, plans
 
 
@@ -244,7 +230,7 @@ def main(path):
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
-    host = host_costs(path)
+    host = [sum(column) for column in zip(*(e[1] for e in events if e[0] == "host"))]
     if host:
         print(f"\nhost side of heuristics and plans: {int(host[0])} op graphs {host[1]:.3f} s, "
               f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s, fallback lists "
