@@ -6,7 +6,7 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype|pass_times
+#                                 model_planning|deepbench_dtype|pass_times|xla_bias
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -188,6 +188,15 @@ case "$1" in
       --modes stock-xla,ucudnn-xla --precision "${3:-float32}" \
       --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
+  xla_bias)  # what the conv bias and the 64 MiB limit cost under XLA: ResNet-50 with and without
+             # its convolutions' biases, stock XLA against tf_ucudnn at 64 MiB; tf_ucudnn at
+             # [LIMIT] (default 1GiB) [PRECISION]
+    timeout "${4:-560}" sh -c "python3 -m tf_ucudnn.bench --models resnet50,resnet50-nobias \
+      --limits 64MiB --xla --modes stock-xla,ucudnn-xla --precision ${3:-float32} \
+      --json $OUT/xla_bias_${3:-float32}.json && python3 -m tf_ucudnn.bench --models resnet50 \
+      --limits ${2:-1GiB} --xla --modes ucudnn-xla --precision ${3:-float32} \
+      --json $OUT/xla_bias_${3:-float32}_${2:-1GiB}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_bias_${3:-float32}.log" ;;
   xla_memory)  # where an XLA step's memory goes: buffer assignment, cuDNN workspace (dumps)
     timeout "${3:-500}" python3 benchmarks/xla_memory.py "${2:-vgg16}" ${4:-} 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_memory_${2:-vgg16}.log" ;;

@@ -62,6 +62,19 @@ class ArgumentsTest(tf.test.TestCase):
                 self.assertEqual(tuple(model.output_shape), (None, 1000))
                 self.assertTrue(any(type(layer).__name__ == "Conv2D" for layer in model.layers))
 
+    def test_resnet50_nobias_is_resnet50_without_its_convolutions_biases(self):
+        import keras
+
+        def convs(model):
+            return [layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D)]
+
+        full, bare = bench_models.build_model("resnet50"), bench_models.build_model("resnet50-nobias")
+        self.assertEqual([c.filters for c in convs(full)], [c.filters for c in convs(bare)])
+        self.assertTrue(all(c.use_bias for c in convs(full)))
+        self.assertFalse(any(c.use_bias for c in convs(bare)))
+        self.assertEqual(full.count_params() - bare.count_params(),
+                         sum(c.filters for c in convs(full)))
+
     def test_unknown_model_name_raises_value_error(self):
         with self.assertRaisesRegex(ValueError, "unknown model"):
             bench_models.build_model("lenet")

@@ -39,8 +39,9 @@ from tf_ucudnn import table
 from tf_ucudnn.bench import harness
 from tf_ucudnn.units import format_bytes
 
-MODELS = ("alexnet", "resnet18", "vgg16", "resnet50", "inceptionv3")
-DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128, "inceptionv3": 64}
+MODELS = ("alexnet", "resnet18", "vgg16", "resnet50", "inceptionv3", "resnet50-nobias")
+DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128, "inceptionv3": 64,
+                 "resnet50-nobias": 128}
 INPUT_SIZE = {"inceptionv3": 299}  # pixels (height = width); 224 for the others
 REFERENCE_LIMIT = 8 << 30
 
@@ -55,7 +56,12 @@ def build_model(name):
         ``"resnet18"`` (basic blocks with batch normalization), ``"vgg16"``
         (``keras.applications.VGG16(weights=None)``), ``"resnet50"``
         (``keras.applications.ResNet50(weights=None)``) or ``"inceptionv3"``
-        (``keras.applications.InceptionV3(weights=None)``).
+        (``keras.applications.InceptionV3(weights=None)``); or
+        ``"resnet50-nobias"``: ResNet-50 with ``use_bias=False`` in every
+        convolution. Batch normalization follows each of them and absorbs a
+        bias, so the model computes the same functions; it measures what a
+        convolution's bias costs where it cannot join the convolution's
+        kernel (an XLA custom call), docs/benchmarks.md §5.
 
     Raises:
       ValueError: an unknown name.
@@ -69,6 +75,15 @@ def build_model(name):
         return keras.applications.ResNet50(weights=None)
     if name == "inceptionv3":
         return keras.applications.InceptionV3(weights=None)
+    if name == "resnet50-nobias":
+        def without_bias(layer):
+            config = layer.get_config()
+            if isinstance(layer, L.Conv2D):
+                config["use_bias"] = False
+            return layer.__class__.from_config(config)
+
+        return keras.models.clone_model(keras.applications.ResNet50(weights=None),
+                                        clone_function=without_bias)
     inputs = keras.Input((224, 224, 3))
     if name == "alexnet":
         x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)

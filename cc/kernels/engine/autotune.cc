@@ -110,18 +110,13 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   const bool asymmetric = !p.symmetric_padding();
   const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
   PassScratch ps;
-  UCUDNN_RETURN_IF_ERROR(AllocateFilter(p, scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocateFilter(p, t, scratch, &ps));
   UCUDNN_RETURN_IF_ERROR(
       AllocatePadded(p, asymmetric, max_size, padded_sample_elems(), stream, scratch, &ps));
   const void* a = t.a;
-  const void* b = t.b;
-  void* out = t.out;
-  if (pass_ == Pass::kBackwardFilter) {
-    out = ps.filter;
-  } else if (!t.filter_in_cudnn_layout) {
-    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
-    b = ps.filter;
-  }
+  const void* b = nullptr;
+  void* out = nullptr;
+  UCUDNN_RETURN_IF_ERROR(FilterOperands(handle->handle, t, ps, &b, &out));
   // One search workspace for every size: what the hungriest legacy algorithm
   // asks for, capped by the limit, halved until it can be allocated; grown
   // when a graph plan needs more.

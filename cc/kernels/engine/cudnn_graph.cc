@@ -218,6 +218,23 @@ void EngineAllowed(cudnnBackendDescriptor_t config, const GraphNumerics& numeric
   }
 }
 
+// `e`, the engine of `config`, as a candidate (in the layout `transposed`
+// says) if `numerics` allow it; else false, and with `log` a line saying why
+// it was dropped (a kept one is logged where it joins the list).
+bool AllowedCandidate(GraphEngine e, cudnnBackendDescriptor_t config, bool transposed,
+                      const GraphNumerics& numerics, GraphCandidate* out, std::string* log) {
+  e.transposed = transposed;
+  bool allowed = false, deterministic = true;
+  std::string notes, why;
+  EngineAllowed(config, numerics, &allowed, &deterministic, &notes, &why);
+  if (!allowed) {
+    if (log != nullptr) *log += "  " + e.Name() + " [" + notes + "] dropped: " + why + "\n";
+    return false;
+  }
+  *out = {std::move(e), deterministic, std::move(notes)};
+  return true;
+}
+
 // An engine of `graph` with global index `id` and the knob choices `knobs`
 // (none: the engine's defaults), as an engine config.
 Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
@@ -294,21 +311,25 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     ++costs->queries;
   }
   if (!expressed) return Status();
+  const bool transposed = spec.graph_layout != spec.layout;
+  // Whether `e` is listed in *out already.
+  auto listed = [&](const GraphEngine& e) {
+    return std::any_of(out->begin(), out->end(),
+                       [&](const GraphCandidate& c) { return c.engine == e; });
+  };
+  // Appends a candidate to *out, logged.
+  auto add = [&](GraphCandidate c) {
+    if (log != nullptr) *log += "  " + c.engine.Name() + " [" + c.notes + "] candidate\n";
+    out->push_back(std::move(c));
+  };
   // Adds `e` (whose config is `config`) if new and allowed; false if it was not added.
   auto consider = [&](GraphEngine e, cudnnBackendDescriptor_t config) {
-    e.transposed = spec.graph_layout != spec.layout;
-    const bool seen = std::any_of(out->begin(), out->end(),
-                                  [&](const GraphCandidate& c) { return c.engine == e; });
-    if (seen) return false;
-    bool allowed = false, deterministic = true;
-    std::string notes, why;
-    EngineAllowed(config, numerics, &allowed, &deterministic, &notes, &why);
-    if (log != nullptr) {
-      *log += "  " + e.Name() + " [" + notes + "] " + (allowed ? "candidate" : "dropped: " + why) +
-              "\n";
+    e.transposed = transposed;
+    GraphCandidate c;
+    if (listed(e) || !AllowedCandidate(std::move(e), config, transposed, numerics, &c, log)) {
+      return false;
     }
-    if (!allowed) return false;
-    out->push_back({std::move(e), deterministic, notes});
+    add(std::move(c));
     return true;
   };
   // Takes up to `cap` allowed configs of a heuristics list, in its order.
@@ -336,7 +357,6 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   if (costs != nullptr) costs->heuristics_s += watch.Lap();
   // The fallback list, queried once per kind of convolution (see
   // FallbackEngines): its allowed configs in order.
-  const bool transposed = spec.graph_layout != spec.layout;
   if (!fallback->listed) {
     fe::EngineFallbackList list = fe::EngineFallbackListBuilder()
                                       .setOperationGraph(*graph)
@@ -347,16 +367,11 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
         if (config == nullptr || config->get_status() != CUDNN_STATUS_SUCCESS) continue;
         GraphEngine e;
         const cudnnBackendDescriptor_t desc = config->get_backend_descriptor();
-        if (!ReadEngineConfig(desc, &e).ok()) continue;
-        e.transposed = transposed;
-        bool allowed = false, deterministic = true;
-        std::string notes, why;
-        EngineAllowed(desc, numerics, &allowed, &deterministic, &notes, &why);
-        if (!allowed) {
-          if (log != nullptr) *log += "  " + e.Name() + " [" + notes + "] dropped: " + why + "\n";
-          continue;
+        GraphCandidate c;
+        if (ReadEngineConfig(desc, &e).ok() &&
+            AllowedCandidate(std::move(e), desc, transposed, numerics, &c, log)) {
+          fallback->allowed.push_back(std::move(c));
         }
-        fallback->allowed.push_back({std::move(e), deterministic, notes});
       }
     }
     fallback->listed = true;
@@ -366,11 +381,8 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   size_t taken = 0;
   for (const GraphCandidate& c : fallback->allowed) {
     if (!exhaustive && taken == kFallbackConfigs) break;
-    const bool seen = std::any_of(out->begin(), out->end(),
-                                  [&](const GraphCandidate& o) { return o.engine == c.engine; });
-    if (seen) continue;
-    if (log != nullptr) *log += "  " + c.engine.Name() + " [" + c.notes + "] candidate\n";
-    out->push_back(c);
+    if (listed(c.engine)) continue;
+    add(c);
     ++taken;
   }
   if (costs != nullptr) costs->fallback_s += watch.Lap();
@@ -378,9 +390,9 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     const int64_t count = graph->getEngineCount();
     if (count < 0) return Status::Internal("cuDNN did not say how many engines the graph has");
     for (int64_t id = 0; id < count; ++id) {
-      const bool listed = std::any_of(out->begin(), out->end(),
-                                      [&](const GraphCandidate& c) { return c.engine.id == id; });
-      if (listed) continue;
+      const bool id_listed = std::any_of(out->begin(), out->end(),
+                                         [&](const GraphCandidate& c) { return c.engine.id == id; });
+      if (id_listed) continue;
       std::unique_ptr<fe::EngineConfig> config;
       if (!MakeEngineConfig(*graph, GraphEngine{id, {}}, &config).ok()) continue;
       consider(GraphEngine{id, {}}, config->get_raw_desc());

@@ -36,6 +36,7 @@
 #include "cc/kernels/engine/cudnn_handles.h"
 #include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/pass_buffers.h"
+#include "cc/kernels/engine/plan_execution.h"
 #include "cc/kernels/engine/planner.h"
 #include "cc/kernels/engine/status.h"
 
@@ -192,6 +193,10 @@ class CudnnKernel {
   // backward-data (dy, w, dx); backward-filter (x, dy, dw).
   static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
                          const void** x, const void** w, const void** y);
+  // "device pass dtype layout" (e.g. "0 forward float32 NHWC"): where graph
+  // engines' loaded modules (TimeGraphTrials) and fallback lists
+  // (ProposeGraphTrials) are shared between kernels.
+  std::string KindPrefix(int device) const;
   // The graph spec of `size` samples (accumulate: backward-filter's beta = 1;
   // transposed: the graph computes in the other layout).
   ConvGraphSpec GraphSpec(int64_t size, bool accumulate, bool transposed) const;
@@ -208,6 +213,13 @@ class CudnnKernel {
                        int64_t offset,
                        bool accumulate, const void* a, const void* b, void* out,
                        void* workspace, void* padded);
+  // The filter operand (b) and the output as the pass's cuDNN calls take
+  // them: the caller's when its filter is in cuDNN's layout; else ps.filter
+  // (AllocateFilter) as the filter, transformed from t.b (forward,
+  // backward-data), or as backward-filter's output (Run transforms it back
+  // into t.out). The handle must be held, on the stream.
+  Status FilterOperands(cudnnHandle_t handle, const PassTensors& t, const PassScratch& ps,
+                        const void** b, void** out);
   // HWIO <-> cuDNN's filter layout (KCRS for NCHW, KRSC for NHWC).
   Status TransformFilter(cudnnHandle_t handle, const void* src, void* dst, bool to_cudnn);
   // The filter's descriptors (made on first use).

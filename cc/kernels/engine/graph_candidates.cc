@@ -78,6 +78,11 @@ struct EventPair {
 
 }  // namespace
 
+std::string CudnnKernel::KindPrefix(int device) const {
+  return std::to_string(device) + " " + PassName(pass_) + " " + DTypeName(params_.dtype) + " " +
+         LayoutName(params_.layout);
+}
+
 ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transposed) const {
   const ConvParams& p = params_;
   ConvGraphSpec spec;
@@ -163,23 +168,26 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     // The fallback list of this kind of convolution, if another kernel (or
     // size) of it queried one (FallbackEngines, cudnn_graph.h).
     const std::string kind =
-        std::to_string(device) + " " + PassName(pass_) + " " + DTypeName(params_.dtype) + " " +
-        LayoutName(params_.layout) + (transposed ? " transposed" : "") +
+        KindPrefix(device) + (transposed ? " transposed" : "") +
         (numerics.strict_float ? " strict" : "") + (numerics.deterministic ? " determ" : "") +
         (params_.groups > 1 ? " grouped" : "") +
         (params_.dilation_h > 1 || params_.dilation_w > 1 ? " dilated" : "");
-    FallbackEngines fallback;
+    // The shared list once it is listed (never changed after: read without
+    // the lock), else a new one, queried into `queried` and then shared.
+    FallbackEngines queried;
+    FallbackEngines* fallback = &queried;
     {
       std::lock_guard<std::mutex> lock(fallback_mu);
-      fallback = SharedFallbackEngines()[kind];
+      FallbackEngines& shared = SharedFallbackEngines()[kind];
+      if (shared.listed) fallback = &shared;
     }
     UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.exhaustive,
-                                               &fallback, &got,
+                                               fallback, &got,
                                                log != nullptr ? &layout_log : nullptr, costs));
-    {
+    if (fallback == &queried) {
       std::lock_guard<std::mutex> lock(fallback_mu);
-      FallbackEngines& kept = SharedFallbackEngines()[kind];
-      if (!kept.listed) kept = std::move(fallback);
+      FallbackEngines& shared = SharedFallbackEngines()[kind];
+      if (!shared.listed) shared = std::move(queried);
     }
     if (!layout_log.empty()) {
       *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
@@ -241,9 +249,7 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   const double prune_factor = graph_knobs_.prune_factor;
   int device = 0;
   UCUDNN_CUDA_OK(cudaGetDevice(&device));
-  const std::string loaded_prefix = std::to_string(device) + " " + PassName(pass_) + " " +
-                                    DTypeName(params_.dtype) + " " + LayoutName(params_.layout) +
-                                    " ";
+  const std::string loaded_prefix = KindPrefix(device) + " ";
   for (const GraphTrial& trial : trials) {
     const GraphPlan& plan = *trial.plan;
     if (plan.workspace_bytes() > workspace_bytes) continue;

@@ -19,8 +19,9 @@
 
 namespace ucudnn {
 
-// The filter's copy in cuDNN's layout.
-Status AllocateFilter(const ConvParams& p, ScratchAllocator* scratch, PassScratch* ps) {
+Status AllocateFilter(const ConvParams& p, const PassTensors& t, ScratchAllocator* scratch,
+                      PassScratch* ps) {
+  if (t.filter_in_cudnn_layout) return Status();
   const int64_t filter_bytes = p.filter_size() * DTypeSize(p.dtype);
   ps->filter = scratch->Allocate(filter_bytes);
   if (ps->filter == nullptr) {
@@ -44,6 +45,20 @@ Status AllocatePadded(const ConvParams& p, bool asymmetric, int64_t max_size,
     }
     UCUDNN_CUDA_OK(cudaMemsetAsync(ps->padded, 0, bytes, stream));
   }
+  return Status();
+}
+
+Status CudnnKernel::FilterOperands(cudnnHandle_t handle, const PassTensors& t,
+                                   const PassScratch& ps, const void** b, void** out) {
+  *b = t.b;
+  *out = t.out;
+  if (t.filter_in_cudnn_layout) return Status();
+  if (pass_ == Pass::kBackwardFilter) {
+    *out = ps.filter;
+    return Status();
+  }
+  UCUDNN_RETURN_IF_ERROR(TransformFilter(handle, t.b, ps.filter, /*to_cudnn=*/true));
+  *b = ps.filter;
   return Status();
 }
 
@@ -228,8 +243,7 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   // filter is in that layout); then the workspace: if the plan's does not
   // fit, take the fastest plan that does.
   PassScratch ps;
-  const bool own_filter = !t.filter_in_cudnn_layout;
-  if (own_filter) UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, scratch, &ps));
+  UCUDNN_RETURN_IF_ERROR(AllocateFilter(params_, t, scratch, &ps));
   Plan chosen = plan;
   void* workspace = nullptr;
   while (true) {
@@ -250,14 +264,9 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
                                         stream, scratch, &ps));
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
-  const void* b = t.b;
-  void* out = t.out;
-  if (pass_ == Pass::kBackwardFilter) {
-    if (own_filter) out = ps.filter;
-  } else if (own_filter) {
-    UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, t.b, ps.filter, /*to_cudnn=*/true));
-    b = ps.filter;
-  }
+  const void* b = nullptr;
+  void* out = nullptr;
+  UCUDNN_RETURN_IF_ERROR(FilterOperands(handle->handle, t, ps, &b, &out));
   // Float32 accumulation (see AccumulatorBytes): the sum and the zero
   // region at the end of the plan's workspace, cleared on the stream.
   bool float_sum = chosen.accumulator_bytes > 0 && float_accumulation_.load() >= 0;
@@ -303,7 +312,7 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
                                 cudnnGetErrorString(added));
       }));
   if (float_sum) UCUDNN_RETURN_IF_ERROR(StoreFloatSum(handle->handle, stream, sum, zero, out));
-  if (pass_ == Pass::kBackwardFilter && own_filter) {
+  if (pass_ == Pass::kBackwardFilter && !t.filter_in_cudnn_layout) {
     UCUDNN_RETURN_IF_ERROR(TransformFilter(handle->handle, ps.filter, t.out, /*to_cudnn=*/false));
   }
   *ran = chosen;

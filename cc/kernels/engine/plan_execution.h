@@ -23,8 +23,10 @@ struct PassScratch {
   void* padded = nullptr;
 };
 
-// The filter's copy in cuDNN's layout.
-Status AllocateFilter(const ConvParams& p, ScratchAllocator* scratch, PassScratch* ps);
+// The filter's copy in cuDNN's layout, unless the caller's filter is in that
+// layout already (t.filter_in_cudnn_layout: XLA's custom calls).
+Status AllocateFilter(const ConvParams& p, const PassTensors& t, ScratchAllocator* scratch,
+                      PassScratch* ps);
 
 // The zeroed buffer of one explicitly padded micro-batch of up to `max_size`
 // samples, when padding is asymmetric.
