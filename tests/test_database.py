@@ -178,7 +178,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
 _CONV = dict(batch=32, in_channels=3, in_height=28, in_width=27, out_channels=8,
              filter_height=5, filter_width=3, groups=1, stride_h=2, stride_w=1, dilation_h=1,
              dilation_w=2, pad_top=0, pad_bottom=1, pad_left=2, pad_right=2, out_height=12,
-             out_width=23, layout="NCHW", dtype="bfloat16")
+             out_width=23, layout="NCHW", dtype="bfloat16", bias=False)
 _KERNEL = dict(
     key={"pass": "backward-filter", "conv": _CONV, "allow_tf32": False, "deterministic": True,
          "workspace_limit": 64 << 20, "policy": "all", "forced_micro_batch": 4,
@@ -206,8 +206,20 @@ class StoredRecordTest(tf.test.TestCase):
         named = database.engine_record(database.stored_record(_KERNEL))
         self.assertEqual(named, {k: _KERNEL[k] for k in ("key", "algos", "table")})
 
+    def test_a_forward_with_a_bias_is_a_stored_pass_of_its_own(self):
+        # Pass 3: keys written before the bias epilogue keep their meaning.
+        biased = dict(_KERNEL, key=dict(_KERNEL["key"], conv=dict(_CONV, bias=True),
+                                        **{"pass": "forward"}))
+        stored = database.stored_record(biased)
+        self.assertEqual(stored["key"][0], 3)
+        self.assertIsNone(database.check_record(stored))
+        self.assertEqual(database.engine_record(stored)["key"], biased["key"])
+        plain = dict(_KERNEL, key=dict(_KERNEL["key"], **{"pass": "forward"}))
+        self.assertEqual(database.stored_record(plain)["key"][0], 0)
+        self.assertFalse(database.engine_record(database.stored_record(plain))["key"]["conv"]["bias"])
+
     def test_an_enum_number_out_of_range_is_refused(self):
-        for position, what, count in ((0, "pass", 3), (19, "layout", 2), (20, "dtype", 3),
+        for position, what, count in ((0, "pass", 4), (19, "layout", 2), (20, "dtype", 3),
                                       (24, "policy", 3), (26, "engines", 4)):
             stored = database.stored_record(_KERNEL)
             stored["key"][position] = count

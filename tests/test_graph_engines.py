@@ -8,8 +8,9 @@ asymmetric padding, NHWC and NCHW, one input channel, 1x1 filters, float32
 without TF32 and float16. The same holds with UCUDNN_GRAPH_LAYOUTS=transposed,
 where every micro-batch computes in the other layout through transposed
 copies in the workspace (or none, where a tensor's two layouts are the same
-memory). The whole GPU equivalence grid of test_nn.py passes with graph
-engines alone. With the
+memory). Forward passes with a bias (Ucudnn>Conv2DWithBias) run graphs
+with the bias add after the convolution, in both layouts. The whole GPU
+equivalence grid of test_nn.py passes with graph engines alone. With the
 default (all) both kinds compete in one benchmark table. A bad value is an
 InvalidArgumentError on any device.
 """
@@ -43,6 +44,11 @@ _CHILD = """
         ("nhwc_half_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 3),
         ("nhwc_one_channel_5x5", (8, 23, 40, 1, 16, 5, 5), 2, ((1, 1), (1, 1)), "NHWC", "float32", 3),
         ("nchw_1x1_remainder", (6, 7, 7, 16, 24, 1, 1), 1, "VALID", "NCHW", "float32", 4),
+        # With a bias (Ucudnn>Conv2DWithBias): the graph's pointwise add.
+        ("bias_nhwc_same_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float32", 3),
+        ("bias_nchw_explicit", (5, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 2),
+        ("bias_nhwc_planner", (16, 14, 14, 32, 32, 5, 5), 1, "SAME", "NHWC", "float32", None),
+        ("bias_nhwc_half_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 3),
     ]
     rng = np.random.default_rng(1804)
     out = {}
@@ -51,15 +57,20 @@ _CHILD = """
         dtype = tf.as_dtype(dtype)
         x, x32 = random_tensor(rng, (n, h, w, c) if fmt == "NHWC" else (n, c, h, w), dtype)
         f, f32 = random_tensor(rng, (r, s, c, k), dtype)
+        b, b32 = random_tensor(rng, (k,), dtype)
+        bias = name.startswith("bias_")
         op_padding = padding if isinstance(padding, str) else explicit_padding(padding, fmt)
         with tf.device("/GPU:0"), tf.GradientTape() as tape:
             tape.watch([x, f])
-            y = tf_ucudnn.conv2d(x, f, stride, op_padding, fmt, micro_batch_size=mb)
+            y = tf_ucudnn.conv2d(x, f, stride, op_padding, fmt, micro_batch_size=mb,
+                                 bias=b if bias else None)
         dy, dy32 = random_tensor(rng, y.shape, dtype)
         dx, df = tape.gradient(y, [x, f], output_gradients=dy)
         with tf.device("/CPU:0"), tf.GradientTape() as tape:
             tape.watch([x32, f32])
             y_ref = reference_conv2d(x32, f32, stride, padding, fmt)
+            if bias:
+                y_ref = tf.nn.bias_add(y_ref, b32, data_format=fmt)
         dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
         out[name] = dict(
             errors=[rel_l2(y, y_ref), rel_l2(dx, dx_ref), rel_l2(df, df_ref)],

@@ -42,6 +42,18 @@ class Conv2DLayerMatchesKerasTest(parameterized.TestCase, tf.test.TestCase):
         layer.set_weights(reference.get_weights())
         assert_rel_l2(self, layer(x), want, 1e-5, f"tf_ucudnn Conv2D({config})")
 
+    @parameterized.named_parameters(("bias", True, "Ucudnn>Conv2DWithBias"),
+                                    ("no_bias", False, "Ucudnn>Conv2D"))
+    def test_the_bias_is_added_by_the_convolution_op(self, use_bias, op_type):
+        layer = tf_ucudnn.layers.Conv2D(4, 3, use_bias=use_bias, activation="relu")
+        x = tf.ones((2, 6, 6, 3))
+        graph = tf.function(layer).get_concrete_function(x).graph
+        types = [op.type for op in graph.get_operations()]
+        self.assertEqual([t for t in types if t.startswith("Ucudnn>")], [op_type])
+        self.assertNotIn("BiasAdd", types)
+        self.assertNotIn("AddV2", types)
+        self.assertIn("Relu", types)
+
     @staticmethod
     def _data():
         rng = np.random.default_rng(9)

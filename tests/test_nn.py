@@ -3,7 +3,8 @@
 Every case runs the forward pass and both gradients (through tf.GradientTape,
 so the registered gradient of Ucudnn>Conv2D is what runs) and compares them
 with the reference of testing_utils.reference_conv2d, computed in float32 on
-the CPU from the same (rounded) inputs.
+the CPU from the same (rounded) inputs. With a bias (Ucudnn>Conv2DWithBias)
+the reference adds it, and the bias gradient is checked too.
 """
 
 import inspect
@@ -59,6 +60,17 @@ GRID = _named(dict(case, dtype=dtype) for dtype in DTYPES for case in pairwise({
     "padding": ["same", "valid", "explicit"],
     "dilations": [1, 2],
     "groups": [1, 2, 4],
+    "data_format": ["NHWC", "NCHW"],
+    "micro_batch": list(MICRO_BATCHES),
+}))
+
+# Ucudnn>Conv2DWithBias: each dtype, layout and kind of micro-batch plan.
+BIAS_GRID = _named(dict(case, dtype=dtype) for dtype in DTYPES for case in pairwise({
+    "shape": ["n3_7x7_3x3", "n5_8x6_2x2", "n7_16x16_3x3"],
+    "strides": [1, 2],
+    "padding": ["same", "explicit"],
+    "dilations": [1],
+    "groups": [1, 2],
     "data_format": ["NHWC", "NCHW"],
     "micro_batch": list(MICRO_BATCHES),
 }))
@@ -140,8 +152,10 @@ class Conv2dEquivalenceMixin:
                         DTYPES[dtype], micro_batch_size(micro_batch, SHAPES[shape][0]), **knobs)
 
     def check_conv(self, shape, strides, padding, dilations, groups, data_format, dtype,
-                   micro_batch_size, **knobs):
-        """Forward, backward-data and backward-filter against the reference.
+                   micro_batch_size, bias=False, **knobs):
+        """Forward, backward-data and backward-filter against the reference
+        (with ``bias``: the forward adds a random bias, whose gradient is
+        checked too).
 
         Args:
           shape: (N, H, W, C, K, R, S).
@@ -150,28 +164,47 @@ class Conv2dEquivalenceMixin:
         """
         tol = self.tolerance(dtype)
         rng, (x, x32), (f, f32) = self._inputs(shape, groups, data_format, dtype)
+        b, b32 = random_tensor(rng, (shape[4],), dtype)
         op_padding = padding if isinstance(padding, str) else explicit_padding(padding, data_format)
         op_strides = list(strides) if isinstance(strides, tuple) else strides
         op_dilations = list(dilations) if isinstance(dilations, tuple) else dilations
 
         with tf.device(self.DEVICE):
             with tf.GradientTape() as tape:
-                tape.watch([x, f])
+                tape.watch([x, f, b])
                 y = tf_ucudnn.conv2d(x, f, op_strides, op_padding, data_format, op_dilations,
+                                     bias=b if bias else None,
                                      micro_batch_size=micro_batch_size, **knobs)
             dy, dy32 = random_tensor(rng, y.shape, dtype)
-            dx, df = tape.gradient(y, [x, f], output_gradients=dy)
+            dx, df, db = tape.gradient(y, [x, f, b], output_gradients=dy)
         with tf.device("/CPU:0"):
             with tf.GradientTape() as tape:
-                tape.watch([x32, f32])
+                tape.watch([x32, f32, b32])
                 y_ref = reference_conv2d(x32, f32, strides, padding, data_format, dilations)
-            dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
+                if bias:
+                    y_ref = tf.nn.bias_add(y_ref, b32, data_format=data_format)
+            dx_ref, df_ref, db_ref = tape.gradient(y_ref, [x32, f32, b32], output_gradients=dy32)
 
         for name, got in (("output", y), ("input gradient", dx), ("filter gradient", df)):
             self.assertEqual(got.dtype, dtype, f"{name} dtype")
         assert_rel_l2(self, y, y_ref, tol, f"forward on {self.DEVICE}")
         assert_rel_l2(self, dx, dx_ref, tol, f"backward-data on {self.DEVICE}")
         assert_rel_l2(self, df, df_ref, tol, f"backward-filter on {self.DEVICE}")
+        if bias:
+            self.assertEqual(db.dtype, dtype, "bias gradient dtype")
+            # Stock TF's bias gradient (tf.nn.bias_add's, BiasAddGrad) of the
+            # same output gradient: in float16/bfloat16 it sums N * P * Q
+            # values in the dtype (8% off float32 for bfloat16 at N * P * Q =
+            # 1792), so the float32 reference bounds only float32.
+            with tf.device(self.DEVICE), tf.GradientTape() as tape:
+                tape.watch(b)
+                z = tf.nn.bias_add(tf.zeros_like(dy), b, data_format=data_format)
+            db_stock = tape.gradient(z, b, output_gradients=dy)
+            assert_rel_l2(self, db, db_stock, tol, f"bias gradient on {self.DEVICE} vs stock")
+            if dtype == tf.float32:
+                assert_rel_l2(self, db, db_ref, tol, f"bias gradient on {self.DEVICE}")
+        else:
+            self.assertIsNone(db)
 
 
 class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase,
@@ -181,6 +214,10 @@ class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase
     @parameterized.named_parameters(*GRID, *EDGE_CASES)
     def test_forward_and_gradients_match_reference(self, **case):
         self.check_conv2d_and_gradients(**case)
+
+    @parameterized.named_parameters(*BIAS_GRID)
+    def test_bias_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(bias=True, **case)
 
     @parameterized.named_parameters(*random_cases(40, seed=1804))
     def test_random_geometry_matches_reference(self, **case):
@@ -310,6 +347,10 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
     @parameterized.named_parameters(*random_cases(40, seed=1804))
     def test_random_geometry_matches_reference(self, **case):
         self.check_conv(dtype=tf.float32, **case)
+
+    @parameterized.named_parameters(*BIAS_GRID)
+    def test_bias_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(bias=True, **case)
 
     @parameterized.named_parameters(("0_bytes", 0), ("1_KiB", 1024), ("1_MiB", 1 << 20),
                                     ("64_MiB", 64 << 20))

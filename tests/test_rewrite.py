@@ -19,7 +19,16 @@ from testing_utils import ONEDNN_CONV_OPS, registered_op_names, rel_l2, run_pyth
 MiB = 1 << 20
 # Under their stock names: executed_ops maps oneDNN's names back to these.
 STOCK_CONV_OPS = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedConv2D"}
-UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
+UCUDNN_OPS = {"Ucudnn>Conv2D", "Ucudnn>Conv2DWithBias", "Ucudnn>Conv2DBackpropInput",
+              "Ucudnn>Conv2DBackpropFilter"}
+# The three passes, by the op of each (the forward with or without its bias).
+UCUDNN_PASSES = {"Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter"}
+
+
+def ucudnn_passes(op_types):
+    """The UCUDNN_PASSES that tf_ucudnn ops among `op_types` run."""
+    return {"Ucudnn>Conv2D" if op == "Ucudnn>Conv2DWithBias" else op
+            for op in op_types if op in UCUDNN_OPS}
 
 
 def executed_nodes(fn, *args):
@@ -183,7 +192,7 @@ class EnableRewriteTest(RewriteTestCase):
 
         tf_ucudnn.enable_rewrite(workspace_limit=8 * MiB)
         got, during = executed_ops(fn, self.x, self.w, self.b)
-        self.assertEqual(during & UCUDNN_OPS, UCUDNN_OPS, during)
+        self.assertEqual(ucudnn_passes(during), UCUDNN_PASSES, during)
         self.assertFalse(during & STOCK_CONV_OPS, during)
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
@@ -195,18 +204,21 @@ class EnableRewriteTest(RewriteTestCase):
         self.assertTrue(after & STOCK_CONV_OPS, after)
         self.assertFalse(after & UCUDNN_OPS, after)
 
-    def test_fused_conv_bias_relu_is_split_into_the_ucudnn_conv_bias_add_and_relu(self):
-        # Inference only: Grappler's remapper fuses conv + BiasAdd + Relu.
+    def test_fused_conv_bias_relu_becomes_the_ucudnn_conv_with_bias_and_relu(self):
+        # Grappler's remapper fuses conv + BiasAdd + Relu (inference; on the
+        # CPU also in training).
         fn = tf.function(lambda x, w, b: tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)))
         want, stock = executed_ops(fn, self.x, self.w, self.b)
         before = tf_ucudnn.rewrite_stats()
         with tf_ucudnn.enable_rewrite():
             got, ops = executed_ops(fn, self.x, self.w, self.b)
-        self.assertIn("Ucudnn>Conv2D", ops)
+        self.assertEqual(ucudnn_passes(ops), {"Ucudnn>Conv2D"}, ops)
         self.assertFalse(ops & STOCK_CONV_OPS, ops)
-        if "_FusedConv2D" in stock:  # the remapper fused it: the split path ran
+        if "_FusedConv2D" in stock:  # the remapper fused it: the bias stays with the conv
             self.assertGreater(tf_ucudnn.rewrite_stats()["fused_rewritten"], before["fused_rewritten"])
-            self.assertTrue({"BiasAdd", "Relu"} <= ops, ops)
+            self.assertIn("Ucudnn>Conv2DWithBias", ops)
+            self.assertIn("Relu", ops)
+            self.assertNotIn("BiasAdd", ops)
         self.assertLessEqual(rel_l2(got, want), 1e-5)
 
     def test_context_manager_restores_the_previous_state(self):
@@ -224,7 +236,7 @@ class EnableRewriteTest(RewriteTestCase):
         tf_ucudnn.enable_rewrite()
         tf_ucudnn.enable_rewrite()
         got, ops = executed_ops(fn, self.x, self.w, self.b)
-        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS)
+        self.assertEqual(ucudnn_passes(ops), UCUDNN_PASSES)
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
         tf_ucudnn.disable_rewrite()
@@ -251,7 +263,7 @@ class EnableRewriteTest(RewriteTestCase):
         self.assertFalse(ops & UCUDNN_OPS, ops)
         with tf_ucudnn.enable_rewrite(devices=["/device:CPU:0"]):
             _, ops = executed_ops(fn, self.x, self.w, self.b)
-        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS, ops)
+        self.assertEqual(ucudnn_passes(ops), UCUDNN_PASSES, ops)
 
     def test_bad_arguments_raise_value_error(self):
         cases = [
@@ -455,7 +467,7 @@ class TotalWorkspaceAttributeTest(RewriteTestCase):
         want = fn(self.x, self.w, self.b)
         with tf_ucudnn.enable_rewrite(total_workspace=16 * MiB):
             got, ops = executed_ops(fn, self.x, self.w, self.b)
-        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS)
+        self.assertEqual(ucudnn_passes(ops), UCUDNN_PASSES)
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
 
@@ -667,7 +679,7 @@ class RewriteGpuTest(RewriteTestCase):
             want = fn(self.x, self.w, self.b)
             with tf_ucudnn.enable_rewrite(workspace_limit=MiB, devices="GPU"):
                 got, ops = executed_ops(fn, self.x, self.w, self.b)
-        self.assertEqual(ops & UCUDNN_OPS, UCUDNN_OPS, ops)
+        self.assertEqual(ucudnn_passes(ops), UCUDNN_PASSES, ops)
         self.assertFalse(ops & STOCK_CONV_OPS, ops)
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-5)
@@ -731,7 +743,7 @@ class LayoutUnderRewriteGpuTest(parameterized.TestCase, RewriteTestCase):
         with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
             (got_loss, got_weights, _), nodes = executed_nodes(train_keras_cnn_with_policy, policy)
         ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
-        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertEqual(ucudnn_passes(n.op for n in ucudnn), UCUDNN_PASSES)
         self.assertTrue(all("GPU" in n.device for n in ucudnn), [n.device for n in ucudnn])
         self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NHWC"})
         self.assertEqual([n.name for n in nodes if "LayoutOptimizer" in n.name], [])
@@ -770,7 +782,7 @@ class LayoutUnderRewriteGpuTest(parameterized.TestCase, RewriteTestCase):
             with tf_ucudnn.enable_rewrite(workspace_limit=MiB):
                 got, nodes = executed_nodes(tf.function(step), x, self.w)
         ucudnn = [n for n in nodes if n.op in UCUDNN_OPS]
-        self.assertEqual({n.op for n in ucudnn}, UCUDNN_OPS)
+        self.assertEqual(ucudnn_passes(n.op for n in ucudnn), UCUDNN_PASSES)
         self.assertEqual({n.attr["data_format"].s for n in ucudnn}, {b"NCHW"})
         for a, b in zip(got, want):
             self.assertLessEqual(rel_l2(a, b), 1e-4)

@@ -41,33 +41,37 @@ def _device():
     return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
 
 
-def _compare_under_xla(test, case, data_format, dtype, **knobs):
-    """Forward and both gradients under jit_compile=True against the reference."""
+def _compare_under_xla(test, case, data_format, dtype, bias=False, **knobs):
+    """Forward and both gradients under jit_compile=True against the reference
+    (with ``bias``: Ucudnn>Conv2DWithBias, and the bias gradient too)."""
     name, n, h, w, c, k, kernel, strides, padding, dilations, groups = case
     kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
     rng = np.random.default_rng(0)
     x, x32 = random_tensor(rng, _shape(data_format, n, h, w, c), dtype)
     f, f32 = random_tensor(rng, (kh, kw, c // groups, k), dtype)
+    b, b32 = random_tensor(rng, (k,), dtype)
     pad = _padding_arg(padding, data_format)
 
     @tf.function(jit_compile=True)
-    def ours(x, f):
+    def ours(x, f, b):
         with tf.GradientTape() as tape:
-            tape.watch([x, f])
+            tape.watch([x, f, b])
             y = tf_ucudnn.conv2d(x, f, strides, pad, data_format=data_format,
-                                 dilations=dilations, **knobs)
+                                 dilations=dilations, bias=b if bias else None, **knobs)
             # d(loss)/dy = 2y: a non-uniform upstream gradient.
             loss = tf.reduce_sum(tf.cast(y, tf.float32) ** 2)
-        dx, df = tape.gradient(loss, [x, f])
-        return y, dx, df
+        dx, df, db = tape.gradient(loss, [x, f, b])
+        return y, dx, df, (db if bias else tf.zeros_like(b))
 
     with tf.device(_device()):
-        y, dx, df = ours(x, f)
+        y, dx, df, db = ours(x, f, b)
     with tf.GradientTape() as tape:
-        tape.watch([x32, f32])
+        tape.watch([x32, f32, b32])
         want = reference_conv2d(x32, f32, strides, padding, data_format, dilations)
+        if bias:
+            want = tf.nn.bias_add(want, b32, data_format=data_format)
         loss = tf.reduce_sum(want ** 2)
-    want_dx, want_df = tape.gradient(loss, [x32, f32])
+    want_dx, want_df, want_db = tape.gradient(loss, [x32, f32, b32])
     tol = TOLERANCE[dtype]
     what = f"{name} {data_format} {dtype.name} {knobs}"
     assert_rel_l2(test, y, want, tol, f"{what}: forward")
@@ -75,6 +79,8 @@ def _compare_under_xla(test, case, data_format, dtype, **knobs):
     # The filter gradient sums over the batch (and the square doubles errors).
     assert_rel_l2(test, df, want_df, tol * (2 if dtype != tf.float32 else 1),
                   f"{what}: backward-filter")
+    if bias and dtype == tf.float32:  # float16/bfloat16: tests/test_nn.py compares with stock's
+        assert_rel_l2(test, db, want_db, tol, f"{what}: bias gradient")
 
 
 def _child_result(test, code, **env):
@@ -103,6 +109,30 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(("float16", tf.float16), ("bfloat16", tf.bfloat16))
     def test_reduced_precision(self, dtype):
         _compare_under_xla(self, CASES[0], "NHWC", dtype)
+
+    @parameterized.named_parameters(*[(f"{c[0]}_{fmt}", c, fmt) for c in CASES
+                                      for fmt in ("NHWC", "NCHW")
+                                      if fmt == "NHWC" or tf.config.list_physical_devices("GPU")])
+    def test_bias_outputs_and_gradients_match(self, case, data_format):
+        _compare_under_xla(self, case, data_format, tf.float32, bias=True)
+
+    def test_bias_stays_in_the_convolution(self):
+        x, f, b = tf.ones((2, 5, 5, 3)), tf.ones((3, 3, 3, 4)), tf.ones((4,))
+
+        @tf.function(jit_compile=True)
+        def fn(x, f, b):
+            return tf_ucudnn.conv2d(x, f, 1, "SAME", bias=b)
+
+        with tf.device(_device()):
+            hlo = _hlo_of(fn, x, f, b)
+        if tf.config.list_physical_devices("GPU"):
+            # The bias is the custom call's third operand, no add of XLA's own.
+            self.assertRegex(hlo, r'custom-call\([^)]*, [^)]*, [^)]*\), '
+                                  r'custom_call_target="ucudnn_conv2d_forward"')
+            self.assertNotIn(" add(", hlo)
+        else:
+            self.assertIn("convolution(", hlo)
+            self.assertIn(" add(", hlo)
 
     def test_the_jit_function_holds_no_tf_ucudnn_op_after_compilation(self):
         x = tf.ones((2, 5, 5, 3))
@@ -198,6 +228,9 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
         for case in CASES:
             for data_format in ("NHWC", "NCHW"):
                 _compare_under_xla(self, case, data_format, tf.float32, **knobs)
+        for case in (CASES[0], CASES[2]):  # with a bias: symmetric and asymmetric padding
+            for data_format in ("NHWC", "NCHW"):
+                _compare_under_xla(self, case, data_format, tf.float32, bias=True, **knobs)
 
     def test_plans_are_recorded_within_the_workspace_limit(self):
         tf_ucudnn.clear_plans()
@@ -375,3 +408,22 @@ class XlaZeroSizeTest(tf.test.TestCase, parameterized.TestCase):
         self.assertEqual(y.shape, reference_conv2d(x, f, 1, "SAME").shape)
         self.assertEqual(dx.shape, x.shape)
         self.assertAllEqual(df, tf.zeros_like(f))
+
+
+class BiasOnAnEmptyInputTest(tf.test.TestCase, parameterized.TestCase):
+    """An input with no rows whose explicit padding still gives output rows:
+    each output element is a sum over nothing plus its channel's bias, as
+    tf.nn.bias_add(tf.nn.conv2d(...)) gives, with and without XLA (on the GPU
+    the engine broadcasts the bias; no convolution is planned)."""
+
+    @parameterized.named_parameters(("eager", False), ("xla", True))
+    def test_the_output_is_the_bias(self, jit_compile):
+        x, f, b = tf.zeros((2, 0, 3, 2)), tf.ones((1, 1, 2, 3)), tf.constant([1.0, -2.0, 3.0])
+        padding = [[0, 0], [1, 1], [0, 0], [0, 0]]
+        fn = tf.function(lambda x, f, b: tf_ucudnn.conv2d(x, f, 1, padding, bias=b),
+                         jit_compile=jit_compile)
+        with tf.device(_device()):
+            got = fn(x, f, b)
+        want = tf.nn.bias_add(tf.nn.conv2d(x, f, 1, padding), b)
+        self.assertEqual(got.shape, (2, 2, 3, 3))
+        self.assertAllEqual(got, want)

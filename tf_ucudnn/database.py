@@ -57,7 +57,9 @@ _CONV_FIELDS = ("batch", "in_channels", "in_height", "in_width", "out_channels",
                 "dilation_h", "dilation_w", "pad_top", "pad_bottom", "pad_left", "pad_right",
                 "out_height", "out_width", "layout", "dtype")
 _KEY_FIELDS = 1 + len(_CONV_FIELDS) + 6  # 27
-_PASSES = ("forward", "backward-data", "backward-filter")
+# The stored pass: the forward pass with its bias epilogue (conv["bias"]) is
+# a pass of its own here, so that keys written before it keep their meaning.
+_PASSES = ("forward", "backward-data", "backward-filter", "forward+bias")
 _LAYOUTS = ("NHWC", "NCHW")
 _DTYPES = ("float32", "float16", "bfloat16")
 _POLICIES = ("undivided", "powerOfTwo", "all")
@@ -477,7 +479,8 @@ def stored_record(kernel):
     key, conv = kernel["key"], kernel["key"]["conv"]
     fields = [conv[name] for name in _CONV_FIELDS[:-2]]
     fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
-    stored_key = [_PASSES.index(key["pass"]), *fields, int(key["allow_tf32"]),
+    stored_pass = "forward+bias" if conv.get("bias") else key["pass"]
+    stored_key = [_PASSES.index(stored_pass), *fields, int(key["allow_tf32"]),
                   int(key["deterministic"]), key["workspace_limit"],
                   _POLICIES.index(key["policy"]), key["forced_micro_batch"],
                   _ENGINE_SETS.index(key["engines"])]
@@ -512,7 +515,9 @@ def engine_record(record):
     conv = dict(zip(_CONV_FIELDS, key[1:21]))
     conv["layout"] = _named(_LAYOUTS, conv["layout"], "layout")
     conv["dtype"] = _named(_DTYPES, conv["dtype"], "dtype")
-    named_key = {"pass": _named(_PASSES, key[0], "pass"), "conv": conv,
+    stored_pass = _named(_PASSES, key[0], "pass")
+    conv["bias"] = stored_pass == "forward+bias"
+    named_key = {"pass": "forward" if conv["bias"] else stored_pass, "conv": conv,
                  "allow_tf32": key[21] != 0, "deterministic": key[22] != 0,
                  "workspace_limit": key[23], "policy": _named(_POLICIES, key[24], "policy"),
                  "forced_micro_batch": key[25],

@@ -32,6 +32,10 @@ class Conv2D(keras.layers.Conv2D):
       micro_batch_size: None lets the planner decide; k > 0 forces
         micro-batches of k samples.
 
+    With ``use_bias`` the convolution and the bias are one op
+    (``tf_ucudnn.conv2d(..., bias=...)``): on the GPU the bias is added in the
+    convolution's kernel where its cuDNN engine takes one, also under XLA.
+
     Models with this layer compile with XLA (``jit_compile=True``, and Keras'
     ``"auto"`` on a GPU): on the GPU each pass becomes an XLA custom call that
     runs the micro-batched plan within ``workspace_limit``; on the CPU, XLA's
@@ -52,10 +56,19 @@ class Conv2D(keras.layers.Conv2D):
         self.micro_batch_size = micro_batch_size
 
     def convolution_op(self, inputs, kernel):
-        return nn.conv2d(inputs, kernel, **conv2d_arguments(self),
-                         workspace_limit=self.workspace_limit,
-                         batch_size_policy=self.batch_size_policy,
-                         micro_batch_size=self.micro_batch_size)
+        return nn.conv2d(inputs, kernel, **conv2d_arguments(self), **self._knobs())
+
+    def call(self, inputs):
+        if not self.use_bias:
+            return super().call(inputs)
+        outputs = nn.conv2d(inputs, self.kernel, **conv2d_arguments(self), bias=self.bias,
+                            **self._knobs())
+        return outputs if self.activation is None else self.activation(outputs)
+
+    def _knobs(self):
+        return dict(workspace_limit=self.workspace_limit,
+                    batch_size_policy=self.batch_size_policy,
+                    micro_batch_size=self.micro_batch_size)
 
     def get_config(self):
         config = super().get_config()

@@ -165,7 +165,8 @@ def _check_rank(tensor, name):
 
 
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,  # noqa: A002
-           name=None, *, workspace_limit=None, batch_size_policy=None, micro_batch_size=None):
+           name=None, *, bias=None, workspace_limit=None, batch_size_policy=None,
+           micro_batch_size=None):
     """Micro-batched 2-D convolution: the same result as ``tf.nn.conv2d``.
 
     On the GPU each call's mini-batch is split into micro-batches so that fast
@@ -175,7 +176,13 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     ``micro_batch_size`` (else the whole batch) with an im2col + GEMM kernel.
 
     The arguments up to ``name`` are ``tf.nn.conv2d``'s, in its order;
-    μ-cuDNN's knobs are keyword-only.
+    ``bias`` and μ-cuDNN's knobs are keyword-only. With ``bias`` the result
+    is ``tf.nn.bias_add(tf.nn.conv2d(...), bias, data_format)`` from one op,
+    ``Ucudnn>Conv2DWithBias``: on the GPU the bias is added in the
+    convolution's cuDNN kernel where its engine takes one (graph-API engines:
+    a pointwise add after the convolution), else right after it
+    (``cudnnAddTensor``), planned as one pass. Under XLA this keeps the bias
+    inside the custom call, as XLA fuses it into its own convolutions.
 
     Args:
       input: float32, float16 or bfloat16 tensor, ``[batch, height, width,
@@ -189,6 +196,8 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
       data_format: ``"NHWC"`` or ``"NCHW"``.
       dilations: int or list of 1, 2 or 4 ints; None means 1.
       name: op name (a name scope around the op).
+      bias: None, or ``[out_channels]`` of the input's dtype, added to every
+        output element of its channel.
       workspace_limit: bytes of cuDNN workspace per kernel: an int or a
         string such as ``"64MiB"`` or ``"1GiB"``; None uses
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
@@ -213,16 +222,23 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         filters = tf.convert_to_tensor(filters, dtype=input.dtype)
         _check_rank(input, "input")
         _check_rank(filters, "filters")
+        if bias is not None:
+            bias = tf.convert_to_tensor(bias, dtype=input.dtype)
+            if bias.shape.rank is not None and bias.shape.rank != 1:
+                raise ValueError(f"bias must be 1-dimensional, got shape {bias.shape}")
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return ucudnn_conv2d_op(input, filters, attrs)
+        return ucudnn_conv2d_op(input, filters, attrs, bias)
 
 
-def ucudnn_conv2d_op(input, filters, attrs):  # noqa: A002
-    """The ``Ucudnn>Conv2D`` op with attributes from ``_conv_attrs`` (and
-    optionally ``total_workspace``, bytes); its gradients are registered below."""
-    return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
+def ucudnn_conv2d_op(input, filters, attrs, bias=None):  # noqa: A002
+    """The ``Ucudnn>Conv2D`` op (``Ucudnn>Conv2DWithBias`` with a ``bias``)
+    with attributes from ``_conv_attrs`` (and optionally ``total_workspace``,
+    bytes); their gradients are registered below."""
+    if bias is None:
+        return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
+    return _ops.ucudnn_conv2d_with_bias(input=input, filter=filters, bias=bias, **attrs)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
@@ -311,6 +327,15 @@ def _conv2d_grad(op, grad):
     dx = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=w, out_backprop=grad, **attrs)
     dw = _ops.ucudnn_conv2d_backprop_filter(input=x, filter_sizes=tf.shape(w), out_backprop=grad, **attrs)
     return dx, dw
+
+
+@tf.RegisterGradient("Ucudnn>Conv2DWithBias")
+def _conv2d_with_bias_grad(op, grad):
+    """Gradients of Ucudnn>Conv2DWithBias: Ucudnn>Conv2D's, and the bias's
+    (the output gradient summed over all but the channel dimension)."""
+    dx, dw = _conv2d_grad(op, grad)
+    db = tf.raw_ops.BiasAddGrad(out_backprop=grad, data_format=_op_attrs(op)["data_format"])
+    return dx, dw, db
 
 
 @tf.RegisterGradient("Ucudnn>Conv2DBackpropInput")

@@ -9,8 +9,8 @@ a loaded SavedModel) has its ``Conv2D``, ``Conv2DBackpropInput`` and
 ``Conv2DBackpropFilter`` nodes replaced by the tf_ucudnn ops with the same
 attributes. ``_FusedConv2D`` nodes that Grappler's remapper made of a
 convolution, a ``BiasAdd`` and optionally ``Relu``/``Relu6``/``Elu``/
-``LeakyRelu``/``Tanh``/``Sigmoid`` are split back into the tf_ucudnn
-convolution followed by the same ``BiasAdd`` and activation; other fused
+``LeakyRelu``/``Tanh``/``Sigmoid`` become ``Ucudnn>Conv2DWithBias`` (the
+bias in the convolution's kernel) followed by the same activation; other fused
 convolutions (batch-norm fusions) are left alone and counted in
 :func:`rewrite_stats`. Like TF's function-call options it is set through, the
 rewrite is per thread.
@@ -276,8 +276,8 @@ def rewrite_stats():
 
     Returns:
       A dict: ``rewritten`` (Conv2D and gradient nodes replaced),
-      ``fused_rewritten`` (``_FusedConv2D`` nodes split into the tf_ucudnn
-      conv, BiasAdd and activation), ``fused_left`` (fused convolutions left
+      ``fused_rewritten`` (``_FusedConv2D`` nodes replaced by the tf_ucudnn
+      conv with its bias, and the activation), ``fused_left`` (fused convolutions left
       alone: batch-norm fusions and other filter formats).
     """
     return _engine.rewrite_stats()

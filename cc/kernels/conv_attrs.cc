@@ -384,6 +384,13 @@ absl::Status CheckOutBackprop(const TensorShape& out_backprop, const TensorShape
                                                  output.DebugString()));
 }
 
+absl::Status CheckBias(const TensorShape& bias, const ucudnn::ConvParams& params) {
+  if (bias.dims() == 1 && bias.dim_size(0) == params.out_channels) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("bias has shape ", bias.DebugString(),
+                                                 " but must be [out_channels] = [",
+                                                 params.out_channels, "]"));
+}
+
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape) {
   if (sizes.dims() != 1 || sizes.NumElements() != 4) {
     return errors::InvalidArgument(name, " must be a 1-D tensor of 4 sizes, got shape ",

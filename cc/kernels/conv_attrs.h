@@ -67,6 +67,9 @@ const TensorShape& PassResultShape(ucudnn::Pass pass, const TensorShape& input,
 // convolution's output shape.
 absl::Status CheckOutBackprop(const TensorShape& out_backprop, const TensorShape& output);
 
+// InvalidArgument unless `bias` is 1-D with params' out_channels elements.
+absl::Status CheckBias(const TensorShape& bias, const ucudnn::ConvParams& params);
+
 // Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes): each
 // non-negative, their product at most 2^63 - 1.
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape);

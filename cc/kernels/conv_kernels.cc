@@ -1,5 +1,6 @@
-// The OpKernels of Ucudnn>Conv2D and its two gradients, on CPU and GPU: read
-// attributes and shapes, allocate, and hand the work to the engine.
+// The OpKernels of Ucudnn>Conv2D (and Ucudnn>Conv2DWithBias) and its two
+// gradients, on CPU and GPU: read attributes and shapes, allocate, and hand
+// the work to the engine.
 #define EIGEN_USE_THREADS
 #if GOOGLE_CUDA
 #define EIGEN_USE_GPU
@@ -63,10 +64,20 @@ absl::Status ToTfStatus(const ucudnn::Status& s) {
 template <typename Device, typename T>
 struct LaunchConv;
 
+// Runs one pass: `a`, `b` and `out` as in ucudnn::PassTensors; `bias` for
+// a forward pass with p.bias. An empty convolution with a bias (no input
+// channels, say) gets the bias in every output element.
 template <typename T>
 struct LaunchConv<CPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
-                          const ConvParams& p, const Tensor& a, const Tensor& b, Tensor* out) {
+                          const ConvParams& p, const Tensor& a, const Tensor& b,
+                          const Tensor* bias, Tensor* out) {
+    if (p.empty()) {
+      T* o = out->flat<T>().data();
+      std::fill(o, o + out->NumElements(), static_cast<T>(0.0f));
+      ucudnn::CpuAddBias<T>(p, p.batch, bias->flat<T>().data(), o);
+      return absl::OkStatus();
+    }
     // On the CPU there is one algorithm and no workspace: micro-batches of
     // micro_batch_size if given, else the whole mini-batch.
     const Plan plan = ucudnn::UniformPlan(p.batch, attrs.micro_batch_size);
@@ -99,6 +110,9 @@ struct LaunchConv<CPUDevice, T> {
             case Pass::kForward:
               ucudnn::CpuForward<T>(p, mb.size, a_ptr + in_off, b_ptr, out_ptr + out_off,
                                     parallel_for);
+              if (p.bias) {
+                ucudnn::CpuAddBias<T>(p, mb.size, bias->flat<T>().data(), out_ptr + out_off);
+              }
               break;
             case Pass::kBackwardData:
               ucudnn::CpuBackwardData<T>(p, mb.size, a_ptr + out_off, b_ptr, out_ptr + in_off,
@@ -180,7 +194,8 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
 template <typename T>
 struct LaunchConv<GPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
-                          const ConvParams& p, const Tensor& a, const Tensor& b, Tensor* out) {
+                          const ConvParams& p, const Tensor& a, const Tensor& b,
+                          const Tensor* bias, Tensor* out) {
     se::Stream* se_stream = ctx->op_device_context()->stream();
     if (se_stream == nullptr) return absl::InternalError("no GPU stream for tf_ucudnn");
     ucudnn::ConvRequest q;
@@ -201,6 +216,7 @@ struct LaunchConv<GPUDevice, T> {
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
+    if (bias != nullptr) tensors.bias = bias->tensor_data().data();
     TfScratchAllocator scratch(ctx);
     std::unique_ptr<BenchmarkPeers> peers;
     return ToTfStatus(ucudnn::RunConvPass(
@@ -220,9 +236,10 @@ struct LaunchConv<GPUDevice, T> {
 
 #endif  // GOOGLE_CUDA
 
-// One kernel class for the three passes.
-template <typename Device, typename T, Pass kPass>
+// One kernel class for the three passes; kBias: Ucudnn>Conv2DWithBias (forward).
+template <typename Device, typename T, Pass kPass, bool kBias = false>
 class UcudnnConvOp : public OpKernel {
+  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
  public:
   explicit UcudnnConvOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
@@ -255,6 +272,12 @@ class UcudnnConvOp : public OpKernel {
     ConvParams params;
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, DataTypeToEnum<T>::v(),
                                        &params));
+    const Tensor* bias = nullptr;
+    if (kBias) {
+      bias = &ctx->input(2);
+      OP_REQUIRES_OK(ctx, CheckBias(bias->shape(), params));
+      params.bias = true;
+    }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
       OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->input(2).shape(), output_shape));
@@ -263,17 +286,18 @@ class UcudnnConvOp : public OpKernel {
         PassResultShape(kPass, input_shape, filter_shape, output_shape);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
-    if (params.empty()) {
+    if (params.empty() && !(kBias && out->NumElements() > 0)) {
       // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
       // channels), as tf.nn.conv2d: the result has its shape and, where it has
       // elements (e.g. the filter gradient of an empty batch), is zero. No
-      // planning, no engine call.
+      // planning, no engine call. (With a bias, the engine broadcasts it.)
       if (out->NumElements() > 0) {
         ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
       }
       return;
     }
-    OP_REQUIRES_OK(ctx, LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, out));
+    OP_REQUIRES_OK(ctx,
+                   LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, bias, out));
   }
 
  private:
@@ -284,6 +308,9 @@ class UcudnnConvOp : public OpKernel {
   REGISTER_KERNEL_BUILDER(                                                                  \
       Name("Ucudnn>Conv2D").Device(DEVICE_##DEV).TypeConstraint<T>("T"),                    \
       UcudnnConvOp<DEVICE, T, Pass::kForward>);                                             \
+  REGISTER_KERNEL_BUILDER(                                                                  \
+      Name("Ucudnn>Conv2DWithBias").Device(DEVICE_##DEV).TypeConstraint<T>("T"),            \
+      UcudnnConvOp<DEVICE, T, Pass::kForward, true>);                                       \
   REGISTER_KERNEL_BUILDER(Name("Ucudnn>Conv2DBackpropInput")                                \
                               .Device(DEVICE_##DEV)                                         \
                               .TypeConstraint<T>("T")                                       \

@@ -9,9 +9,10 @@
 // Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter nodes (float, half,
 // bfloat16) by the tf_ucudnn ops with the same attributes plus μ-cuDNN's
 // knobs, and _FusedConv2D nodes that the remapper made of conv + BiasAdd
-// [+ Relu | Relu6 | Elu | LeakyRelu | Tanh | Sigmoid] by the tf_ucudnn conv
-// followed by the same BiasAdd and activation nodes. Other fused convolutions
-// (batch-norm fusions, other filter formats) are left alone and counted.
+// [+ Relu | Relu6 | Elu | LeakyRelu | Tanh | Sigmoid] by Ucudnn>Conv2DWithBias
+// (the bias in the convolution's kernel where its cuDNN engine takes one)
+// followed by the same activation node. Other fused convolutions (batch-norm
+// fusions, other filter formats) are left alone and counted.
 //
 // Parameters (parameter_map): workspace_limit (int, bytes; -1 = the op's
 // default), total_workspace (int, bytes; -1 = the op's default, > 0 =
@@ -40,7 +41,7 @@ namespace {
 
 // Counters for tf_ucudnn.rewrite_stats() (ucudnn_rewrite_stats below).
 std::atomic<int64_t> g_rewritten{0};        // conv and gradient nodes replaced
-std::atomic<int64_t> g_fused_rewritten{0};  // _FusedConv2D nodes split and replaced
+std::atomic<int64_t> g_fused_rewritten{0};  // _FusedConv2D nodes replaced
 std::atomic<int64_t> g_fused_left{0};       // _FusedConv2D nodes left alone
 
 const char* UcudnnOpFor(const std::string& op) {
@@ -106,7 +107,7 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
         AddKnobs(&node);
         ++g_rewritten;
       } else if (node.op() == "_FusedConv2D") {
-        if (SplitFused(&node, &added)) {
+        if (RewriteFused(&node, &added)) {
           ++g_fused_rewritten;
         } else {
           ++g_fused_left;
@@ -142,9 +143,9 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
   }
 
   // _FusedConv2D(input, filter, bias) with fused_ops [BiasAdd] or [BiasAdd,
-  // activation] -> Ucudnn>Conv2D, BiasAdd, activation; the last node keeps
+  // activation] -> Ucudnn>Conv2DWithBias [-> activation]; the last node keeps
   // the fused node's name so its consumers are unchanged.
-  bool SplitFused(NodeDef* node, std::vector<NodeDef>* added) const {
+  bool RewriteFused(NodeDef* node, std::vector<NodeDef>* added) const {
     const auto& attr = node->attr();
     auto get = [&](const char* name) -> const AttrValue* {
       auto it = attr.find(name);
@@ -176,46 +177,32 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
     const std::string name = node->name();
     const DataType t = attr.at("T").type();
     NodeDef conv;
-    conv.set_name(absl::StrCat(name, "/ucudnn_conv"));
-    conv.set_op("Ucudnn>Conv2D");
+    conv.set_name(activation.empty() ? name : absl::StrCat(name, "/ucudnn_conv"));
+    conv.set_op("Ucudnn>Conv2DWithBias");
     conv.set_device(node->device());
-    conv.add_input(data_inputs[0]);
-    conv.add_input(data_inputs[1]);
+    for (const std::string& in : data_inputs) conv.add_input(in);
     for (const std::string& c : control_inputs) conv.add_input(c);
     for (const char* a : {"T", "strides", "padding", "explicit_paddings", "data_format",
                           "dilations"}) {
       if (const AttrValue* v = get(a)) (*conv.mutable_attr())[a] = *v;
     }
     AddKnobs(&conv);
-
-    NodeDef bias;
-    bias.set_name(activation.empty() ? name : absl::StrCat(name, "/ucudnn_bias"));
-    bias.set_op("BiasAdd");
-    bias.set_device(node->device());
-    bias.add_input(conv.name());
-    bias.add_input(data_inputs[2]);
-    (*bias.mutable_attr())["T"].set_type(t);
-    if (const AttrValue* v = get("data_format")) (*bias.mutable_attr())["data_format"] = *v;
-
-    NodeDef act;
-    if (!activation.empty()) {
-      act.set_name(name);
-      act.set_op(activation);
-      act.set_device(node->device());
-      act.add_input(bias.name());
-      (*act.mutable_attr())["T"].set_type(t);
-      if (activation == "LeakyRelu") {
-        if (const AttrValue* v = get("leakyrelu_alpha")) (*act.mutable_attr())["alpha"] = *v;
-      }
-    }
-    // The fused node becomes the last of the chain, in place.
-    added->push_back(std::move(conv));
     if (activation.empty()) {
-      *node = std::move(bias);
-    } else {
-      added->push_back(std::move(bias));
-      *node = std::move(act);
+      *node = std::move(conv);  // in place
+      return true;
     }
+    NodeDef act;
+    act.set_name(name);
+    act.set_op(activation);
+    act.set_device(node->device());
+    act.add_input(conv.name());
+    (*act.mutable_attr())["T"].set_type(t);
+    if (activation == "LeakyRelu") {
+      if (const AttrValue* v = get("leakyrelu_alpha")) (*act.mutable_attr())["alpha"] = *v;
+    }
+    // The fused node becomes the activation, in place.
+    added->push_back(std::move(conv));
+    *node = std::move(act);
     return true;
   }
 

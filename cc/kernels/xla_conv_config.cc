@@ -43,7 +43,7 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
 
 bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   if (n != std::tuple_size<decltype(p->Fields())>::value) return false;
-  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2) return false;
+  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2 || f[20] < 0 || f[20] > 1) return false;
   p->batch = f[0];
   p->in_channels = f[1];
   p->in_height = f[2];
@@ -64,6 +64,7 @@ bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   p->out_width = f[17];
   p->layout = static_cast<ucudnn::Layout>(f[18]);
   p->dtype = static_cast<ucudnn::DType>(f[19]);
+  p->bias = f[20] != 0;
   // The encoder wrote Fields(): decoding must give them back.
   const auto back = p->Fields();
   for (size_t i = 0; i < n; ++i) {

@@ -1,11 +1,14 @@
-// XLA kernels (tf2xla) of Ucudnn>Conv2D and its two gradients, so that
-// functions and Keras models using tf_ucudnn compile with jit_compile.
+// XLA kernels (tf2xla) of Ucudnn>Conv2D (and Ucudnn>Conv2DWithBias) and its
+// two gradients, so that functions and Keras models using tf_ucudnn compile
+// with jit_compile.
 //
 // On the GPU the pass becomes an XLA custom call handled by the micro-batched
 // engine through XLA's typed FFI (cc/kernels/xla_ffi_conv.cc): it plans on its
 // first execution per shape (benchmark database, Workspace Reuse) and runs
 // within the op's workspace limit. On the CPU it lowers to XLA's own
 // convolution (TF's lowering of Conv2D), which has no workspace to bound.
+// A bias is the custom call's third operand on the GPU (the plan adds it in
+// the convolution's kernel where the engine takes one), an add on the CPU.
 #include <string>
 #include <vector>
 
@@ -29,8 +32,11 @@ namespace {
 using ucudnn::ConvParams;
 using ucudnn::Pass;
 
-template <Pass kPass, bool kGpu>
+// kBias: Ucudnn>Conv2DWithBias (forward).
+template <Pass kPass, bool kGpu, bool kBias = false>
 class UcudnnXlaConvOp : public XlaOpKernel {
+  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
+
  public:
   explicit UcudnnXlaConvOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
     // The knobs (and their environment defaults) are read as by the TF kernel,
@@ -65,14 +71,22 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     // InvalidArgument when the function is compiled.
     ConvParams params;
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
+    if (kBias) {
+      OP_REQUIRES_OK(ctx, CheckBias(ctx->InputShape(2), params));
+      params.bias = true;
+    }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
       OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->InputShape(2), output_shape));
     }
     if (params.empty()) {
-      // As stock TF: an empty result, or a zero filter gradient; nothing to plan.
+      // As stock TF: an empty result, or a zero filter gradient (or the bias
+      // alone, a sum over nothing plus the bias); nothing to plan.
       const TensorShape& result = PassResultShape(kPass, input_shape, filter_shape, output_shape);
-      ctx->SetOutput(0, xla::Broadcast(xla::Zero(ctx->builder(), type_), result.dim_sizes()));
+      ctx->SetOutput(0, kBias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
+                                                    {ChannelDimension(params.layout)})
+                              : xla::Broadcast(xla::Zero(ctx->builder(), type_),
+                                               result.dim_sizes()));
       return;
     }
     if (kGpu) {
@@ -105,9 +119,13 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     std::vector<xla::Shape> operand_shapes;
     xla::Shape result;
     switch (kPass) {
-      case Pass::kForward:  // a = input, b = filter -> output
+      case Pass::kForward:  // a = input, b = filter [, bias] -> output
         operands = {ctx->Input(0), ctx->Input(1)};
         operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
+        if (kBias) {
+          operands.push_back(ctx->Input(2));
+          operand_shapes.push_back(shape_of(ctx->InputShape(2)));
+        }
         result = shape_of(output_shape);
         break;
       case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
@@ -149,6 +167,9 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     switch (kPass) {
       case Pass::kForward:
         out = MakeXlaForwardConvOp(type_string(), ctx->Input(0), ctx->Input(1), xla_attrs_);
+        if (kBias && out.ok()) {
+          out = xla::Add(*out, ctx->Input(2), {ChannelDimension(attrs_.layout)});
+        }
         break;
       case Pass::kBackwardData: {
         xla::XlaOp input_sizes = ctx->Input(0);
@@ -167,6 +188,11 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     ctx->SetOutput(0, *out);
   }
 
+  // The output's channel dimension: 3 in NHWC, 1 in NCHW.
+  static int64_t ChannelDimension(ucudnn::Layout layout) {
+    return layout == ucudnn::Layout::kNHWC ? 3 : 1;
+  }
+
   ConvAttrs attrs_;
   DataType dtype_ = DT_FLOAT;
   xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
@@ -180,9 +206,12 @@ using XlaBackwardFilterGpu = UcudnnXlaConvOp<Pass::kBackwardFilter, true>;
 using XlaForwardCpu = UcudnnXlaConvOp<Pass::kForward, false>;
 using XlaBackwardDataCpu = UcudnnXlaConvOp<Pass::kBackwardData, false>;
 using XlaBackwardFilterCpu = UcudnnXlaConvOp<Pass::kBackwardFilter, false>;
+using XlaForwardBiasGpu = UcudnnXlaConvOp<Pass::kForward, true, true>;
+using XlaForwardBiasCpu = UcudnnXlaConvOp<Pass::kForward, false, true>;
 
-#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, BACKWARD_DATA, BACKWARD_FILTER)                  \
+#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, BACKWARD_DATA, BACKWARD_FILTER)    \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2D").Device(DEVICE), FORWARD);                             \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithBias").Device(DEVICE), FORWARD_BIAS);               \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropInput")                                         \
                       .Device(DEVICE)                                                         \
                       .CompileTimeConstantInput("input_sizes"),                               \
@@ -192,8 +221,10 @@ using XlaBackwardFilterCpu = UcudnnXlaConvOp<Pass::kBackwardFilter, false>;
                       .CompileTimeConstantInput("filter_sizes"),                              \
                   BACKWARD_FILTER);
 
-UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaBackwardDataCpu, XlaBackwardFilterCpu)
-UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaBackwardDataGpu, XlaBackwardFilterGpu)
+UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaForwardBiasCpu, XlaBackwardDataCpu,
+                    XlaBackwardFilterCpu)
+UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaForwardBiasGpu, XlaBackwardDataGpu,
+                    XlaBackwardFilterGpu)
 
 }  // namespace
 }  // namespace ucudnn_tf

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cc/kernels/engine/conv_runner.h"
@@ -53,9 +54,12 @@ ffi::Error ToFfiError(const ucudnn::Status& s) {
   return ffi::Error(ffi::ErrorCode::kUnknown, s.message());
 }
 
+// `bias`: the forward pass's third operand, where the convolution has one
+// (ConvParams::bias in the attributes).
 template <Pass kPass>
 ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
-                   ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> out,
+                   ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
+                   ffi::Result<ffi::AnyBuffer> out,
                    ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
                    int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
                    double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
@@ -84,7 +88,9 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                                                           : filter;
   if (static_cast<int64_t>(a.element_count()) != want_a ||
       static_cast<int64_t>(b.element_count()) != want_b ||
-      static_cast<int64_t>(out->element_count()) != want_out) {
+      static_cast<int64_t>(out->element_count()) != want_out ||
+      bias.has_value() != (kPass == Pass::kForward && p.bias) ||
+      (bias.has_value() && static_cast<int64_t>(bias->element_count()) != p.out_channels)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
                           " do not match " + p.ToString());
@@ -107,6 +113,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   tensors.b = b.untyped_data();
   tensors.out = out->untyped_data();
   tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
+  if (bias.has_value()) tensors.bias = bias->untyped_data();
   FfiScratch allocator(&scratch);
   return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
 }
@@ -118,6 +125,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
       .Ctx<ffi::DeviceOrdinal>()                            \
       .Arg<ffi::AnyBuffer>()                                \
       .Arg<ffi::AnyBuffer>()                                \
+      .OptionalArg<ffi::AnyBuffer>()                        \
       .Ret<ffi::AnyBuffer>()                                \
       .Attr<ffi::Span<const int64_t>>(kAttrConv)            \
       .Attr<int64_t>(kAttrWorkspaceLimit)                   \

@@ -34,7 +34,7 @@ absl::Status CheckNumElements(InferenceContext* c, ShapeHandle shape, const char
 // Ucudnn>Conv2D's shape: TF's Conv2D shape function, after checking what it
 // adds in plain int64 (each pair of explicit paddings: signed overflow near
 // 2^62 is undefined behaviour), and then the output's element count.
-absl::Status Conv2DShape(InferenceContext* c) {
+absl::Status UcudnnConv2DShape(InferenceContext* c) {
   std::string padding;
   TF_RETURN_IF_ERROR(c->GetAttr("padding", &padding));
   if (padding == "EXPLICIT") {
@@ -87,11 +87,37 @@ REGISTER_OP("Ucudnn>Conv2D")
     .Input("filter: T")
     .Output("output: T")
     .UCUDNN_CONV_ATTRS
-    .SetShapeFn(Conv2DShape)
+    .SetShapeFn(UcudnnConv2DShape)
     .Doc(R"doc(
 Micro-batched 2-D convolution (Oyama et al. 2018); same results as Conv2D.
 input: [batch, height, width, in_channels] (NHWC) or [batch, in_channels, height, width] (NCHW).
 filter: [filter_height, filter_width, in_channels / groups, out_channels].
+)doc");
+
+// Ucudnn>Conv2DWithBias's shape: Conv2DShape's, and a bias of out_channels elements.
+absl::Status Conv2DWithBiasShape(InferenceContext* c) {
+  TF_RETURN_IF_ERROR(UcudnnConv2DShape(c));
+  ShapeHandle bias;
+  TF_RETURN_IF_ERROR(c->WithRank(c->input(2), 1, &bias));
+  ShapeHandle filter = c->input(1);
+  if (c->RankKnown(filter) && c->Rank(filter) == 4) {
+    DimensionHandle unused;
+    TF_RETURN_IF_ERROR(c->Merge(c->Dim(bias, 0), c->Dim(filter, 3), &unused));
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Ucudnn>Conv2DWithBias")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("bias: T")
+    .Output("output: T")
+    .UCUDNN_CONV_ATTRS
+    .SetShapeFn(Conv2DWithBiasShape)
+    .Doc(R"doc(
+Ucudnn>Conv2D followed by BiasAdd, in one kernel on the GPU (the bias is the
+epilogue of the convolution's cuDNN engine where one takes it).
+bias: [out_channels], added to every output element of its channel.
 )doc");
 
 REGISTER_OP("Ucudnn>Conv2DBackpropInput")

@@ -100,6 +100,24 @@ constexpr int64_t kMinGraphMicroBatch = 8;
 
 }  // namespace
 
+Status CudnnKernel::TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64_t size,
+                                const void* bias, void* y, double* ms) {
+  constexpr int kRuns = 3;
+  const int math_type = BenchmarkMathType();
+  UCUDNN_RETURN_IF_ERROR(AddBias(handle, size, math_type, bias, y));  // descriptors, warm-up
+  EventPair events;
+  UCUDNN_CUDA_OK(cudaEventCreate(&events.start));
+  UCUDNN_CUDA_OK(cudaEventCreate(&events.stop));
+  UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
+  for (int i = 0; i < kRuns; ++i) UCUDNN_RETURN_IF_ERROR(AddBias(handle, size, math_type, bias, y));
+  UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
+  UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
+  float elapsed = 0;
+  UCUDNN_CUDA_OK(cudaEventElapsedTime(&elapsed, events.start, events.stop));
+  *ms = static_cast<double>(elapsed) / kRuns;
+  return Status();
+}
+
 Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                                 const std::vector<int64_t>& sizes, int64_t workspace_limit,
                                 const PassTensors& t, ScratchAllocator* scratch,
@@ -156,8 +174,17 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     }
     auto time_legacy = [&]() -> Status {
       const Clock::time_point start = Clock::now();
+      std::vector<Measured>& row = (*got)[size];
+      const size_t before = row.size();
       UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
-                                           bench_out, ws, ws_bytes, &(*got)[size]));
+                                           bench_out, ws, ws_bytes, &row));
+      if (params_.bias && row.size() > before) {
+        // cudnnFind times the convolution; the legacy plan also adds the bias.
+        double add_ms = 0;
+        UCUDNN_RETURN_IF_ERROR(TimeAddBias(handle->handle, stream, size, t.bias, bench_out,
+                                           &add_ms));
+        for (size_t i = before; i < row.size(); ++i) row[i].time_ms += add_ms;
+      }
       legacy_s += seconds_since(start);
       return Status();
     };
@@ -196,7 +223,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     start = Clock::now();
     if (DebugOutput() && !trials.empty()) log += " timed at " + std::to_string(size) + ":\n";
     UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials, bench_a, b, bench_out,
-                                           ws, ws_bytes, &(*got)[size], &pruned, &runs,
+                                           t.bias, ws, ws_bytes, &(*got)[size], &pruned, &runs,
                                            DebugOutput() ? &log : nullptr));
     runs_s += seconds_since(start);
     // kAuto: a size at which no engine ran (none proposed, fitted or ran)
@@ -259,24 +286,34 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetBenchmarkHandle(peer.device, peer.stream, &handle));
   // The first max_size samples of the batched tensors, and the whole filter.
-  // Backward-filter benchmarks into its own cuDNN-layout filter: no `out`.
+  // Backward-filter benchmarks into its own cuDNN-layout filter (no `out`),
+  // unless the filter comes in that layout (XLA's custom calls).
   const PassBytes bytes = TensorBytes(*std::max_element(sizes.begin(), sizes.end()));
   const int64_t a_bytes = bytes.a, b_bytes = bytes.b;
-  const int64_t result_bytes = pass_ == Pass::kBackwardFilter ? 0 : bytes.out;
+  const int64_t result_bytes =
+      pass_ == Pass::kBackwardFilter && !t.filter_in_cudnn_layout ? 0 : bytes.out;
+  const int64_t bias_bytes = params_.bias ? params_.out_channels * DTypeSize(params_.dtype) : 0;
   PassTensors copy;
   void* a = peer.scratch->Allocate(a_bytes);
   void* b = peer.scratch->Allocate(b_bytes);
   copy.out = result_bytes > 0 ? peer.scratch->Allocate(result_bytes) : nullptr;
-  if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr)) {
+  void* bias = bias_bytes > 0 ? peer.scratch->Allocate(bias_bytes) : nullptr;
+  if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr) ||
+      (bias_bytes > 0 && bias == nullptr)) {
     return Status::ResourceExhausted("could not allocate " +
-                                     std::to_string(a_bytes + b_bytes + result_bytes) +
+                                     std::to_string(a_bytes + b_bytes + result_bytes + bias_bytes) +
                                      " bytes on GPU " + std::to_string(peer.device) +
                                      " to benchmark there");
   }
   UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(a, peer.device, t.a, own_device, a_bytes, peer.stream));
   UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(b, peer.device, t.b, own_device, b_bytes, peer.stream));
+  if (bias != nullptr) {
+    UCUDNN_CUDA_OK(
+        cudaMemcpyPeerAsync(bias, peer.device, t.bias, own_device, bias_bytes, peer.stream));
+  }
   copy.a = a;
   copy.b = b;
+  copy.bias = bias;
   copy.filter_in_cudnn_layout = t.filter_in_cudnn_layout;
   return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch, got);
 }

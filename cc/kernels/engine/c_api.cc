@@ -214,7 +214,8 @@ json ConvJson(const ucudnn::ConvParams& p) {
           {"out_height", p.out_height},
           {"out_width", p.out_width},
           {"layout", ucudnn::LayoutName(p.layout)},
-          {"dtype", ucudnn::DTypeName(p.dtype)}};
+          {"dtype", ucudnn::DTypeName(p.dtype)},
+          {"bias", p.bias}};
 }
 
 ucudnn::ConvParams ConvFromJson(const json& j) {
@@ -240,6 +241,8 @@ ucudnn::ConvParams ConvFromJson(const json& j) {
   p.out_width = i64("out_width");
   p.layout = EnumField(j, "layout", ucudnn::LayoutName, 2);
   p.dtype = EnumField(j, "dtype", ucudnn::DTypeName, 3);
+  // Absent in what was written before the bias epilogue.
+  p.bias = j.contains("bias") && j.at("bias").get<bool>();
   return p;
 }
 

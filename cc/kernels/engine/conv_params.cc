@@ -36,12 +36,12 @@ const char* DTypeName(DType dtype) {
 
 int DTypeSize(DType dtype) { return dtype == DType::kFloat ? 4 : 2; }
 
-std::array<int64_t, 20> ConvParams::Fields() const {
+std::array<int64_t, 21> ConvParams::Fields() const {
   return {batch,      in_channels, in_height,  in_width,   out_channels,
           filter_height, filter_width, groups, stride_h,   stride_w,
           dilation_h, dilation_w,  pad_top,    pad_bottom, pad_left,
           pad_right,  out_height,  out_width,  static_cast<int64_t>(layout),
-          static_cast<int64_t>(dtype)};
+          static_cast<int64_t>(dtype), bias ? 1 : 0};
 }
 
 std::string ConvParams::ToString() const {
@@ -51,7 +51,7 @@ std::string ConvParams::ToString() const {
     << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
     << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
     << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
-    << DTypeName(dtype);
+    << DTypeName(dtype) << (bias ? " +bias" : "");
   return s.str();
 }
 

@@ -39,6 +39,11 @@ struct ConvParams {
   int64_t out_width = 0;    // Q
   Layout layout = Layout::kNHWC;
   DType dtype = DType::kFloat;
+  // The forward pass adds a bias of out_channels elements to every output
+  // element of its channel (Conv2D + BiasAdd in one kernel: the epilogue of
+  // cuDNN's graph-API engines, or cudnnAddTensor after a legacy algorithm).
+  // Never set for the backward passes.
+  bool bias = false;
 
   int64_t group_in_channels() const { return in_channels / groups; }
   int64_t group_out_channels() const { return out_channels / groups; }
@@ -64,8 +69,9 @@ struct ConvParams {
   }
 
   // Every field that defines the convolution, batch included, for cache keys.
-  std::array<int64_t, 20> Fields() const;
-  // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32"
+  std::array<int64_t, 21> Fields() const;
+  // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32",
+  // with " +bias" appended where bias is set.
   std::string ToString() const;
 };
 

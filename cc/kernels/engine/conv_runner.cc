@@ -11,6 +11,8 @@
 #include "cc/kernels/engine/knobs.h"
 
 #if GOOGLE_CUDA
+#include "cc/kernels/engine/cuda_check.h"
+#include "cc/kernels/engine/cudnn_descriptors.h"
 #include "cc/kernels/engine/division_groups.h"
 #endif
 
@@ -109,6 +111,26 @@ std::string JoinInts(const std::vector<int>& values) {
   return out;
 }
 
+// An empty convolution with a bias: every output element is the bias of its
+// channel (a sum over nothing, plus the bias).
+Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& p,
+                    const PassTensors& t) {
+  const int64_t bytes = p.batch * p.output_sample_size() * DTypeSize(p.dtype);
+  if (bytes == 0) return Status();
+  TensorDesc y, bias;
+  int64_t s[4];
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
+  UCUDNN_RETURN_IF_ERROR(y.Set(p.dtype, p.batch, p.out_channels, p.out_height, p.out_width, s));
+  const int64_t bias_strides[4] = {p.out_channels, 1, 1, 1};
+  UCUDNN_RETURN_IF_ERROR(bias.Set(p.dtype, 1, p.out_channels, 1, 1, bias_strides));
+  std::lock_guard<std::mutex> lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));
+  const float one = 1.0f;
+  UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, bias.d, t.bias, &one, y.d, t.out));
+  return Status();
+}
+
 }  // namespace
 
 Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllocator* scratch,
@@ -117,6 +139,17 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
+  if (q.params.empty()) {
+    if (!q.params.bias || q.pass != Pass::kForward || tensors.bias == nullptr) {
+      return Status::InvalidArgument("an empty convolution has nothing to run: " +
+                                     q.params.ToString());
+    }
+    return FillWithBias(handle, q.stream, q.params, tensors);
+  }
+  if (q.params.bias && (q.pass != Pass::kForward || tensors.bias == nullptr)) {
+    return Status::InvalidArgument(std::string("a bias needs the forward pass and its tensor, "
+                                               "not ") + PassName(q.pass));
+  }
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 

@@ -1,5 +1,6 @@
 // Turns a failed cuDNN or CUDA runtime call into the engine's Status, naming
-// the call: the cuDNN backend and its graph-API candidates share these.
+// the call: the cuDNN backend and its graph-API candidates share these. And
+// CUDA events for timing, destroyed with their owner.
 #ifndef TF_UCUDNN_ENGINE_CUDA_CHECK_H_
 #define TF_UCUDNN_ENGINE_CUDA_CHECK_H_
 
@@ -28,6 +29,22 @@
                                         cudaGetErrorString(_e));                       \
     }                                                                                  \
   } while (0)
+
+namespace ucudnn {
+
+// A start and a stop event (cudaEventCreate by the user; destroyed here).
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() = default;
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  ~EventPair() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+};
+
+}  // namespace ucudnn
 
 #endif  // GOOGLE_CUDA
 #endif  // TF_UCUDNN_ENGINE_CUDA_CHECK_H_

@@ -79,10 +79,13 @@ struct ConvDescriptors {
 // For the float32 accumulation of backward-filter (see plan_execution.cc): the
 // cuDNN-layout filter in float32, a one-element zero in T and in float32 (the
 // B operand of cudnnOpTensor, broadcast and scaled by 0), and the ADD op.
+// For a forward pass with a bias: the bias as [1, K, 1, 1] (cudnnAddTensor
+// after a legacy algorithm).
 struct FilterDescriptors {
   TensorDesc tf, cudnn;
   TensorDesc cudnn_float, zero_t, zero_float;
   OpTensorDesc add;
+  TensorDesc bias;
 };
 
 // Legacy algorithms of a pass: how many cuDNN has, and their enum names.

@@ -25,8 +25,9 @@ namespace fe = cudnn_frontend;
 
 namespace {
 
-// Unique ids of the three tensors in every graph and variant pack.
-constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+// Unique ids of the three tensors in every graph and variant pack, the bias
+// of a forward graph with one, and its virtual convolution result.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidConv = 'c';
 
 // How many configs of each heuristics list become candidates, in the list's
 // order (mode A ranks by predicted speed). Planning builds a plan and runs
@@ -43,9 +44,10 @@ Status FrontendOk(const T& object, const char* what) {
                           " (" + object.get_error() + ")");
 }
 
-// A graph tensor of `dims` [n, c, h, w], packed in `layout`.
+// A graph tensor of `dims` [n, c, h, w], packed in `layout` (virtual: an
+// intermediate of the graph, in no buffer).
 fe::Tensor MakeTensor(const int64_t dims[4], Layout layout, int64_t uid, cudnnDataType_t type,
-                      int64_t alignment) {
+                      int64_t alignment, bool is_virtual = false) {
   int64_t strides[4];
   LayoutStrides(layout, dims[1], dims[2], dims[3], strides);
   return fe::TensorBuilder()
@@ -54,6 +56,7 @@ fe::Tensor MakeTensor(const int64_t dims[4], Layout layout, int64_t uid, cudnnDa
       .setId(uid)
       .setAlignment(alignment)
       .setDataType(type)
+      .setVirtual(is_virtual)
       .build();
 }
 
@@ -93,6 +96,18 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   UCUDNN_RETURN_IF_ERROR(FrontendOk(w, "the graph's w tensor"));
   fe::Tensor y = MakeTensor(spec.y, l, kUidY, spec.data_type, spec.alignment);
   UCUDNN_RETURN_IF_ERROR(FrontendOk(y, "the graph's y tensor"));
+  // With a bias, the convolution writes a float intermediate that a
+  // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y.
+  std::unique_ptr<fe::Tensor> conv_y, bias;
+  if (spec.bias) {
+    const int64_t bias_dims[4] = {1, spec.y[1], 1, 1};
+    conv_y = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidConv, CUDNN_DATA_FLOAT,
+                                                     spec.alignment, /*is_virtual=*/true));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*conv_y, "the graph's convolution result"));
+    bias = std::make_unique<fe::Tensor>(
+        MakeTensor(bias_dims, l, kUidBias, spec.data_type, spec.alignment));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*bias, "the graph's bias tensor"));
+  }
   fe::ConvDesc conv = fe::ConvDescBuilder()
                           .setComputeType(CUDNN_DATA_FLOAT)
                           .setMathMode(CUDNN_CROSS_CORRELATION)
@@ -108,15 +123,35 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   const float beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
   fe::OperationBuilder builder(OperationType(spec.pass));
   switch (spec.pass) {
-    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(y); break;
+    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(spec.bias ? *conv_y : y); break;
     case Pass::kBackwardData: builder.setdxDesc(x).setwDesc(w).setdyDesc(y); break;
     case Pass::kBackwardFilter: builder.setxDesc(x).setdwDesc(w).setdyDesc(y); break;
   }
   fe::Operation op = builder.setcDesc(conv).setAlpha(1.0f).setBeta(beta).build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
-  const fe::Operation* ops[] = {&op};
+  std::vector<const fe::Operation*> ops = {&op};
+  std::unique_ptr<fe::Operation> add_op;
+  if (spec.bias) {
+    fe::PointWiseDesc add = fe::PointWiseDescBuilder()
+                                .setMode(CUDNN_POINTWISE_ADD)
+                                .setComputeType(CUDNN_DATA_FLOAT)
+                                .build();
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(add, "the bias add descriptor"));
+    add_op = std::make_unique<fe::Operation>(
+        fe::OperationBuilder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
+            .setxDesc(*conv_y)
+            .setbDesc(*bias)
+            .setyDesc(y)
+            .setpwDesc(add)
+            .build());
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*add_op, "the bias add"));
+    ops.push_back(add_op.get());
+  }
   auto made = std::make_unique<fe::OperationGraph>(
-      fe::OperationGraphBuilder().setHandle(handle).setOperationGraph(1, ops).build());
+      fe::OperationGraphBuilder()
+          .setHandle(handle)
+          .setOperationGraph(static_cast<int64_t>(ops.size()), ops.data())
+          .build());
   UCUDNN_RETURN_IF_ERROR(FrontendOk(*made, "the operation graph"));
   *graph = std::move(made);
   return Status();
@@ -433,6 +468,7 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   made->plan_ = built->plan->get_raw_desc();
   made->built_ = std::move(built);
   made->accumulate_ = spec.accumulate;
+  made->bias_ = spec.bias;
   // A transposed plan's copies follow the engine's workspace, each at a
   // multiple of kWorkspaceAlign bytes.
   int64_t end = RoundUp(workspace);
@@ -468,7 +504,8 @@ GraphPlan::~GraphPlan() {
 }
 
 Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
-                          void* workspace) const {
+                          void* workspace, const void* bias) const {
+  if (bias_ && bias == nullptr) return Status::Internal("a bias plan ran without its bias");
   // The graph's view of each tensor: the caller's, or its transposed copy.
   void* graph_ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
   const float one = 1.0f, zero = 0.0f;
@@ -480,7 +517,7 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
     }
     graph_ptrs[t.role] = copy;
   }
-  UCUDNN_RETURN_IF_ERROR(ExecuteGraph(handle, graph_ptrs, workspace));
+  UCUDNN_RETURN_IF_ERROR(ExecuteGraph(handle, graph_ptrs, workspace, bias));
   const void* caller_ptrs[3] = {x, w, y};
   for (const Transpose& t : transposes_) {
     if (t.in) continue;
@@ -493,13 +530,14 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
 }
 
 Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
-                               void* workspace) const {
-  int64_t uids[3] = {kUidX, kUidW, kUidY};
-  void* pointers[3] = {pointers_in[0], pointers_in[1], pointers_in[2]};
+                               void* workspace, const void* bias) const {
+  int64_t uids[4] = {kUidX, kUidW, kUidY, kUidBias};
+  void* pointers[4] = {pointers_in[0], pointers_in[1], pointers_in[2], const_cast<void*>(bias)};
+  const int64_t count = bias_ ? 4 : 3;
   fe::VariantPack pack = fe::VariantPackBuilder()
                              .setWorkspacePointer(workspace)
-                             .setDataPointers(3, pointers)
-                             .setUids(3, uids)
+                             .setDataPointers(count, pointers)
+                             .setUids(count, uids)
                              .build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(pack, "the variant pack"));
   UCUDNN_CUDNN_OK(cudnnBackendExecute(handle, plan_, pack.get_raw_desc()));
@@ -511,6 +549,7 @@ Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
 // alone.
 Status GraphPlan::MakeVariantPack(void* const pointers_in[3], void* workspace,
                                   cudnnBackendDescriptor_t* out) const {
+  if (bias_) return Status::InvalidArgument("the direct-call comparison has no bias graphs");
   cudnnBackendDescriptor_t pack = nullptr;
   UCUDNN_CUDNN_OK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   const int64_t uids[3] = {kUidX, kUidW, kUidY};

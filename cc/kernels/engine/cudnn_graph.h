@@ -60,6 +60,10 @@ struct ConvGraphSpec {
   int64_t dilation[2] = {1, 1};
   int64_t alignment = 16;        // bytes every data pointer (and the workspace) is aligned to
   bool accumulate = false;       // backward-filter: beta = 1 (later micro-batches)
+  // Forward: y = conv(x, w) + b, with b of y[1] elements broadcast over the
+  // batch and pixels (a pointwise add after the convolution in the graph,
+  // its intermediate in float).
+  bool bias = false;
 };
 
 // Which engines may run, from TensorFlow's numerics settings. Engines that
@@ -135,11 +139,12 @@ class GraphPlan {
   // tensors' when the graph computes in the other layout.
   int64_t workspace_bytes() const { return workspace_bytes_; }
   // Enqueues the plan on the handle's stream. x, w, y as in ConvGraphSpec, in
-  // the spec's layout; the pass's output is written (backward-filter with
-  // accumulate: added to). Every pointer, the workspace's included, must be
-  // aligned to the spec's alignment.
+  // the spec's layout, and the bias where the spec has one; the pass's
+  // output is written (backward-filter with accumulate: added to). Every
+  // pointer, the workspace's included, must be aligned to the spec's
+  // alignment.
   Status Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
-                 void* workspace) const;
+                 void* workspace, const void* bias = nullptr) const;
   // The graph's own call, for timing a direct cuDNN call against the engine
   // (bench --overhead): a variant pack of the graph's x, w, y and workspace,
   // which the caller destroys (cudnnBackendDestroyDescriptor), and
@@ -149,8 +154,9 @@ class GraphPlan {
   Status ExecutePack(cudnnHandle_t handle, cudnnBackendDescriptor_t pack) const;
 
  private:
-  // cudnnBackendExecute with the graph's x, w, y.
-  Status ExecuteGraph(cudnnHandle_t handle, void* const pointers[3], void* workspace) const;
+  // cudnnBackendExecute with the graph's x, w, y (and bias, where it has one).
+  Status ExecuteGraph(cudnnHandle_t handle, void* const pointers[3], void* workspace,
+                      const void* bias) const;
   // A tensor the plan transposes: from the spec's layout to the graph's
   // (`in`) or back, through `offset` bytes into the workspace.
   struct Transpose {
@@ -168,6 +174,7 @@ class GraphPlan {
   int64_t workspace_bytes_ = 0;
   std::vector<Transpose> transposes_;
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
+  bool bias_ = false;        // the graph adds a bias (forward)
 };
 
 }  // namespace ucudnn

@@ -164,6 +164,10 @@ class CudnnKernel {
   PassBytes TensorBytes(int64_t samples) const;
   // Elements of one sample of the explicitly padded input.
   int64_t padded_sample_elems() const { return params_.in_channels * padded_h_ * padded_w_; }
+  // Mean ms of AddBias over `size` samples at `y` (the legacy candidates'
+  // share of a forward pass with a bias, which cudnnFind does not time).
+  Status TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64_t size, const void* bias,
+                     void* y, double* ms);
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                        const void* a, const void* b, void* out, void* workspace,
                        int64_t workspace_bytes, std::vector<Measured>* got);
@@ -186,14 +190,15 @@ class CudnnKernel {
   // `log`, appends a line per trial: its times and what became of it.
   Status TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                          const std::vector<GraphTrial>& trials, const void* a, const void* b,
-                         void* out, void* workspace, int64_t workspace_bytes,
+                         void* out, const void* bias, void* workspace, int64_t workspace_bytes,
                          std::vector<Measured>* got, std::set<std::string>* pruned, int* runs,
                          std::string* log);
   // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
   // backward-data (dy, w, dx); backward-filter (x, dy, dw).
   static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
                          const void** x, const void** w, const void** y);
-  // "device pass dtype layout" (e.g. "0 forward float32 NHWC"): where graph
+  // "device pass dtype layout" (e.g. "0 forward float32 NHWC", "0 forward+bias
+  // bfloat16 NHWC"): where graph
   // engines' loaded modules (TimeGraphTrials) and fallback lists
   // (ProposeGraphTrials) are shared between kernels.
   std::string KindPrefix(int device) const;
@@ -207,12 +212,16 @@ class CudnnKernel {
   // RunMicroBatch of a graph-API engine.
   Status RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                             const GraphEngine& engine, int64_t offset, bool accumulate,
-                            const void* a, const void* b, void* out, void* workspace,
-                            void* padded);
+                            const void* a, const void* b, void* out, const void* bias,
+                            void* workspace, void* padded);
+  // One micro-batch of `offset` samples in: its convolution, and the bias
+  // added where the kernel has one (ConvParams::bias).
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
-                       int64_t offset,
-                       bool accumulate, const void* a, const void* b, void* out,
-                       void* workspace, void* padded);
+                       int64_t offset, bool accumulate, const void* a, const void* b, void* out,
+                       const void* bias, void* workspace, void* padded);
+  // A legacy algorithm's forward output of `size` samples at `y` gets the
+  // bias added (cudnnAddTensor; the descriptors of `math_type`).
+  Status AddBias(cudnnHandle_t handle, int64_t size, int math_type, const void* bias, void* y);
   // The filter operand (b) and the output as the pass's cuDNN calls take
   // them: the caller's when its filter is in cuDNN's layout; else ps.filter
   // (AllocateFilter) as the filter, transformed from t.b (forward,

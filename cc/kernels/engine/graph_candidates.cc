@@ -67,20 +67,11 @@ int64_t PowerOfTwoAlignment(int64_t bytes) {
   return align;
 }
 
-// CUDA events that are destroyed with the object.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-};
-
 }  // namespace
 
 std::string CudnnKernel::KindPrefix(int device) const {
-  return std::to_string(device) + " " + PassName(pass_) + " " + DTypeName(params_.dtype) + " " +
-         LayoutName(params_.layout);
+  return std::to_string(device) + " " + PassName(pass_) + (params_.bias ? "+bias " : " ") +
+         DTypeName(params_.dtype) + " " + LayoutName(params_.layout);
 }
 
 ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transposed) const {
@@ -116,6 +107,7 @@ ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transpo
                                    PowerOfTwoAlignment(padded_sample_elems() * elem),
                                    PowerOfTwoAlignment(p.output_sample_size() * elem)});
   spec.accumulate = accumulate;
+  spec.bias = params_.bias;
   return spec;
 }
 
@@ -221,7 +213,7 @@ void CudnnKernel::GraphRoles(Pass pass, const void* a, const void* b, const void
 
 Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
                                     const std::vector<GraphTrial>& trials, const void* a,
-                                    const void* b, void* out, void* workspace,
+                                    const void* b, void* out, const void* bias, void* workspace,
                                     int64_t workspace_bytes, std::vector<Measured>* got,
                                     std::set<std::string>* pruned, int* runs,
                                     std::string* log) {
@@ -235,7 +227,7 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   auto time_runs = [&](const GraphPlan& plan, int runs, double* ms) -> Status {
     bool ran = true;
     UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
-    for (int i = 0; ran && i < runs; ++i) ran = plan.Execute(handle, x, w, y, workspace).ok();
+    for (int i = 0; ran && i < runs; ++i) ran = plan.Execute(handle, x, w, y, workspace, bias).ok();
     UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
     UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
     float elapsed = 0;

@@ -24,7 +24,7 @@ namespace ucudnn {
 // the pass, the device, the numerics and the planning knobs.
 struct KernelKey {
   Pass pass = Pass::kForward;
-  std::array<int64_t, 20> conv{};  // ConvParams::Fields()
+  std::array<int64_t, 21> conv{};  // ConvParams::Fields()
   int device = 0;
   bool allow_tf32 = true;
   bool deterministic = false;

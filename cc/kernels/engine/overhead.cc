@@ -54,6 +54,9 @@ Status TimeCalls(cudaStream_t stream, int iters, const std::function<Status()>& 
 
 Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   const Plan plan = this->plan();
+  if (params_.bias) {
+    return Status::InvalidArgument("the overhead measurement takes convolutions without a bias");
+  }
   if (plan.micro_batches.size() != 1) {
     return Status::InvalidArgument(
         "the overhead is measured on a plan of one micro-batch; this kernel's has " +
@@ -133,7 +136,7 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     std::lock_guard<std::mutex> lock(handle->mu);
     if (graph_direct) return graph_plan->ExecutePack(handle->handle, pack);
     return RunMicroBatch(handle->handle, stream, mb, 0, false, t.a, direct_b, direct_out,
-                         workspace, padded);
+                         /*bias=*/nullptr, workspace, padded);
   };
   // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
   for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();

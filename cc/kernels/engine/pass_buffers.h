@@ -35,7 +35,8 @@ struct BenchmarkPeer {
   ScratchAllocator* scratch = nullptr;
 };
 
-// The tensors of one pass, in TF's layouts (filter HWIO).
+// The tensors of one pass, in TF's layouts (filter HWIO), and the forward
+// pass's bias where it has one.
 //   forward:         a = input,        b = filter,       out = output
 //   backward-data:   a = out_backprop, b = filter,       out = in_backprop
 //   backward-filter: a = input,        b = out_backprop, out = filter_backprop
@@ -48,6 +49,8 @@ struct PassTensors {
   // transposes the filter once, where it can inside a fusion); the kernel
   // then neither transforms it nor allocates a copy of it.
   bool filter_in_cudnn_layout = false;
+  // Forward with ConvParams::bias: the bias, out_channels elements.
+  const void* bias = nullptr;
 };
 
 }  // namespace ucudnn

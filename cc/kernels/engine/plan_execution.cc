@@ -138,15 +138,26 @@ Status CudnnKernel::CopyPadded(cudaStream_t stream, int64_t size, const void* sr
   return Status();
 }
 
+Status CudnnKernel::AddBias(cudnnHandle_t handle, int64_t size, int math_type, const void* bias,
+                            void* y) {
+  FilterDescriptors* f = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetFilterDescriptors(&f));
+  ConvDescriptors* d = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, math_type, &d));
+  const float one = 1.0f;
+  UCUDNN_CUDNN_OK(cudnnAddTensor(handle, &one, f->bias.d, bias, &one, d->y.d, y));
+  return Status();
+}
+
 Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
-                                  const MicroBatch& mb, int64_t offset,
-                                  bool accumulate, const void* a, const void* b, void* out,
+                                  const MicroBatch& mb, int64_t offset, bool accumulate,
+                                  const void* a, const void* b, void* out, const void* bias,
                                   void* workspace, void* padded) {
   const ConvParams& p = params_;
   const CudnnAlgo& algo = algos_[mb.algo];
   if (algo.graph()) {
     return RunGraphMicroBatch(handle, stream, mb, algo.engine, offset, accumulate, a, b, out,
-                              workspace, padded);
+                              bias, workspace, padded);
   }
   ConvDescriptors* d = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetDescriptors(mb.size, algo.math_type, &d));
@@ -162,10 +173,11 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
       UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, x, padded, /*into_padded=*/true));
       x = padded;
     }
+    void* y = static_cast<char*>(out) + out_off;
     UCUDNN_CUDNN_OK(cudnnConvolutionForward(
         handle, &one, d->x.d, x, d->w.d, b, d->conv.d,
-        static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), workspace, ws, &zero, d->y.d,
-        static_cast<char*>(out) + out_off));
+        static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), workspace, ws, &zero, d->y.d, y));
+    if (p.bias) UCUDNN_RETURN_IF_ERROR(AddBias(handle, mb.size, algo.math_type, bias, y));
   } else if (pass_ == Pass::kBackwardData) {
     void* dx = asymmetric ? padded : static_cast<char*>(out) + in_off;
     UCUDNN_CUDNN_OK(cudnnConvolutionBackwardData(
@@ -194,8 +206,8 @@ Status CudnnKernel::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
 Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream,
                                        const MicroBatch& mb, const GraphEngine& engine,
                                        int64_t offset, bool accumulate, const void* a,
-                                       const void* b, void* out, void* workspace,
-                                       void* padded) {
+                                       const void* b, void* out, const void* bias,
+                                       void* workspace, void* padded) {
   const ConvParams& p = params_;
   const int64_t elem = DTypeSize(p.dtype);
   const int64_t in_off = offset * p.input_sample_size() * elem;
@@ -229,7 +241,7 @@ Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream
                               " bytes, which cuDNN engine " + engine.Name() + " needs");
     }
   }
-  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace));
+  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace, bias));
   if (pass_ == Pass::kBackwardData && asymmetric) {
     UCUDNN_RETURN_IF_ERROR(CopyPadded(stream, mb.size, padded, static_cast<char*>(out) + in_off,
                                       /*into_padded=*/false));
@@ -282,12 +294,12 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
       chosen, pass_, [&](int64_t offset, const MicroBatch& mb, bool accumulate) -> Status {
         if (!float_sum) {
           return RunMicroBatch(handle->handle, stream, mb, offset, accumulate, t.a, b, out,
-                               workspace, ps.padded);
+                               t.bias, workspace, ps.padded);
         }
         // This micro-batch's own gradient (beta = 0), added in float32.
         UCUDNN_RETURN_IF_ERROR(RunMicroBatch(handle->handle, stream, mb, offset,
-                                             /*accumulate=*/false, t.a, b, out, workspace,
-                                             ps.padded));
+                                             /*accumulate=*/false, t.a, b, out, t.bias,
+                                             workspace, ps.padded));
         const bool probe = !accumulate && float_accumulation_.load() == 0;
         const cudnnStatus_t added = AccumulateFloat(handle->handle, out, sum, zero, probe);
         if (added == CUDNN_STATUS_SUCCESS) {
