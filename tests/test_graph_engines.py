@@ -45,10 +45,12 @@ _CHILD = """
         ("nhwc_one_channel_5x5", (8, 23, 40, 1, 16, 5, 5), 2, ((1, 1), (1, 1)), "NHWC", "float32", 3),
         ("nchw_1x1_remainder", (6, 7, 7, 16, 24, 1, 1), 1, "VALID", "NCHW", "float32", 4),
         # With a bias (Ucudnn>Conv2DWithBias): the graph's pointwise add.
-        ("bias_nhwc_same_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float32", 3),
-        ("bias_nchw_explicit", (5, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 2),
-        ("bias_nhwc_planner", (16, 14, 14, 32, 32, 5, 5), 1, "SAME", "NHWC", "float32", None),
-        ("bias_nhwc_half_remainder", (8, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 3),
+        # Shapes of their own: gradient kernels of a shape seen before plan
+        # nothing new, and every case checks the plans of all three passes.
+        ("bias_nhwc_same_remainder", (9, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float32", 4),
+        ("bias_nchw_explicit", (6, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 4),
+        ("bias_nhwc_planner", (16, 14, 14, 32, 24, 5, 5), 1, "SAME", "NHWC", "float32", None),
+        ("bias_nhwc_half_remainder", (9, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 4),
     ]
     rng = np.random.default_rng(1804)
     out = {}

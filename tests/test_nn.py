@@ -192,17 +192,20 @@ class Conv2dEquivalenceMixin:
         assert_rel_l2(self, df, df_ref, tol, f"backward-filter on {self.DEVICE}")
         if bias:
             self.assertEqual(db.dtype, dtype, "bias gradient dtype")
-            # Stock TF's bias gradient (tf.nn.bias_add's, BiasAddGrad) of the
-            # same output gradient: in float16/bfloat16 it sums N * P * Q
-            # values in the dtype (8% off float32 for bfloat16 at N * P * Q =
-            # 1792), so the float32 reference bounds only float32.
+            # The bias gradient is stock TF's BiasAddGrad (as after a stock
+            # BiasAdd). In float16/bfloat16 it sums N * P * Q values in the
+            # dtype, in an order that varies on the GPU: its error is that
+            # of such a sum, about eps * sqrt(N * P * Q) (bfloat16, N * P * Q
+            # = 1792: 8% off float32 on the CPU, 2.6% between two GPU runs).
+            count = int(np.prod(y.shape)) // shape[4]
+            db_tol = tol if dtype == tf.float32 else max(
+                tol, {tf.float16: 2.0 ** -10, tf.bfloat16: 2.0 ** -7}[dtype] * np.sqrt(count))
             with tf.device(self.DEVICE), tf.GradientTape() as tape:
                 tape.watch(b)
                 z = tf.nn.bias_add(tf.zeros_like(dy), b, data_format=data_format)
             db_stock = tape.gradient(z, b, output_gradients=dy)
-            assert_rel_l2(self, db, db_stock, tol, f"bias gradient on {self.DEVICE} vs stock")
-            if dtype == tf.float32:
-                assert_rel_l2(self, db, db_ref, tol, f"bias gradient on {self.DEVICE}")
+            assert_rel_l2(self, db, db_stock, db_tol, f"bias gradient on {self.DEVICE} vs stock")
+            assert_rel_l2(self, db, db_ref, db_tol, f"bias gradient on {self.DEVICE}")
         else:
             self.assertIsNone(db)
 
