@@ -415,7 +415,7 @@ class Conv2dSignatureTest(tf.test.TestCase):
         params = inspect.signature(tf_ucudnn.conv2d).parameters
         positional, keyword_only = self.positional_and_keyword_only(tf_ucudnn.conv2d)
         self.assertEqual(positional, list(tf_params))
-        self.assertEqual(keyword_only, self.KNOBS)
+        self.assertEqual(keyword_only, ["bias"] + self.KNOBS)
         for name in tf_params:
             self.assertEqual(params[name].default, tf_params[name].default, name)
 

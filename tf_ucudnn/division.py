@@ -262,7 +262,8 @@ def _layer_signature(layer):
             layer.groups)
 
 
-_UCUDNN_OP_TYPES = ("Ucudnn>Conv2D", "Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter")
+_UCUDNN_OP_TYPES = ("Ucudnn>Conv2D", "Ucudnn>Conv2DWithBias", "Ucudnn>Conv2DBackpropInput",
+                    "Ucudnn>Conv2DBackpropFilter")
 
 
 def _distinct_kernels(function):
