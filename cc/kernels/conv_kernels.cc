@@ -183,6 +183,14 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
     return t.flat<uint8>().data();
   }
   void ReleaseAll() override { tensors_.clear(); }
+  void Release(void* block) override {
+    for (auto it = tensors_.begin(); it != tensors_.end(); ++it) {
+      if (it->tensor_data().data() == block) {
+        tensors_.erase(it);
+        return;
+      }
+    }
+  }
 
  private:
   OpKernelContext* ctx_;

@@ -212,10 +212,15 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
     needed = std::min(needed, workspace_limit);
     if (needed > ws_bytes) {
-      // The smaller buffer stays with the allocator until ReleaseAll.
-      if (void* bigger = scratch->Allocate(needed)) {
-        ws = bigger;
+      // The smaller buffer goes back first, so that benchmarking holds one
+      // search workspace within the limit (where the allocator can give one
+      // back: TF's), not the legacy algorithms' and the graph plans' both.
+      if (ws != nullptr) scratch->Release(ws);
+      ws = scratch->Allocate(needed);
+      if (ws != nullptr) {
         ws_bytes = needed;
+      } else if (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) {
+        ws_bytes = 0;
       }
     }
     plans += static_cast<int>(trials.size());

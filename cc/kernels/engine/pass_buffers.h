@@ -24,6 +24,9 @@ class ScratchAllocator {
   // Gives back everything allocated so far (stream-ordered: work already
   // queued on the stream may still use it). The default keeps it.
   virtual void ReleaseAll() {}
+  // Gives back one block that Allocate returned (stream-ordered, as
+  // ReleaseAll). The default keeps it until ReleaseAll or the call's end.
+  virtual void Release(void* block) {}
 };
 
 // Another GPU that benchmarks some of a kernel's micro-batch sizes
