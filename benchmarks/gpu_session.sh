@@ -25,7 +25,7 @@ DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
-            | grep -v "^E  \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
+            | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
   models) timeout "${2:-580}" python3 -m tf_ucudnn.bench --models vgg16,alexnet,resnet18 \
             --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
   deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
