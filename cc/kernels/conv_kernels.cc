@@ -65,8 +65,9 @@ template <typename Device, typename T>
 struct LaunchConv;
 
 // Runs one pass: `a`, `b` and `out` as in ucudnn::PassTensors; `bias` for
-// a forward pass with p.bias. An empty convolution with a bias (no input
-// channels, say) gets the bias in every output element.
+// a forward pass with p.bias. An empty convolution with a bias (an input of
+// no rows whose explicit padding still gives output rows, say) gets the bias
+// in every output element.
 template <typename T>
 struct LaunchConv<CPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
