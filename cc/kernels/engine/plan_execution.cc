@@ -234,8 +234,8 @@ Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream
     }
   }
   const int64_t alignment = GraphSpec(mb.size, accumulate, engine.transposed).alignment;
-  for (const void* ptr : {x, w, y, bias}) {
-    if (ptr != nullptr && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
+  for (const void* ptr : {x, w, y}) {
+    if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
       return Status::Internal("a tensor of " + std::string(PassName(pass_)) + " " +
                               p.ToString() + " is not aligned to " + std::to_string(alignment) +
                               " bytes, which cuDNN engine " + engine.Name() + " needs");
