@@ -320,11 +320,12 @@ class EnableRewriteTest(RewriteTestCase):
         twin.set_weights(model.get_weights())
         for m in (model, twin):
             m.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=True)
-        traced = []
+        traced, biases = [], []
         original = tf_ucudnn.nn.ucudnn_conv2d_op
 
         def spy(*args, **kwargs):
             traced.append(args[2])
+            biases.append(args[3] if len(args) > 3 else kwargs.get("bias"))
             return original(*args, **kwargs)
 
         with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_op", spy):
@@ -337,6 +338,8 @@ class EnableRewriteTest(RewriteTestCase):
             # Both layers were traced into the XLA function, with the rewrite's limit.
             self.assertGreaterEqual(len(traced), 2)
             self.assertTrue(all(a["workspace_limit"] == 2 * MiB for a in traced), traced)
+            # Their biases with them, in the convolution's op.
+            self.assertTrue(all(b is not None for b in biases), biases)
             stock = twin.fit(x, y, batch_size=8, shuffle=False, verbose=0)
             np.testing.assert_allclose(ours.history["loss"], stock.history["loss"], rtol=1e-5)
             # Off again: the layers are stock and the function is traced anew without tf_ucudnn.
@@ -346,7 +349,7 @@ class EnableRewriteTest(RewriteTestCase):
             self.assertIsNot(model.train_function, rewritten_function)
             self.assertEqual(traced, [])
             for layer in model.layers:
-                self.assertNotIn("convolution_op", vars(layer))
+                self.assertNotIn("call", vars(layer))
 
 
 class RewriteModelTest(RewriteTestCase):

@@ -27,8 +27,9 @@ XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
 on a GPU) are compiled by XLA from their TF graph, which Grappler never sees.
 For Keras models the rewrite takes another route there: while it is on, the
 stock ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
-convolutions through tf_ucudnn's op, whose XLA kernel is the micro-batched
-custom call, and the model's functions are traced again when that changes.
+convolutions (and biases) through tf_ucudnn's op, whose XLA kernel is the
+micro-batched custom call, and the model's functions are traced again when
+that changes.
 Other ``jit_compile`` functions keep XLA's own convolutions.
 
 ``rewrite_model`` is the Keras-level alternative: a copy of a model whose
@@ -303,15 +304,19 @@ def _install_xla_warning():
     TensorFlowTrainer._tf_ucudnn_wrapped = True
 
 
-def _xla_convolution(layer, settings, inputs, kernel):
-    """``keras.layers.Conv2D.convolution_op`` through tf_ucudnn, with the rewrite's settings."""
+def _xla_call(layer, settings, inputs):
+    """``keras.layers.Conv2D.call`` through tf_ucudnn, with the rewrite's
+    settings: the convolution and its bias in one op (as XLA fuses the bias
+    into its own convolutions), then the layer's activation."""
     from tf_ucudnn.layers import conv2d_arguments
 
     attrs = nn._conv_attrs(**conv2d_arguments(layer), workspace_limit=settings.workspace_limit,
                            batch_size_policy=settings.batch_size_policy)
     if settings.total_workspace is not None:
         attrs["total_workspace"] = settings.total_workspace
-    return nn.ucudnn_conv2d_op(inputs, kernel, attrs)
+    outputs = nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs,
+                                  layer.bias if layer.use_bias else None)
+    return outputs if layer.activation is None else layer.activation(outputs)
 
 
 def _route_xla(model):
@@ -334,10 +339,10 @@ def _route_xla(model):
             continue
         changed = True
         if wanted is None:
-            del layer.convolution_op
+            del layer.call
             del layer._tf_ucudnn_xla
         else:
-            layer.convolution_op = functools.partial(_xla_convolution, layer, wanted)
+            layer.call = functools.partial(_xla_call, layer, wanted)
             layer._tf_ucudnn_xla = wanted
     if changed:
         # Traced with the other convolution: trace again when next needed.
