@@ -323,8 +323,8 @@ def _route_xla(model):
     """The XLA route of ``enable_rewrite``: Grappler never sees the body of an
     XLA-compiled function, so while the rewrite is on, the stock
     ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
-    convolution through tf_ucudnn's op (whose XLA kernel is the micro-batched
-    custom call); when the rewrite is off again, or its settings change, they
+    convolution and bias through tf_ucudnn's op (whose XLA kernel is the
+    micro-batched custom call); when the rewrite is off again, or its settings change, they
     go back (or over) and the model's compiled functions are traced anew.
     Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
     settings = _settings()
