@@ -59,10 +59,8 @@ class Conv2D(keras.layers.Conv2D):
         return nn.conv2d(inputs, kernel, **conv2d_arguments(self), **self._knobs())
 
     def call(self, inputs):
-        if not self.use_bias:
-            return super().call(inputs)
-        outputs = nn.conv2d(inputs, self.kernel, **conv2d_arguments(self), bias=self.bias,
-                            **self._knobs())
+        outputs = nn.conv2d(inputs, self.kernel, **conv2d_arguments(self),
+                            bias=self.bias if self.use_bias else None, **self._knobs())
         return outputs if self.activation is None else self.activation(outputs)
 
     def _knobs(self):
