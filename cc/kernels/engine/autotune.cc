@@ -105,17 +105,16 @@ Status CudnnKernel::TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64
   constexpr int kRuns = 3;
   const int math_type = BenchmarkMathType();
   UCUDNN_RETURN_IF_ERROR(AddBias(handle, size, math_type, bias, y));  // descriptors, warm-up
+  Status failed;
   EventPair events;
-  UCUDNN_CUDA_OK(cudaEventCreate(&events.start));
-  UCUDNN_CUDA_OK(cudaEventCreate(&events.stop));
-  UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
-  for (int i = 0; i < kRuns; ++i) UCUDNN_RETURN_IF_ERROR(AddBias(handle, size, math_type, bias, y));
-  UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
-  UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
-  float elapsed = 0;
-  UCUDNN_CUDA_OK(cudaEventElapsedTime(&elapsed, events.start, events.stop));
-  *ms = static_cast<double>(elapsed) / kRuns;
-  return Status();
+  UCUDNN_RETURN_IF_ERROR(events.TimeRuns(
+      stream, kRuns,
+      [&] {
+        failed = AddBias(handle, size, math_type, bias, y);
+        return failed.ok();
+      },
+      ms));
+  return failed;
 }
 
 Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,

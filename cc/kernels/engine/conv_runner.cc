@@ -121,8 +121,7 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   int64_t s[4];
   LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
   UCUDNN_RETURN_IF_ERROR(y.Set(p.dtype, p.batch, p.out_channels, p.out_height, p.out_width, s));
-  const int64_t bias_strides[4] = {p.out_channels, 1, 1, 1};
-  UCUDNN_RETURN_IF_ERROR(bias.Set(p.dtype, 1, p.out_channels, 1, 1, bias_strides));
+  UCUDNN_RETURN_IF_ERROR(bias.SetBias(p.dtype, p.out_channels));
   std::lock_guard<std::mutex> lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));

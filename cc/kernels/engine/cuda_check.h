@@ -32,16 +32,38 @@
 
 namespace ucudnn {
 
-// A start and a stop event (cudaEventCreate by the user; destroyed here).
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
+// A start and a stop event, created on first use and destroyed with their
+// owner; times runs of work enqueued on a stream (the benchmarks' timing).
+class EventPair {
+ public:
   EventPair() = default;
   EventPair(const EventPair&) = delete;
   EventPair& operator=(const EventPair&) = delete;
   ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
   }
+
+  // Calls `run()` `runs` times between the two events on `stream` and waits
+  // for them: *ms is the mean elapsed milliseconds per run, or -1 if a run
+  // returned false (it stops there). `run` enqueues its work on `stream`.
+  template <typename Run>
+  Status TimeRuns(cudaStream_t stream, int runs, Run run, double* ms) {
+    if (start_ == nullptr) UCUDNN_CUDA_OK(cudaEventCreate(&start_));
+    if (stop_ == nullptr) UCUDNN_CUDA_OK(cudaEventCreate(&stop_));
+    bool ran = true;
+    UCUDNN_CUDA_OK(cudaEventRecord(start_, stream));
+    for (int i = 0; ran && i < runs; ++i) ran = run();
+    UCUDNN_CUDA_OK(cudaEventRecord(stop_, stream));
+    UCUDNN_CUDA_OK(cudaEventSynchronize(stop_));
+    float elapsed = 0;
+    UCUDNN_CUDA_OK(cudaEventElapsedTime(&elapsed, start_, stop_));
+    *ms = ran ? static_cast<double>(elapsed) / runs : -1.0;
+    return Status();
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
 }  // namespace ucudnn

@@ -45,6 +45,12 @@ struct TensorDesc {
         static_cast<int>(s[2]), static_cast<int>(s[3])));
     return Status();
   }
+  // A per-channel bias of `channels` values as [1, channels, 1, 1], the
+  // operand cudnnAddTensor broadcasts over a batch in either layout.
+  Status SetBias(DType dtype, int64_t channels) {
+    const int64_t strides[4] = {channels, 1, 1, 1};
+    return Set(dtype, 1, channels, 1, 1, strides);
+  }
 };
 
 struct FilterDesc {

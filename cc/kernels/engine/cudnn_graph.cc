@@ -253,12 +253,11 @@ void EngineAllowed(cudnnBackendDescriptor_t config, const GraphNumerics& numeric
   }
 }
 
-// `e`, the engine of `config`, as a candidate (in the layout `transposed`
-// says) if `numerics` allow it; else false, and with `log` a line saying why
-// it was dropped (a kept one is logged where it joins the list).
-bool AllowedCandidate(GraphEngine e, cudnnBackendDescriptor_t config, bool transposed,
+// `e`, the engine of `config` (its layout already set in e.transposed), as a
+// candidate if `numerics` allow it; else false, and with `log` a line saying
+// why it was dropped (a kept one is logged where it joins the list).
+bool AllowedCandidate(GraphEngine e, cudnnBackendDescriptor_t config,
                       const GraphNumerics& numerics, GraphCandidate* out, std::string* log) {
-  e.transposed = transposed;
   bool allowed = false, deterministic = true;
   std::string notes, why;
   EngineAllowed(config, numerics, &allowed, &deterministic, &notes, &why);
@@ -361,7 +360,7 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   auto consider = [&](GraphEngine e, cudnnBackendDescriptor_t config) {
     e.transposed = transposed;
     GraphCandidate c;
-    if (listed(e) || !AllowedCandidate(std::move(e), config, transposed, numerics, &c, log)) {
+    if (listed(e) || !AllowedCandidate(std::move(e), config, numerics, &c, log)) {
       return false;
     }
     add(std::move(c));
@@ -403,8 +402,9 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
         GraphEngine e;
         const cudnnBackendDescriptor_t desc = config->get_backend_descriptor();
         GraphCandidate c;
-        if (ReadEngineConfig(desc, &e).ok() &&
-            AllowedCandidate(std::move(e), desc, transposed, numerics, &c, log)) {
+        if (!ReadEngineConfig(desc, &e).ok()) continue;
+        e.transposed = transposed;
+        if (AllowedCandidate(std::move(e), desc, numerics, &c, log)) {
           fallback->allowed.push_back(std::move(c));
         }
       }

@@ -99,8 +99,7 @@ Status CudnnKernel::GetFilterDescriptors(FilterDescriptors** out) {
     UCUDNN_RETURN_IF_ERROR(made->zero_float.Set(DType::kFloat, 1, 1, 1, 1, one));
     UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(made->add.d, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
                                                CUDNN_PROPAGATE_NAN));
-    const int64_t bias_strides[4] = {k, 1, 1, 1};
-    UCUDNN_RETURN_IF_ERROR(made->bias.Set(p.dtype, 1, k, 1, 1, bias_strides));
+    UCUDNN_RETURN_IF_ERROR(made->bias.SetBias(p.dtype, k));
     filter_descriptors_ = std::move(made);
   }
   *out = filter_descriptors_.get();

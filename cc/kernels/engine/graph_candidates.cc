@@ -221,19 +221,10 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   const void *x, *w, *y;
   GraphRoles(pass_, a, b, out, &x, &w, &y);
   EventPair events;
-  UCUDNN_CUDA_OK(cudaEventCreate(&events.start));
-  UCUDNN_CUDA_OK(cudaEventCreate(&events.stop));
   // `runs` executions of `plan` timed with events: mean ms, or < 0 if cuDNN refused.
   auto time_runs = [&](const GraphPlan& plan, int runs, double* ms) -> Status {
-    bool ran = true;
-    UCUDNN_CUDA_OK(cudaEventRecord(events.start, stream));
-    for (int i = 0; ran && i < runs; ++i) ran = plan.Execute(handle, x, w, y, workspace, bias).ok();
-    UCUDNN_CUDA_OK(cudaEventRecord(events.stop, stream));
-    UCUDNN_CUDA_OK(cudaEventSynchronize(events.stop));
-    float elapsed = 0;
-    UCUDNN_CUDA_OK(cudaEventElapsedTime(&elapsed, events.start, events.stop));
-    *ms = ran ? static_cast<double>(elapsed) / runs : -1.0;
-    return Status();
+    return events.TimeRuns(
+        stream, runs, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, ms);
   };
   // After its screening run a candidate may be dropped, or not proposed again
   // at larger micro-batch sizes of the kernel (screening.h): engines keep their

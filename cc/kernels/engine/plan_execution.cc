@@ -233,8 +233,10 @@ Status CudnnKernel::RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream
       w = out;
     }
   }
+  // The bias (forward with one; nullptr else) starts at its buffer's base
+  // at every micro-batch, and its graph tensor declares the same alignment.
   const int64_t alignment = GraphSpec(mb.size, accumulate, engine.transposed).alignment;
-  for (const void* ptr : {x, w, y}) {
+  for (const void* ptr : {x, w, y, bias}) {
     if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
       return Status::Internal("a tensor of " + std::string(PassName(pass_)) + " " +
                               p.ToString() + " is not aligned to " + std::to_string(alignment) +
