@@ -6,7 +6,7 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype|pass_times|xla_bias
+#                                 model_planning|deepbench_dtype|pass_times|xla_bias|xla_workspace
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -197,6 +197,13 @@ case "$1" in
       --limits ${2:-1GiB} --xla --modes ucudnn-xla --precision ${3:-float32} \
       --json $OUT/xla_bias_${3:-float32}_${2:-1GiB}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_bias_${3:-float32}.log" ;;
+  xla_workspace)  # where an XLA custom call's workspace lives: stock XLA, tf_ucudnn under XLA with
+                 # XLA's scratch allocator and with a workspace buffer (UCUDNN_XLA_WORKSPACE=buffer):
+                 # MODEL [PRECISION] [TIMEOUT]
+    timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --xla \
+      --modes stock-xla,ucudnn-xla,ucudnn-xla-buffer --precision "${3:-float32}" \
+      --json "$OUT/xla_workspace_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_workspace_$2_${3:-float32}.log" ;;
   xla_memory)  # where an XLA step's memory goes: buffer assignment, cuDNN workspace (dumps)
     timeout "${3:-500}" python3 benchmarks/xla_memory.py "${2:-vgg16}" ${4:-} 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_memory_${2:-vgg16}.log" ;;

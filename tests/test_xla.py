@@ -8,6 +8,8 @@ limit.
 """
 
 import json
+import os
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -164,7 +166,12 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
                                         "in_channels|input channels"):
                 fn(tf.ones((2, 6, 6, 5)), tf.ones((3, 3, 2, 4)))
 
-    def test_bad_knob_from_the_environment_is_an_invalid_argument_when_compiled(self):
+    @parameterized.named_parameters(
+        ("batch_size_policy", "UCUDNN_BATCH_SIZE_POLICY", "halves"),
+        ("xla_workspace", "UCUDNN_XLA_WORKSPACE", "arena"),
+    )
+    def test_bad_knob_from_the_environment_is_an_invalid_argument_when_compiled(self, name,
+                                                                               value):
         done = run_python("""
             import tensorflow as tf, tf_ucudnn
             @tf.function(jit_compile=True)
@@ -175,11 +182,12 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
                 print("RESULT no error")
             except tf.errors.InvalidArgumentError as e:
                 print("RESULT", str(e).splitlines()[0])
-        """, UCUDNN_BATCH_SIZE_POLICY="halves")
+        """, **{name: value})
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         result = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
         self.assertLen(result, 1, done.stdout)
-        self.assertIn("UCUDNN_BATCH_SIZE_POLICY", result[0])
+        self.assertIn(f"{name} must be one of", result[0])
+        self.assertIn(f"got '{value}'", result[0])
 
     def test_keras_layer_model_trains_with_jit_compile_like_keras_conv2d(self):
         import keras
@@ -296,6 +304,58 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
                 self.assertGreaterEqual(extra, record["workspace_bytes"],
                                         f"limit {limit}: {extra} bytes, {record}")
 
+
+    def test_workspace_result_buffer_matches_for_every_plan_kind(self):
+        """UCUDNN_XLA_WORKSPACE=buffer: the workspace is the call's second
+        result, XLA's buffer of the limit's size; the same results."""
+        with mock.patch.dict(os.environ, {"UCUDNN_XLA_WORKSPACE": "buffer"}):
+            for knobs in (dict(batch_size_policy="powerOfTwo"), dict(micro_batch_size=4),
+                          dict(workspace_limit=1 << 16)):
+                for case in (CASES[0], CASES[2], CASES[4]):
+                    for data_format in ("NHWC", "NCHW"):
+                        _compare_under_xla(self, case, data_format, tf.float32, **knobs)
+                _compare_under_xla(self, CASES[2], "NHWC", tf.float32, bias=True, **knobs)
+
+    def test_workspace_result_buffer_is_in_the_hlo_and_in_tf_statistics(self):
+        """The custom call's result is (output, u8[limit]) in the HLO with
+        UCUDNN_XLA_WORKSPACE=buffer (not with scratch), and TF's allocator
+        statistics see the limit's bytes held by the step (XLA's temp
+        allocation) although the plan needs less."""
+        rng = np.random.default_rng(3)
+        x = tf.constant(rng.standard_normal((64, 56, 56, 64)), tf.float32)
+        f = tf.constant(rng.standard_normal((5, 5, 64, 64)), tf.float32)
+        limit = (40 << 20) + 3 * 4096  # no plan's workspace is exactly this
+        filter_bytes = 5 * 5 * 64 * 64 * 4
+        held = {}
+        for where in ("scratch", "buffer"):
+            with mock.patch.dict(os.environ, {"UCUDNN_XLA_WORKSPACE": where}):
+                tf_ucudnn.clear_plans()
+
+                @tf.function(jit_compile=True)
+                def forward(x, f):
+                    return tf_ucudnn.conv2d(x, f, 1, "SAME", workspace_limit=limit)
+
+                with tf.device("/GPU:0"):
+                    hlo = _hlo_of(forward, x, f)
+                    forward(x, f)  # compiles, benchmarks and plans
+                    tf.test.experimental.sync_devices()
+                    tf.config.experimental.reset_memory_stats("GPU:0")
+                    y = forward(x, f)
+                    tf.test.experimental.sync_devices()
+                    info = tf.config.experimental.get_memory_info("GPU:0")
+                del y
+            if where == "buffer":
+                self.assertIn(f"u8[{limit}]", hlo)
+            else:
+                self.assertNotIn(f"u8[{limit}]", hlo)
+            record = [r for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)")][-1]
+            held[where] = (info["peak"] - info["current"], record["workspace_bytes"])
+        extra, plan_bytes = held["buffer"]
+        # The whole limit, whatever the plan needs; at most what TF's allocator
+        # may hand for it (a free block below twice the request, given whole).
+        self.assertLess(plan_bytes, limit, held)
+        self.assertGreaterEqual(extra, limit, held)
+        self.assertLess(extra, 2 * (limit + filter_bytes) + (1 << 20), held)
 
     def test_enable_rewrite_routes_a_keras_model_under_xla_to_the_custom_calls(self):
         import keras

@@ -9,6 +9,8 @@
 // convolution (TF's lowering of Conv2D), which has no workspace to bound.
 // A bias is the custom call's third operand on the GPU (the plan adds it in
 // the convolution's kernel where the engine takes one), an add on the CPU.
+// With UCUDNN_XLA_WORKSPACE=buffer the call has a second result, its
+// workspace, which XLA's buffer assignment places.
 #include <string>
 #include <vector>
 
@@ -44,6 +46,10 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
     OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
+    // Read on the CPU too, so that a bad value is the same compile-time error
+    // wherever the function is compiled.
+    const ucudnn::Status where = ucudnn::ReadXlaWorkspace(&xla_workspace_);
+    OP_REQUIRES(ctx, where.ok(), absl::InvalidArgumentError(where.message()));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());
@@ -151,13 +157,24 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     // convolutions fix theirs.
     config.allow_tf32 = tsl::tensor_float_32_execution_enabled();
     config.deterministic = OpDeterminismRequired();
-    xla::XlaOp out = xla::CustomCallWithLayout(
+    // UCUDNN_XLA_WORKSPACE=buffer: a second result, u8 of the limit's size,
+    // that XLA's buffer assignment places (live only during the call, as the
+    // workspace of XLA's own convolutions). Not in a Workspace Division group,
+    // whose kernels' shares are known only when the group is planned.
+    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
+                                  attrs_.total_workspace == 0 && attrs_.workspace_limit > 0;
+    if (workspace_result) {
+      result = xla::ShapeUtil::MakeTupleShape(
+          {result, xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8,
+                                                                 {attrs_.workspace_limit})});
+    }
+    xla::XlaOp call = xla::CustomCallWithLayout(
         ctx->builder(), XlaConvTarget(kPass), operands, result, operand_shapes,
         EncodeXlaConvConfig(config), /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
         xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    ctx->SetOutput(0, out);
+    ctx->SetOutput(0, workspace_result ? xla::GetTupleElement(call, 0) : call);
   }
 
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
@@ -194,6 +211,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   }
 
   ConvAttrs attrs_;
+  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
   DataType dtype_ = DT_FLOAT;
   xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
   ConvOpAttrs xla_attrs_;

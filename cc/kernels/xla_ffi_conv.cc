@@ -4,7 +4,9 @@
 // benchmark database, Workspace Reuse, legacy and graph-API candidates,
 // Workspace Division groups, plan records), on XLA's stream, with benchmark
 // buffers and workspace from XLA's scratch allocator (TF's allocator under
-// TF), so that the workspace is bounded by the op's limit as without XLA.
+// TF), so that the workspace is bounded by the op's limit as without XLA; or,
+// with UCUDNN_XLA_WORKSPACE=buffer, the workspace from the call's second
+// result, a buffer of the limit's size that XLA places in its temp allocation.
 #if GOOGLE_CUDA
 
 #include <cstdint>
@@ -25,10 +27,14 @@ namespace ffi = xla::ffi;
 using ucudnn::Pass;
 
 // The engine's ScratchAllocator over XLA's: memory lives until the handler
-// returns (XLA gives it back then; stream-ordered on XLA's stream).
+// returns (XLA gives it back then; stream-ordered on XLA's stream). With
+// UCUDNN_XLA_WORKSPACE=buffer the call also has a workspace result buffer
+// (placed by XLA's buffer assignment, of the workspace limit's size), which
+// serves cuDNN's workspace while it is free and large enough.
 class FfiScratch : public ucudnn::ScratchAllocator {
  public:
-  explicit FfiScratch(ffi::ScratchAllocator* scratch) : scratch_(scratch) {}
+  FfiScratch(ffi::ScratchAllocator* scratch, void* workspace, int64_t workspace_bytes)
+      : scratch_(scratch), workspace_(workspace), workspace_bytes_(workspace_bytes) {}
   void* Allocate(int64_t bytes) override {
     if (bytes <= 0) return nullptr;
     // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
@@ -36,9 +42,25 @@ class FfiScratch : public ucudnn::ScratchAllocator {
     std::optional<void*> p = scratch_->Allocate(static_cast<size_t>(bytes), 16);
     return p.has_value() ? *p : nullptr;
   }
+  void* AllocateWorkspace(int64_t bytes) override {
+    if (workspace_ != nullptr && !workspace_lent_ && bytes <= workspace_bytes_) {
+      workspace_lent_ = true;
+      return workspace_;
+    }
+    return Allocate(bytes);
+  }
+  // XLA's scratch goes back only when the call returns; the buffer is free
+  // again for the next workspace.
+  void Release(void* block) override {
+    if (block != nullptr && block == workspace_) workspace_lent_ = false;
+  }
+  void ReleaseAll() override { workspace_lent_ = false; }
 
  private:
   ffi::ScratchAllocator* scratch_;
+  void* workspace_;          // the call's workspace result, or nullptr
+  int64_t workspace_bytes_;  // its size
+  bool workspace_lent_ = false;
 };
 
 ffi::Error ToFfiError(const ucudnn::Status& s) {
@@ -60,6 +82,7 @@ template <Pass kPass>
 ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
                    ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
                    ffi::Result<ffi::AnyBuffer> out,
+                   std::optional<ffi::Result<ffi::AnyBuffer>> workspace,
                    ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
                    int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
                    double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
@@ -114,7 +137,14 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   tensors.out = out->untyped_data();
   tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
   if (bias.has_value()) tensors.bias = bias->untyped_data();
-  FfiScratch allocator(&scratch);
+  // The workspace result (UCUDNN_XLA_WORKSPACE=buffer), u8 of the limit's size.
+  void* workspace_data = nullptr;
+  int64_t workspace_bytes = 0;
+  if (workspace.has_value()) {
+    workspace_data = (*workspace)->untyped_data();
+    workspace_bytes = static_cast<int64_t>((*workspace)->size_bytes());
+  }
+  FfiScratch allocator(&scratch, workspace_data, workspace_bytes);
   return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
 }
 
@@ -127,6 +157,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
       .Arg<ffi::AnyBuffer>()                                \
       .OptionalArg<ffi::AnyBuffer>()                        \
       .Ret<ffi::AnyBuffer>()                                \
+      .OptionalRet<ffi::AnyBuffer>()                        \
       .Attr<ffi::Span<const int64_t>>(kAttrConv)            \
       .Attr<int64_t>(kAttrWorkspaceLimit)                   \
       .Attr<int64_t>(kAttrBatchSizePolicy)                  \

@@ -18,7 +18,10 @@ times one training step (SGD, softmax cross-entropy, 224x224x3 inputs;
 * with ``--xla``: ``stock-xla`` (the step compiled with ``jit_compile=True``;
   XLA's convolutions have no run-time workspace limit) and ``ucudnn-xla`` at
   each limit (``tf_ucudnn.rewrite_model(model, workspace_limit=limit)``,
-  compiled with XLA: each pass is a custom call running the micro-batched plan).
+  compiled with XLA: each pass is a custom call running the micro-batched plan);
+  ``ucudnn-xla-buffer`` only when asked for (``--modes``): the same with
+  ``UCUDNN_XLA_WORKSPACE=buffer`` (each call's workspace a buffer of the limit's
+  size that XLA places, instead of XLA's scratch allocator).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the
@@ -144,8 +147,10 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         tf_ucudnn.enable_rewrite(workspace_limit=bytes_, layout_optimizer=True)
     elif mode == "rewrite-wd":
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
+    if mode == "ucudnn-xla-buffer":  # read when the step is compiled
+        os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
-    if mode == "ucudnn-xla":
+    if mode.startswith("ucudnn-xla"):
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
         # The stock model's weights would stay on the GPU until Python's cycle
         # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
@@ -199,7 +204,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
                   first_step_s=first_step_s, peak_bytes=steady_peak,
                   run_peak_bytes=max(run_peak, steady_peak), model_bytes=model_bytes,
                   loss=float(loss))
-    if mode.startswith("rewrite") or mode == "ucudnn-xla":
+    if mode.startswith("rewrite") or mode.startswith("ucudnn-xla"):
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
         result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
                                       for r in tf_ucudnn.plans())
@@ -244,7 +249,9 @@ def _label(r):
     kind = {"stock": "stock TF", "rewrite": "tf_ucudnn WR (per kernel)",
             "rewrite-layout": "tf_ucudnn WR, layout optimizer on",
             "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
-            "ucudnn-xla": "tf_ucudnn WR under XLA"}.get(r["mode"], r["mode"])
+            "ucudnn-xla": "tf_ucudnn WR under XLA",
+            "ucudnn-xla-buffer": "tf_ucudnn WR under XLA, workspace buffer"}.get(r["mode"],
+                                                                                 r["mode"])
     label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
     precision = r.get("precision", "float32")
     return label if precision == "float32" else f"{label}, {precision}"
@@ -268,7 +275,8 @@ def print_table(results):
     print(table.render(header, rows, align="llrrrrr"))
 
 
-MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla")
+MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
+         "ucudnn-xla-buffer")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -302,6 +310,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         runs += [("rewrite-wd", b) for b in totals]
         if xla:
             runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
+            if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
+                runs += [("ucudnn-xla-buffer", b) for b in limits]
         if modes:
             runs = [(m, b) for m, b in runs if m in modes]
         for mode, bytes_ in runs:

@@ -147,7 +147,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     }
   }
   void* ws = nullptr;
-  while (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) ws_bytes /= 2;
+  while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
   // Ascending sizes: graph engines far behind at one size are pruned from the
   // larger ones (GraphSearchKnobs::prune_factor).
@@ -215,10 +215,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
       // search workspace within the limit (where the allocator can give one
       // back: TF's), not the legacy algorithms' and the graph plans' both.
       if (ws != nullptr) scratch->Release(ws);
-      ws = scratch->Allocate(needed);
+      ws = scratch->AllocateWorkspace(needed);
       if (ws != nullptr) {
         ws_bytes = needed;
-      } else if (ws_bytes > 0 && (ws = scratch->Allocate(ws_bytes)) == nullptr) {
+      } else if (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) {
         ws_bytes = 0;
       }
     }

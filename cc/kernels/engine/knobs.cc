@@ -18,6 +18,8 @@ constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", t
 constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
                                                     {"native", GraphLayouts::kNative},
                                                     {"transposed", GraphLayouts::kTransposed}};
+constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"scratch", XlaWorkspace::kScratch},
+                                                     {"buffer", XlaWorkspace::kBuffer}};
 
 // The variable's value, or nullptr when unset or empty (the default applies).
 const char* Env(const char* name) {
@@ -67,6 +69,10 @@ bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
   return ParseName(kGraphLayoutNames, text, layouts);
 }
 
+bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where) {
+  return ParseName(kXlaWorkspaceNames, text, where);
+}
+
 namespace {
 Status Bad(const char* name, const char* rule, const char* value) {
   return Status::InvalidArgument(std::string(name) + " must be " + rule + " '" + value + "'");
@@ -94,6 +100,15 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
     if (!ParseGraphLayouts(env, &knobs->graph.layouts)) {
       return Bad("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got", env);
     }
+  }
+  return Status();
+}
+
+Status ReadXlaWorkspace(XlaWorkspace* where) {
+  *where = XlaWorkspace::kScratch;
+  const char* env = Env("UCUDNN_XLA_WORKSPACE");
+  if (env != nullptr && !ParseXlaWorkspace(env, where)) {
+    return Bad("UCUDNN_XLA_WORKSPACE", "one of scratch, buffer; got", env);
   }
   return Status();
 }

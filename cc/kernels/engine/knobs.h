@@ -84,6 +84,22 @@ struct EngineKnobs {
 // value found.
 Status ReadEngineKnobs(EngineKnobs* knobs);
 
+// Where an XLA custom call's cuDNN workspace lives (UCUDNN_XLA_WORKSPACE),
+// read by the tf2xla kernel when the function is compiled:
+// - kScratch (the default): XLA's scratch allocator (TF's allocator under TF),
+//   taken for the call and given back when it returns, outside the buffers
+//   XLA assigns;
+// - kBuffer: a result buffer of the call, of the workspace limit's size,
+//   placed by XLA's buffer assignment inside its temp allocation as XLA places
+//   its own convolutions' workspaces; held whether or not the plan needs it.
+// Workspace Division groups always use kScratch: their kernels' shares are
+// known only once the group is planned.
+enum class XlaWorkspace : int { kScratch = 0, kBuffer = 1 };
+// Parses "scratch" | "buffer"; false on anything else.
+bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where);
+// Reads and validates UCUDNN_XLA_WORKSPACE (unset or empty: kScratch).
+Status ReadXlaWorkspace(XlaWorkspace* where);
+
 // The environment's defaults of op attributes, read (when a kernel is
 // created) only where an op leaves the attribute to them, so that a bad value
 // fails only the ops that use it. Unset or empty: the default.

@@ -72,6 +72,21 @@ int main() {
   Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kAuto &&
             knobs.graph == GraphSearchKnobs(),
         "unset knobs read as the defaults");
+  XlaWorkspace where = XlaWorkspace::kBuffer;
+  Check(ParseXlaWorkspace("scratch", &where) && where == XlaWorkspace::kScratch &&
+            ParseXlaWorkspace("buffer", &where) && where == XlaWorkspace::kBuffer &&
+            !ParseXlaWorkspace("arena", &where) && where == XlaWorkspace::kBuffer,
+        "UCUDNN_XLA_WORKSPACE is scratch or buffer, and a bad value leaves it");
+  setenv("UCUDNN_XLA_WORKSPACE", "buffer", 1);
+  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kBuffer,
+        "ReadXlaWorkspace reads UCUDNN_XLA_WORKSPACE");
+  setenv("UCUDNN_XLA_WORKSPACE", "arena", 1);
+  const Status bad_where = ReadXlaWorkspace(&where);
+  Check(!bad_where.ok() &&
+            bad_where.message() == "UCUDNN_XLA_WORKSPACE must be one of scratch, buffer; got 'arena'",
+        "a bad UCUDNN_XLA_WORKSPACE names the variable, the values and the value found");
+  unsetenv("UCUDNN_XLA_WORKSPACE");
+  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kScratch, "unset: scratch");
   int64_t limit = 0;
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");

@@ -21,6 +21,11 @@ class ScratchAllocator {
   // nullptr when `bytes` cannot be allocated; never nullptr for bytes == 0
   // callers must not dereference.
   virtual void* Allocate(int64_t bytes) = 0;
+  // cuDNN's workspace: the search workspace while benchmarking, the plan's
+  // while running (at most one at a time). A front end may serve it from
+  // memory of its own (an XLA custom call's workspace result buffer); the
+  // default allocates it like any other block.
+  virtual void* AllocateWorkspace(int64_t bytes) { return Allocate(bytes); }
   // Gives back everything allocated so far (stream-ordered: work already
   // queued on the stream may still use it). The default keeps it.
   virtual void ReleaseAll() {}

@@ -261,7 +261,8 @@ Status CudnnKernel::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pl
   Plan chosen = plan;
   void* workspace = nullptr;
   while (true) {
-    workspace = chosen.workspace_bytes > 0 ? scratch->Allocate(chosen.workspace_bytes) : nullptr;
+    workspace =
+        chosen.workspace_bytes > 0 ? scratch->AllocateWorkspace(chosen.workspace_bytes) : nullptr;
     if (workspace != nullptr || chosen.workspace_bytes == 0) break;
     Plan smaller = PlanWithin(chosen.workspace_bytes - 1);
     if (smaller.empty()) {
