@@ -142,10 +142,16 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def test_default_times_legacy_algorithms_only_below_the_graph_sizes(self):
-        # UCUDNN_ENGINES=auto: graph engines from 8 samples up, legacy
-        # algorithms at 1, 2 and 4 samples (powerOfTwo of N = 32).
+    def test_default_times_legacy_algorithms_below_the_graph_sizes_where_the_limit_binds(self):
+        # UCUDNN_ENGINES=auto: graph engines from 8 samples up; legacy
+        # algorithms at 1, 2 and 4 samples (powerOfTwo of N = 32) only where
+        # the limit kept an engine out at 8 samples or more. 64 MiB keeps none
+        # of this small convolution's out; 0 bytes keeps out every engine
+        # that needs workspace.
         sizes = self._candidate_sizes()
+        self.assertEqual(sizes["legacy"], [], sizes)
+        self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
+        sizes = self._candidate_sizes(UCUDNN_DEFAULT_WORKSPACE_LIMIT="0")
         self.assertEqual(sizes["legacy"], [1, 2, 4], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
 

@@ -164,7 +164,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function(jit_compile=mode.endswith("xla"))
+    @tf.function(jit_compile="xla" in mode)
     def step():
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))

@@ -120,7 +120,7 @@ Status CudnnKernel::TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64
 Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                                 const std::vector<int64_t>& sizes, int64_t workspace_limit,
                                 const PassTensors& t, ScratchAllocator* scratch,
-                                MeasuredSizes* got) {
+                                bool small_sizes_where_limited, MeasuredSizes* got) {
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
   const ConvParams& p = params_;
@@ -153,6 +153,29 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   // larger ones (GraphSearchKnobs::prune_factor).
   std::vector<int64_t> ascending = sizes;
   std::sort(ascending.begin(), ascending.end());
+  // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
+  // the whole mini-batch): planning builds an execution plan per engine and
+  // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
+  // (too little work per launch); the legacy algorithms still cover them.
+  const int64_t first_graph_size = std::min(kMinGraphMicroBatch, params_.batch);
+  auto graph_at = [&](int64_t size) {
+    return engines_ != EngineSet::kLegacy &&
+           (size >= first_graph_size || engines_ == EngineSet::kGraph);
+  };
+  // kAuto with small_sizes_where_limited: the graph sizes first, then the
+  // smaller (legacy) sizes only where they can help. A micro-batch below
+  // kMinGraphMicroBatch samples pays a launch (or more) for little work; it
+  // helps only by letting in an algorithm the workspace limit keeps out of the
+  // larger ones, or by covering a remainder of such a plan. So the small sizes
+  // are benchmarked only where, at some graph size, the limit kept an engine
+  // out or no engine ran. (Plans of DeepBench's 29 layers, VGG-16, ResNet-50
+  // and InceptionV3 at 64 MiB used no micro-batch below 8 samples.)
+  const bool small_sizes_last = engines_ == EngineSet::kAuto && small_sizes_where_limited;
+  if (small_sizes_last) {
+    std::stable_partition(ascending.begin(), ascending.end(), graph_at);
+  }
+  bool limit_binds = false;  // at some graph size: an engine over the limit, or none ran
+  std::vector<int64_t> skipped;
   std::set<std::string> pruned;
   using Clock = std::chrono::steady_clock;
   double legacy_s = 0, propose_s = 0, runs_s = 0;
@@ -163,6 +186,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   for (int64_t size : ascending) {
+    if (small_sizes_last && !graph_at(size) && !limit_binds) {
+      skipped.push_back(size);
+      continue;
+    }
     const void* bench_a = a;
     void* bench_out = out;
     if (asymmetric && pass_ != Pass::kBackwardData) {
@@ -187,13 +214,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
       legacy_s += seconds_since(start);
       return Status();
     };
-    // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
-    // the whole mini-batch): planning builds an execution plan per engine and
-    // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
-    // (too little work per launch); the legacy algorithms still cover them.
-    const bool graph_here = engines_ != EngineSet::kLegacy &&
-                            (size >= std::min(kMinGraphMicroBatch, params_.batch) ||
-                             engines_ == EngineSet::kGraph);
+    const bool graph_here = graph_at(size);
     // kAll and kLegacy: legacy algorithms at every size, before the engines
     // (whose screening then counts them); kAuto: only where no engine is timed.
     if (engines_ == EngineSet::kAll || engines_ == EngineSet::kLegacy || !graph_here) {
@@ -203,9 +224,11 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     Clock::time_point start = Clock::now();
     std::vector<GraphTrial> trials;
     std::string size_log;
+    int over_limit = 0;
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
                                               &trials, DebugOutput() ? &size_log : nullptr,
-                                              &host));
+                                              &host, &over_limit));
+    if (over_limit > 0) limit_binds = true;
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
     int64_t needed = 0;
     for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
@@ -234,8 +257,15 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     // falls back to the legacy algorithms.
     if (engines_ == EngineSet::kAuto && (*got)[size].empty()) {
       if (DebugOutput()) log += " size " + std::to_string(size) + ": no engine ran; legacy\n";
+      limit_binds = true;
       UCUDNN_RETURN_IF_ERROR(time_legacy());
     }
+  }
+  if (DebugOutput() && !skipped.empty()) {
+    log += " sizes";
+    for (int64_t size : skipped) log += " " + std::to_string(size);
+    log += " not benchmarked: the limit kept no engine out at any size of " +
+           std::to_string(first_graph_size) + " samples or more\n";
   }
   if (DebugOutput()) {
     std::fprintf(stderr,
@@ -319,13 +349,15 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
   copy.b = b;
   copy.bias = bias;
   copy.filter_in_cudnn_layout = t.filter_in_cudnn_layout;
-  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch, got);
+  return BenchmarkOn(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch,
+                     /*small_sizes_where_limited=*/false, got);
 }
 
 Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
                               const std::vector<int64_t>& sizes, int64_t workspace_limit,
                               const PassTensors& t, ScratchAllocator* scratch,
-                              const std::vector<BenchmarkPeer>& peers) {
+                              const std::vector<BenchmarkPeer>& peers,
+                              bool small_sizes_where_limited) {
   table_.clear();  // a failed earlier attempt may have left rows behind
   algos_.clear();
   const std::vector<std::vector<int64_t>> shares =
@@ -347,7 +379,10 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
     }
   }
   if (!shares[0].empty()) {
-    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch, &got[0]);
+    // Sizes spread over GPUs: each benchmarks all of its share (the rule
+    // needs the graph sizes' results before the smaller ones).
+    status[0] = BenchmarkOn(handle, stream, shares[0], workspace_limit, t, scratch,
+                            small_sizes_where_limited && shares.size() == 1, &got[0]);
   }
   for (std::thread& thread : threads) thread.join();
   for (const Status& s : status) UCUDNN_RETURN_IF_ERROR(s);

@@ -157,9 +157,12 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     std::vector<BenchmarkPeer> peer_list;
     if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
     bool planned_now = false;
+    // A Workspace Division group's kernel keeps every size: its Pareto front
+    // reaches down to the least workspace.
     UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
                                                  q.workspace_limit, tensors, scratch, peer_list,
-                                                 &planned_now));
+                                                 /*small_sizes_where_limited=*/
+                                                 q.total_workspace == 0, &planned_now));
     // Benchmark buffers go back before the plan's workspace is taken
     // (stream-ordered, so no synchronisation is needed).
     scratch->ReleaseAll();

@@ -131,7 +131,8 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                                   BatchSizePolicy policy, int64_t forced_micro_batch,
                                   int64_t workspace_limit, const PassTensors& t,
                                   ScratchAllocator* scratch,
-                                  const std::vector<BenchmarkPeer>& peers, bool* planned_now) {
+                                  const std::vector<BenchmarkPeer>& peers,
+                                  bool small_sizes_where_limited, bool* planned_now) {
   std::unique_lock<std::mutex> bench_lock(bench_mu_);
   *planned_now = false;
   if (benchmarked_) return Status();
@@ -149,7 +150,8 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     table_ = seed_table_;
     algos_ = seed_algos_;
   } else {
-    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers));
+    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers,
+                                     small_sizes_where_limited && forced_micro_batch == 0));
   }
   const ConvParams& p = params_;
   Plan plan = forced_micro_batch > 0 ? ForcedPlanWithin(forced_micro_batch, workspace_limit)

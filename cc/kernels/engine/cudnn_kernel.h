@@ -72,10 +72,14 @@ class CudnnKernel {
   // Reuse. Later calls return at once. *planned_now says whether this call did it.
   // `peers` (other GPUs of the same model) benchmark a share of the sizes in
   // parallel, each in its own thread, on copies of the tensors.
+  // small_sizes_where_limited (a kernel planned for itself, not forced and
+  // not in a Workspace Division group, whose Pareto front needs the small
+  // sizes): see BenchmarkOn.
   Status EnsurePlanned(CudnnHandle* handle, cudaStream_t stream, BatchSizePolicy policy,
                        int64_t forced_micro_batch, int64_t workspace_limit,
                        const PassTensors& tensors, ScratchAllocator* scratch,
-                       const std::vector<BenchmarkPeer>& peers, bool* planned_now);
+                       const std::vector<BenchmarkPeer>& peers, bool small_sizes_where_limited,
+                       bool* planned_now);
   // True once planned (benchmarked or from the database).
   bool planned() const;
   // The plan runs use now (a copy: Workspace Division may replace it).
@@ -137,14 +141,18 @@ class CudnnKernel {
   Status GetDescriptors(int64_t size, int math_type, ConvDescriptors** out);
   int BenchmarkMathType() const;
   // Fills table_ and algos_ by benchmarking every size, spread over this GPU
-  // and `peers` (bench_mu_ held).
+  // and `peers` (bench_mu_ held); small_sizes_where_limited as in BenchmarkOn
+  // (on one GPU only).
   Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                    int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
-                   const std::vector<BenchmarkPeer>& peers);
-  // Benchmarks `sizes` on one GPU (the handle's) into *got.
+                   const std::vector<BenchmarkPeer>& peers, bool small_sizes_where_limited);
+  // Benchmarks `sizes` on one GPU (the handle's) into *got. With
+  // small_sizes_where_limited and UCUDNN_ENGINES=auto, the sizes below the
+  // graph engines' (legacy only) are benchmarked only where the workspace
+  // limit kept an engine out at a larger size or no engine ran there.
   Status BenchmarkOn(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                      int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
-                     MeasuredSizes* got);
+                     bool small_sizes_where_limited, MeasuredSizes* got);
   // Copies what `sizes` need of the tensors from this GPU to `peer`, then
   // benchmarks them there.
   Status BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
@@ -179,11 +187,12 @@ class CudnnKernel {
     const GraphPlan* plan;
   };
   // Engines in `pruned` are left out; `log` as in ProposeGraphEngines.
-  // Host time goes to *costs.
+  // Host time goes to *costs; *over_limit counts the candidates whose plan
+  // needs more workspace than `workspace_limit`.
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                             const std::set<std::string>& pruned,
                             std::vector<GraphTrial>* trials, std::string* log,
-                            GraphHostCosts* costs);
+                            GraphHostCosts* costs, int* over_limit);
   // Appends the timed trials to *got (which holds the size's legacy results
   // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
   // graph_knobs_.prune_factor, and counts the plan executions in *runs. With

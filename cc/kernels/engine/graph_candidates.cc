@@ -141,8 +141,9 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
                                        int64_t workspace_limit,
                                        const std::set<std::string>& pruned,
                                        std::vector<GraphTrial>* trials, std::string* log,
-                                       GraphHostCosts* costs) {
+                                       GraphHostCosts* costs, int* over_limit) {
   trials->clear();
+  *over_limit = 0;
   GraphNumerics numerics;
   // Float32 without TF32 keeps the legacy path's float arithmetic.
   numerics.strict_float = params_.dtype == DType::kFloat && !allow_tf32_;
@@ -190,7 +191,10 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
     if (!GetGraphPlan(handle, size, c.engine, false, &plan, costs).ok()) continue;
-    if (plan->workspace_bytes() > workspace_limit) continue;
+    if (plan->workspace_bytes() > workspace_limit) {
+      ++*over_limit;
+      continue;
+    }
     if (pass_ == Pass::kBackwardFilter && size < params_.batch) {
       // Later micro-batches accumulate into the filter gradient (beta = 1).
       const GraphPlan* accumulating = nullptr;
