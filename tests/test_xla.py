@@ -98,6 +98,23 @@ def _hlo_of(fn, *args):
     return fn.experimental_get_compiler_ir(*args)(stage="hlo")
 
 
+def _bytes_held_by_a_call(fn, *args):
+    """Runs ``fn`` once to compile and plan, then again with TF's GPU memory
+    statistics reset: peak minus current with the result still held, i.e. what
+    the call held only while it ran. (Not peak - before - the result's size:
+    the allocator may give the result a larger free block whole, 15 MiB larger
+    once.)"""
+    with tf.device("/GPU:0"):
+        fn(*args)  # compiles, benchmarks and plans
+        tf.test.experimental.sync_devices()
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        result = fn(*args)
+        tf.test.experimental.sync_devices()
+        info = tf.config.experimental.get_memory_info("GPU:0")
+    del result
+    return info["peak"] - info["current"]
+
+
 class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     """Runs wherever TensorFlow runs: the CPU lowering in CI, the FFI path on a GPU."""
 
@@ -279,19 +296,8 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
             def forward(x, f):
                 return tf_ucudnn.conv2d(x, f, 1, "SAME", workspace_limit=limit)
 
-            with tf.device("/GPU:0"):
-                forward(x, f)  # compiles, benchmarks and plans
-                tf.test.experimental.sync_devices()
-                tf.config.experimental.reset_memory_stats("GPU:0")
-                y = forward(x, f)
-                tf.test.experimental.sync_devices()
-                # With the result still held: what the call held only while it
-                # ran. (Not peak - before - the result's size: the allocator may
-                # give the result a larger free block whole, 15 MiB larger once.)
-                info = tf.config.experimental.get_memory_info("GPU:0")
-            del y
+            extra = _bytes_held_by_a_call(forward, x, f)
             record = [r for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)")][-1]
-            extra = info["peak"] - info["current"]
             # The call's workspace (XLA's scratch) and the filter in cuDNN's
             # layout (XLA's transpose of it, in its temp buffer): within the
             # limit. Not within the plan's workspace: TF's allocator counts
@@ -336,18 +342,11 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
 
                 with tf.device("/GPU:0"):
                     hlo = _hlo_of(forward, x, f)
-                    forward(x, f)  # compiles, benchmarks and plans
-                    tf.test.experimental.sync_devices()
-                    tf.config.experimental.reset_memory_stats("GPU:0")
-                    y = forward(x, f)
-                    tf.test.experimental.sync_devices()
-                    info = tf.config.experimental.get_memory_info("GPU:0")
-                del y
+                held[where] = _bytes_held_by_a_call(forward, x, f)
             if where == "buffer":
                 self.assertIn(f"u8[{limit}]", hlo)
             else:
                 self.assertNotIn(f"u8[{limit}]", hlo)
-            held[where] = info["peak"] - info["current"]
         # One kernel: planned by the first call, run with either placement.
         records = [r for r in tf_ucudnn.plans()
                    if r["device"].endswith("(XLA)") and r["workspace_limit"] == limit]

@@ -23,7 +23,10 @@ constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB
 // Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES):
 // - kAuto (the default): graph-API engines at every micro-batch size they are
 //   benchmarked at (8 samples and up, or the whole mini-batch), and the legacy
-//   algorithms at the smaller sizes and at any size where no engine ran;
+//   algorithms at any size where no engine ran and at the smaller sizes, these
+//   only where the workspace limit kept an engine out at a larger size (or no
+//   engine ran there) unless the plan is forced, in a Workspace Division
+//   group, or spread over GPUs (CudnnKernel::BenchmarkOn);
 // - kAll: the legacy algorithms at every size, and the graph-API engines;
 // - kLegacy, kGraph: only one of the two.
 // kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
