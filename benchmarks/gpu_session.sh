@@ -84,11 +84,12 @@ case "$1" in
   models_targets)  # issue 18's targets table for MODEL [PRECISION]: stock TF at 8 GiB and
                    # 64 MiB, the rewrite at 64 MiB (and with the layout optimizer on, for
                    # float32), and the first step cold and with a warm benchmark database
-    # [TIMEOUT] [MODES]: MODES replaces the settings (e.g. stock,rewrite)
+    # [TIMEOUT] [MODES]: MODES replaces the settings (e.g. stock,rewrite); RUNS=K: K processes
+    # per setting and K cold/warm pairs, the table of their medians (first steps vary by seconds)
     modes=stock,rewrite; [ "${3:-float32}" = float32 ] && modes=$modes,rewrite-layout
     modes=${5:-$modes}
     timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --planning \
-      --modes "$modes" --precision "${3:-float32}" \
+      --modes "$modes" --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/models_targets_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/models_targets_$2_${3:-float32}.log" ;;
   overhead_graph)  # the same on five layers whose plans use graph-API engines (direct call:

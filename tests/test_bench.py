@@ -5,6 +5,7 @@ import os
 import tempfile
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import contextlib
@@ -275,3 +276,54 @@ def test_layer_rows_join_the_workers_results_and_flag_a_wrong_result():
     assert [r["speedup"] for r in rows] == [2.0, 2.0]
     assert errors == []
     assert len(check_failures) == 1 and second.name in check_failures[0], check_failures
+
+
+def test_model_runs_repeat_every_setting_and_the_table_gives_medians(monkeypatch, capsys):
+    """--runs K: K processes per setting and K cold/warm planning pairs, each
+    pair with a database of its own; the table and the summary give medians."""
+    launched = []
+    first_steps = iter([3.0, 9.0, 4.0,  # stock 8 GiB
+                        1.0, 1.0, 1.0,  # stock 64 MiB
+                        2.0, 8.0, 5.0,  # rewrite
+                        7.0, 1.0, 6.0, 2.0, 5.0, 3.0])  # planning: cold, warm per pair
+
+    def fake_launch(model, mode, bytes_, batch, timeout, extra_env=None, precision="float32"):
+        launched.append((mode, (extra_env or {}).get("UCUDNN_DATABASE")))
+        first = next(first_steps)
+        return dict(model=model, mode=mode, bytes=bytes_, batch=batch, precision=precision,
+                    step_ms=10.0 * first, first_step_s=first, peak_bytes=int(first) << 30,
+                    run_peak_bytes=int(first) << 30, from_database=0, kernels_planned=1)
+
+    monkeypatch.setattr(bench_models, "launch", fake_launch)
+    results = bench_models.run_models(["vgg16"], [64 << 20], [], planning=True,
+                                      modes=["stock", "rewrite"], runs=3)
+    assert [m for m, _ in launched[:9]] == ["stock"] * 6 + ["rewrite"] * 3
+    assert len(results) == 15 and [r["run"] for r in results[:3]] == [0, 1, 2]
+    databases = [db for _, db in launched[9:]]
+    assert all(databases) and databases[0] == databases[1] != databases[2] == databases[3]
+    rows = {(r["mode"], r["bytes"], r.get("planning")): r
+            for r in bench_models.summarize(results)}
+    assert len(rows) == 5
+    stock = rows[("stock", bench_models.REFERENCE_LIMIT, None)]
+    assert stock["first_step_s"] == 4.0  # median of 3, 9, 4
+    assert stock["step_ms"] == 40.0
+    assert stock["peak_bytes"] == 9 << 30  # the largest
+    rows = {(mode, planning): r for (mode, _, planning), r in rows.items() if mode == "rewrite"}
+    assert rows[("rewrite", None)]["first_step_runs_s"] == [2.0, 8.0, 5.0]
+    assert rows[("rewrite", "cold")]["first_step_s"] == 6.0  # 7, 6, 5
+    assert rows[("rewrite", "warm")]["first_step_s"] == 2.0  # 1, 2, 3
+    out = capsys.readouterr().out
+    assert "planning cold: median first step 6.00 s of 3 runs (7.00, 6.00, 5.00)" in out
+    stock_line = [l for l in out.splitlines() if "stock TF at 8 GiB, median of 3 runs" in l]
+    assert len(stock_line) == 1 and "4.00" in stock_line[0], out
+
+
+def test_summarize_keeps_a_setting_whose_runs_all_failed():
+    ok = dict(model="vgg16", mode="rewrite", bytes=1, step_ms=2.0, first_step_s=1.0,
+              peak_bytes=1, run_peak_bytes=1)
+    failed = dict(model="vgg16", mode="stock", bytes=1, error="exit status 1")
+    rows = bench_models.summarize([failed, ok, dict(ok, error="timed out")])
+    assert rows[0]["runs"] == 0 and rows[0]["error"] == "exit status 1"
+    assert rows[1]["runs"] == 1 and rows[1]["first_step_s"] == 1.0
+    with pytest.raises(ValueError, match="runs must be at least 1"):
+        bench_models.run_models(["vgg16"], [], [], runs=0)

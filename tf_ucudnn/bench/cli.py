@@ -114,6 +114,9 @@ def parse_args(argv=None):
                              "--limits if given, else 8 GiB")
     parser.add_argument("--planning", action="store_true",
                         help="model mode: also time planning cold and with a warm database")
+    parser.add_argument("--runs", type=positive_int, default=1,
+                        help="model mode: processes per setting (and cold/warm planning "
+                             "pairs); the table gives their medians (default 1)")
     parser.add_argument("--layers", default="all",
                         help="comma list of model/layer, layer or model names, or 'all' "
                              "(default); layers of equal shape are measured once")
@@ -261,9 +264,11 @@ def _run_models(args, on_gpu):
     limits = args.limits if args.limits_given or not args.totals else []
     results = models.run_models(args.models, limits, args.totals, batch=args.batch_given,
                                 planning=args.planning, timeout=args.worker_timeout,
-                                xla=args.xla, modes=args.modes, precision=args.precision)
+                                xla=args.xla, modes=args.modes, precision=args.precision,
+                                runs=args.runs)
     if args.json:
         harness.write_json(args.json, dict(
             environment=environment, models=args.models, limits=limits, xla=args.xla,
-            precision=args.precision, totals=args.totals, results=results))
+            precision=args.precision, totals=args.totals, runs=args.runs, results=results,
+            summary=models.summarize(results)))
     return 1 if any("error" in r for r in results) else 0

@@ -28,7 +28,11 @@ first step's time (planning included, s), and the peak GPU memory of the
 timed steps and of the whole run (``tf.config.experimental.get_memory_info``,
 bytes). With ``--planning`` the first model is also run twice under
 ``rewrite`` with one fresh benchmark database (``UCUDNN_DATABASE``): the
-first step's time cold, then warm.
+first step's time cold, then warm. With ``--runs K`` every setting (and the
+cold/warm pair, each pair with a database of its own) runs in K processes
+and the table gives their medians (:func:`summarize`): one process's first
+step varies by seconds on an H200 (InceptionV3 ``mixed_float16``: 14.2 and
+18.1 s for stock TF in two processes of one session).
 """
 
 import json
@@ -257,19 +261,61 @@ def _label(r):
     return label if precision == "float32" else f"{label}, {precision}"
 
 
+def summarize(results):
+    """One row per setting: the runs of the same model, mode, bytes, precision
+    (and ``planning`` label) joined, in the order they first appear.
+
+    Args:
+      results: result dicts of :func:`launch` (``error`` set where a run failed).
+
+    Returns:
+      Dicts like a run's, with the median ``step_ms`` and ``first_step_s``
+      and the largest ``peak_bytes`` and ``run_peak_bytes`` of the runs that
+      succeeded, ``runs`` (their count) and ``first_step_runs_s`` (each run's
+      first step, s); or, where every run failed, the first run's dict with
+      ``runs`` = 0.
+    """
+    import statistics
+
+    groups = {}
+    for r in results:
+        key = (r["model"], r["mode"], r["bytes"], r.get("precision", "float32"),
+               r.get("planning"))
+        groups.setdefault(key, []).append(r)
+    rows = []
+    for runs in groups.values():
+        ok = [r for r in runs if "error" not in r]
+        if not ok:
+            rows.append(dict(runs[0], runs=0))
+            continue
+        row = dict(ok[0], runs=len(ok),
+                   step_ms=statistics.median(r["step_ms"] for r in ok),
+                   first_step_s=statistics.median(r["first_step_s"] for r in ok),
+                   first_step_runs_s=[r["first_step_s"] for r in ok],
+                   peak_bytes=max(r["peak_bytes"] for r in ok),
+                   run_peak_bytes=max(r["run_peak_bytes"] for r in ok))
+        row.pop("run", None)
+        rows.append(row)
+    return rows
+
+
 def print_table(results):
-    """Prints one row per run: model, setting, step ms, first step s, peak GiB."""
+    """Prints one row per setting (runs of one setting joined by :func:`summarize`:
+    medians, and ", median of K runs" in the label): model, setting, step ms,
+    first step s, peak GiB."""
     header = ("model", "setting", "step ms", "vs stock 8 GiB", "first step s", "peak GiB",
               "run peak GiB")
     rows = []
+    results = summarize(results)
     reference = {r["model"]: r.get("step_ms") for r in results
-                 if r["mode"] == "stock" and r["bytes"] == REFERENCE_LIMIT}
+                 if r["mode"] == "stock" and r["bytes"] == REFERENCE_LIMIT and "error" not in r}
     for r in results:
         if "error" in r:
             rows.append((r["model"], _label(r), "error", "", "", "", ""))
             continue
         ref = reference.get(r["model"])
-        rows.append((r["model"], _label(r), f"{r['step_ms']:.1f}",
+        label = _label(r) + (f", median of {r['runs']} runs" if r["runs"] > 1 else "")
+        rows.append((r["model"], label, f"{r['step_ms']:.1f}",
                      f"{r['step_ms'] / ref:.2f}x" if ref else "", f"{r['first_step_s']:.2f}",
                      f"{r['peak_bytes'] / 2**30:.2f}", f"{r['run_peak_bytes'] / 2**30:.2f}"))
     print(table.render(header, rows, align="llrrrrr"))
@@ -280,8 +326,9 @@ MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudn
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
-               modes=None, precision="float32"):
-    """Runs every (model, setting) in its own process; prints the table.
+               modes=None, precision="float32", runs=1):
+    """Runs every (model, setting) in its own process (``runs`` processes
+    each); prints the table of their medians.
 
     Args:
       models: names from :data:`MODELS`.
@@ -295,44 +342,61 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
       modes: None for every setting above, else only the settings of these
         modes (names from :data:`MODES`).
       precision: the Keras dtype policy of every run (:data:`PRECISIONS`).
+      runs: processes per setting, and cold/warm planning pairs (each pair
+        with a fresh database), >= 1.
 
     Returns:
-      The list of result dicts (``error`` set where a run failed).
+      The list of result dicts, one per process, ``run`` numbering the runs
+      of a setting (``error`` set where a run failed).
     """
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs}")
     results = []
     for model in models:
         n = batch or DEFAULT_BATCH[model]
-        runs = [("stock", REFERENCE_LIMIT)]
-        runs += [("stock", b) for b in sorted(set(limits) | set(totals))]
-        runs += [("rewrite", b) for b in limits]
+        settings = [("stock", REFERENCE_LIMIT)]
+        settings += [("stock", b) for b in sorted(set(limits) | set(totals))]
+        settings += [("rewrite", b) for b in limits]
         if modes and "rewrite-layout" in modes:  # a comparison, not run by default
-            runs += [("rewrite-layout", b) for b in limits]
-        runs += [("rewrite-wd", b) for b in totals]
+            settings += [("rewrite-layout", b) for b in limits]
+        settings += [("rewrite-wd", b) for b in totals]
         if xla:
-            runs += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
+            settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
             if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
-                runs += [("ucudnn-xla-buffer", b) for b in limits]
+                settings += [("ucudnn-xla-buffer", b) for b in limits]
         if modes:
-            runs = [(m, b) for m, b in runs if m in modes]
-        for mode, bytes_ in runs:
-            r = launch(model, mode, bytes_, n, timeout, precision=precision)
-            print(f"  {model} {_label(r)}: "
-                  + (r["error"] if "error" in r else f"{r['step_ms']:.1f} ms"), flush=True)
-            results.append(r)
+            settings = [(m, b) for m, b in settings if m in modes]
+        for mode, bytes_ in settings:
+            for i in range(runs):
+                r = launch(model, mode, bytes_, n, timeout, precision=precision)
+                r["run"] = i
+                print(f"  {model} {_label(r)}: "
+                      + (r["error"] if "error" in r else
+                         f"{r['step_ms']:.1f} ms, first step {r['first_step_s']:.2f} s"),
+                      flush=True)
+                results.append(r)
     if planning and models:
         limit = limits[0] if limits else 64 << 20
-        with tempfile.TemporaryDirectory(prefix="tf_ucudnn_db_") as tmp:
-            db = os.path.join(tmp, "benchmarks.sqlite3")
-            for label in ("cold", "warm"):
-                r = launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
-                            timeout, {"UCUDNN_DATABASE": db}, precision=precision)
-                r["planning"] = label
-                print(f"  planning {label}: {models[0]} first step "
-                      + (r["error"] if "error" in r else
-                         f"{r['first_step_s']:.2f} s, steady {r['step_ms']:.1f} ms, "
-                         f"{r['from_database']} of {r['kernels_planned']} kernels from the "
-                         f"database"), flush=True)
-                results.append(r)
+        for i in range(runs):
+            with tempfile.TemporaryDirectory(prefix="tf_ucudnn_db_") as tmp:
+                db = os.path.join(tmp, "benchmarks.sqlite3")
+                for label in ("cold", "warm"):
+                    r = launch(models[0], "rewrite", limit, batch or DEFAULT_BATCH[models[0]],
+                               timeout, {"UCUDNN_DATABASE": db}, precision=precision)
+                    r["planning"] = label
+                    r["run"] = i
+                    print(f"  planning {label}: {models[0]} first step "
+                          + (r["error"] if "error" in r else
+                             f"{r['first_step_s']:.2f} s, steady {r['step_ms']:.1f} ms, "
+                             f"{r['from_database']} of {r['kernels_planned']} kernels from the "
+                             f"database"), flush=True)
+                    results.append(r)
+        if runs > 1:
+            for row in summarize([r for r in results if "planning" in r]):
+                if row["runs"]:
+                    print(f"  planning {row['planning']}: median first step "
+                          f"{row['first_step_s']:.2f} s of {row['runs']} runs "
+                          f"({', '.join(f'{t:.2f}' for t in row['first_step_runs_s'])})")
     print()
     print_table([r for r in results if "planning" not in r])
     return results
