@@ -23,11 +23,11 @@ void SpatialIndices(ucudnn::Layout layout, int* h, int* w, int* c) {
   }
 }
 
-absl::Status ToTf(const ucudnn::Status& s) {
+}  // namespace
+
+absl::Status KnobStatusToTf(const ucudnn::Status& s) {
   return s.ok() ? absl::OkStatus() : absl::InvalidArgumentError(s.message());
 }
-
-}  // namespace
 
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   std::string data_format;
@@ -117,10 +117,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   // The environment's total applies to ops that leave both knobs to it.
   if (total == -1) {
     total = 0;
-    if (limit == -1) TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
+    if (limit == -1) TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
   }
   if (limit == -1) {
-    TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
+    TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
   }
   attrs->total_workspace = total;
   attrs->workspace_limit = total > 0 ? total : limit;
@@ -128,7 +128,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   std::string policy;
   TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &policy));
   if (policy.empty()) {
-    TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
+    TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
   } else if (!ucudnn::ParseBatchSizePolicy(policy, &attrs->policy)) {
     return errors::InvalidArgument(
         "batch_size_policy must be one of undivided, powerOfTwo, all (or empty for "
@@ -143,7 +143,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         attrs->micro_batch_size);
   }
   // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
-  TF_RETURN_IF_ERROR(ToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
+  TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
   // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;

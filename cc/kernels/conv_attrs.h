@@ -35,6 +35,11 @@ struct ConvAttrs {
   ucudnn::EngineKnobs knobs;
 };
 
+// A knob reader's status (cc/kernels/engine/knobs.h) as TF's: OK, or
+// InvalidArgument with its message (which names the variable and the values
+// allowed).
+absl::Status KnobStatusToTf(const ucudnn::Status& s);
+
 // Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
 // UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
 // attribute asks for the default, and UCUDNN_ENGINES and UCUDNN_GRAPH_*

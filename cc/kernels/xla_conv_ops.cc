@@ -48,8 +48,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
     // Read on the CPU too, so that a bad value is the same compile-time error
     // wherever the function is compiled.
-    const ucudnn::Status where = ucudnn::ReadXlaWorkspace(&xla_workspace_);
-    OP_REQUIRES(ctx, where.ok(), absl::InvalidArgumentError(where.message()));
+    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());
