@@ -6,7 +6,8 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype|pass_times|xla_bias|xla_workspace
+#                                 model_planning|deepbench_dtype|pass_times|xla_bias|xla_workspace|
+#                                 stem_channels|xla_pad
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -184,9 +185,10 @@ case "$1" in
     timeout "${2:-300}" python3 -m tf_ucudnn.bench --models vgg16 --limits 64MiB --totals 64MiB \
       --modes rewrite,rewrite-wd --json "$OUT/wd_vs_wr.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/wd_vs_wr.log" ;;
-  xla_pair)  # stock XLA against tf_ucudnn under XLA only: MODEL [PRECISION]
+  xla_pair)  # stock XLA against tf_ucudnn under XLA only: MODEL [PRECISION] (RUNS=K: K processes
+             # per setting, medians)
     timeout "${4:-400}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --xla \
-      --modes stock-xla,ucudnn-xla --precision "${3:-float32}" \
+      --modes stock-xla,ucudnn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
   xla_bias)  # what the conv bias and the 64 MiB limit cost under XLA: ResNet-50 with and without
@@ -231,6 +233,23 @@ for l in sys.stdin:
     timeout "${5:-400}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
       stock,rewrite 2>&1 | grep -v "WARNING\|^I0000\|^W0000" \
       | tee "$OUT/step_profile_${2:-resnet50}.log" ;;
+  stem_channels)  # ResNet-50's 7x7 stem convolution (230x230, N=128) with 3, 4 and 8 input
+                  # channels: stock TF against tf_ucudnn at 64 MiB and 1 GiB: DTYPE [PASSES]
+    tag=${2:-float32}$(echo "${3:+_$3}" | tr , _)
+    timeout "${4:-280}" python3 -m tf_ucudnn.bench --csv benchmarks/stem_channels.csv --batch 128 \
+      --limits 64MiB,1GiB --dtype "${2:-float32}" --passes "${3:-forward,backward-data,backward-filter}" \
+      --iters 5 --json "$OUT/stem_channels_$tag.json" 2>&1 \
+      | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/stem_channels_$tag.log" ;;
+  xla_pad)  # half precision's few input channels padded to 8 under XLA (UCUDNN_XLA_PAD_CHANNELS):
+            # stock XLA and tf_ucudnn under XLA (padding on, the default), then tf_ucudnn with
+            # it off: MODEL [PRECISION] [TIMEOUT]; RUNS=K: K processes per setting
+    timeout "${4:-560}" sh -c "python3 -m tf_ucudnn.bench --models $2 --limits 64MiB --xla \
+      --modes stock-xla,ucudnn-xla --precision ${3:-mixed_bfloat16} --runs ${RUNS:-1} \
+      --json $OUT/xla_pad_$2_${3:-mixed_bfloat16}.json && UCUDNN_XLA_PAD_CHANNELS=off \
+      python3 -m tf_ucudnn.bench --models $2 --limits 64MiB --xla --modes ucudnn-xla \
+      --precision ${3:-mixed_bfloat16} --runs ${RUNS:-1} \
+      --json $OUT/xla_pad_$2_${3:-mixed_bfloat16}_off.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_pad_$2_${3:-mixed_bfloat16}.log" ;;
   op_overhead) timeout "${2:-200}" python3 benchmarks/op_overhead.py "$OUT/op_overhead.json" 2>&1 \
             | grep -v WARNING | tee "$OUT/op_overhead.log" ;;
 esac

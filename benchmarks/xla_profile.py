@@ -33,12 +33,19 @@ sys.path.insert(0, ROOT)
 
 STEPS = 3
 DEFAULT_MODES = ["stock-xla", "ucudnn-xla"]
-KINDS = (  # first match wins: some cuDNN convolution kernels' names hold "Transform"
+KINDS = (  # first match wins
+    # XLA names its fusion kernels after the fusion ("input_convert_reduce_fusion_39",
+    # "loop_select_fusion_1"): matched first, or "convert" would read as a convolution.
+    ("XLA fusion", re.compile(r"^(loop|input|wrapped|triton)_|fusion(_\d+)?$", re.I)),
+    # Some cuDNN convolution kernels' names hold "Transform".
     ("convolution", re.compile(r"conv|xmma|implicit|gemm|wgrad|dgrad|fprop|winograd|fft|cutlass|"
-                               r"sm\d\d_|kernel_\d+_|scudnn", re.I)),
-    ("layout transform", re.compile(r"nchwtonhwc|nhwctonchw|transpose|transform|permute|swizzle", re.I)),
-    ("XLA fusion", re.compile(r"fusion|triton|^loop_|^input_|reduce|wrapped_|slice|concat", re.I)),
+                               r"nvjet|sm\d\d_|kernel_\d+_|scudnn", re.I)),
+    # cuDNN's channel padding ("nhwcAddPaddingKernel") and layout changes.
+    ("layout transform", re.compile(r"nchwtonhwc|nhwctonchw|transpose|transform|permute|swizzle|"
+                                    r"padding", re.I)),
+    ("XLA fusion", re.compile(r"fusion|triton|reduce|slice|concat", re.I)),
     ("copy / set", re.compile(r"memcpy|memset|copy", re.I)),
+    ("cuDNN tensor op", re.compile(r"optensor|op_tensor|tensor_kernel|scale|add_tensor", re.I)),
 )
 
 
@@ -101,7 +108,7 @@ def read_trace(directory):
         kernel_sum_ms=ms(sum(by_kind.values())),
         kinds={k: dict(ms=ms(v), count=kind_counts[k] / STEPS) for k, v in by_kind.items()},
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / STEPS, kind=kind_of(n))
-             for n, v in by_kernel.most_common(25)])
+             for n, v in by_kernel.most_common()])
 
 
 def main():
@@ -141,6 +148,19 @@ def main():
         print(f"\n{mode}: largest kernels, ms per step (launches)")
         for t in r["trace"]["top"][:15]:
             print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+        for kind in ("layout transform", "copy / set", "cuDNN tensor op", "other"):
+            rest = [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
+            for t in rest:
+                print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+    for mode, r in ok.items():
+        if r.get("plans"):
+            from tf_ucudnn.plan_registry import PlanTable
+            plans = sorted(r["plans"], key=lambda p: -(p["time_ms"] or 0))
+            split = [p for p in plans if len(p["micro_batches"]) > 1]
+            print(f"\n{mode}: {len(plans)} kernels planned, {len(split)} in more than one "
+                  f"micro-batch; benchmarked ms summed over kernels "
+                  f"{sum(p['time_ms'] or 0 for p in plans):.2f}; the ten slowest:")
+            print(PlanTable(plans[:10]).to_string(max_width=150))
     out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}"
                        + ("" if modes == DEFAULT_MODES else "_" + "_".join(modes))
                        + ".json")

@@ -9,6 +9,7 @@ limit.
 
 import json
 import os
+import re
 from unittest import mock
 
 import numpy as np
@@ -125,9 +126,64 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     def test_outputs_and_gradients_match_tf_nn_conv2d(self, case, data_format):
         _compare_under_xla(self, case, data_format, tf.float32)
 
-    @parameterized.named_parameters(("float16", tf.float16), ("bfloat16", tf.bfloat16))
-    def test_reduced_precision(self, dtype):
-        _compare_under_xla(self, CASES[0], "NHWC", dtype)
+    @parameterized.named_parameters(*[(f"{dtype.name}_{c[0]}_{fmt}", c, fmt, dtype)
+                                      for dtype in (tf.float16, tf.bfloat16)
+                                      for c in CASES if c[0] in ("same_3x3", "valid_stride2",
+                                                                 "same_even_filter", "grouped")
+                                      for fmt in ("NHWC", "NCHW")
+                                      if fmt == "NHWC" or tf.config.list_physical_devices("GPU")])
+    def test_reduced_precision(self, case, data_format, dtype):
+        # 3 and 4 input channels run padded to 8 (XlaPaddedInChannels); "grouped" is not padded.
+        _compare_under_xla(self, case, data_format, dtype)
+
+    @parameterized.named_parameters(
+        ("bfloat16_3", tf.bfloat16, 3, 1, True),
+        ("float16_4", tf.float16, 4, 1, True),
+        ("float32_3", tf.float32, 3, 1, False),  # cuDNN's float32 engines were no faster padded
+        ("bfloat16_8", tf.bfloat16, 8, 1, False),
+        ("bfloat16_grouped", tf.bfloat16, 4, 2, False),
+    )
+    def test_few_half_precision_input_channels_are_padded_to_8(self, dtype, channels, groups,
+                                                              padded):
+        x = tf.ones((2, 9, 9, channels), dtype)
+        f = tf.ones((3, 3, channels // groups, 4), dtype)
+
+        @tf.function(jit_compile=True)
+        def fn(x, f):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf_ucudnn.conv2d(x, f, 1, "SAME")
+            return [y] + tape.gradient(y, [x, f])
+
+        with tf.device(_device()):
+            hlo = _hlo_of(fn, x, f)
+            y, dx, df = fn(x, f)
+        # Zeros padded onto the input and the filter, the gradients sliced back.
+        pads = re.findall(r"= \w+\[([0-9,]+)\]\S* pad\(", hlo)
+        if padded:
+            self.assertIn("2,9,9,8", pads, hlo)  # forward's, and backward-filter's input
+            self.assertIn("3,3,8,4", pads, hlo)  # forward's and backward-data's filter
+            self.assertIn("opt-barrier(", hlo)  # backward-filter pads its input with dy
+            self.assertRegex(hlo, r"\[2,9,9,%d\][^\n]* slice\(" % channels)
+            self.assertRegex(hlo, r"\[3,3,%d,4\][^\n]* slice\(" % channels)
+        else:
+            self.assertEmpty(pads, hlo)
+        self.assertEqual(dx.shape, x.shape)
+        self.assertEqual(df.shape, f.shape)
+
+    def test_pad_channels_off_keeps_the_channels(self):
+        result = _child_result(self, """
+            import json, tensorflow as tf, tf_ucudnn
+            @tf.function(jit_compile=True)
+            def fn(x, f):
+                return tf_ucudnn.conv2d(x, f, 1, "SAME")
+            x, f = tf.ones((2, 6, 6, 3), tf.bfloat16), tf.ones((3, 3, 3, 4), tf.bfloat16)
+            dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
+            with tf.device(dev):
+                hlo = fn.experimental_get_compiler_ir(x, f)(stage="hlo")
+            print("RESULT " + json.dumps(dict(pad=" pad(" in hlo)))
+        """, UCUDNN_XLA_PAD_CHANNELS="off")
+        self.assertFalse(result["pad"])
 
     @parameterized.named_parameters(*[(f"{c[0]}_{fmt}", c, fmt) for c in CASES
                                       for fmt in ("NHWC", "NCHW")
@@ -186,6 +242,7 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     @parameterized.named_parameters(
         ("batch_size_policy", "UCUDNN_BATCH_SIZE_POLICY", "halves"),
         ("xla_workspace", "UCUDNN_XLA_WORKSPACE", "arena"),
+        ("xla_pad_channels", "UCUDNN_XLA_PAD_CHANNELS", "8"),
     )
     def test_bad_knob_from_the_environment_is_an_invalid_argument_when_compiled(self, name,
                                                                                value):

@@ -16,6 +16,12 @@ const char* XlaConvTarget(ucudnn::Pass pass) {
   return "";
 }
 
+int64_t XlaPaddedInChannels(const ucudnn::ConvParams& p) {
+  constexpr int64_t kChannels = 8;  // 16 bytes of half-precision values
+  const bool half = p.dtype == ucudnn::DType::kHalf || p.dtype == ucudnn::DType::kBFloat16;
+  return half && p.groups == 1 && p.in_channels < kChannels ? kChannels : p.in_channels;
+}
+
 std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
   std::ostringstream s;
   s << "{" << kAttrConv << " = array<i64: ";

@@ -45,6 +45,18 @@ inline constexpr char kAttrGraphLayouts[] = "graph_layouts";  // enum value
 inline constexpr char kAttrAllowTf32[] = "allow_tf32";  // 0 or 1
 inline constexpr char kAttrDeterministic[] = "deterministic";  // 0 or 1
 
+// The input channels (C) the custom call of `params` runs with: C, or 8 where
+// a half-precision (float16, bfloat16) convolution without groups has C < 8
+// (an image's 1 to 4 channels, e.g. the 7x7 stem of ResNet-50). The tf2xla
+// kernel pads the input (and the filter's input channels) with zeros in XLA's
+// buffers and slices a gradient back to C, as XLA pads its own float16
+// convolutions for tensor cores (cudnn_pad_for_convolutions). cuDNN would
+// otherwise pad inside the workspace: with C = 3, no fast bfloat16 engine fits
+// 64 MiB at N = 128, and the stem ran in 32 micro-batches of 4 (H200;
+// docs/benchmarks.md section 5). Results are unchanged: the added channels are
+// zeros in both operands.
+int64_t XlaPaddedInChannels(const ucudnn::ConvParams& params);
+
 // The custom call's backend config: an MLIR dictionary of i64 attributes
 // (and graph_prune_factor, f64),
 // e.g. "{conv = array<i64: 8, 3, ...>, workspace_limit = 67108864 : i64, ...}".

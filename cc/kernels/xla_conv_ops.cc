@@ -11,6 +11,9 @@
 // the convolution's kernel where the engine takes one), an add on the CPU.
 // With UCUDNN_XLA_WORKSPACE=buffer the call has a second result, its
 // workspace, which XLA's buffer assignment places.
+// A half-precision convolution with few input channels runs on channels
+// padded with zeros (XlaPaddedInChannels; UCUDNN_XLA_PAD_CHANNELS=off keeps
+// them), on the CPU too, so that CI runs the padding and the slicing back.
 #include <string>
 #include <vector>
 
@@ -49,6 +52,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     // Read on the CPU too, so that a bad value is the same compile-time error
     // wherever the function is compiled.
     OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
+    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());
@@ -94,11 +98,38 @@ class UcudnnXlaConvOp : public XlaOpKernel {
                                                result.dim_sizes()));
       return;
     }
-    if (kGpu) {
-      CompileCustomCall(ctx, params, input_shape, filter_shape, output_shape);
-    } else {
-      CompileXlaConv(ctx, input_shape, filter_shape);
+    Operands ops;
+    switch (kPass) {
+      case Pass::kForward:
+        ops.input = ctx->Input(0);
+        ops.filter = ctx->Input(1);
+        if (kBias) ops.bias = ctx->Input(2);
+        break;
+      case Pass::kBackwardData:
+        ops.filter = ctx->Input(1);
+        ops.out_backprop = ctx->Input(2);
+        break;
+      case Pass::kBackwardFilter:
+        ops.input = ctx->Input(0);
+        ops.out_backprop = ctx->Input(2);
+        break;
     }
+    const int64_t channels = params.in_channels;
+    const int64_t padded = pad_channels_ ? XlaPaddedInChannels(params) : channels;
+    if (padded != channels) {
+      PadInChannels(ctx->builder(), padded, &params, &ops, &input_shape, &filter_shape);
+    }
+    absl::StatusOr<xla::XlaOp> out =
+        kGpu ? CompileCustomCall(ctx, params, ops, input_shape, filter_shape, output_shape)
+             : CompileXlaConv(ctx, ops, input_shape, filter_shape);
+    OP_REQUIRES_OK(ctx, out.status());
+    if (padded != channels && kPass != Pass::kForward) {
+      // The gradient of the padded channels is dropped.
+      const int64_t dim = kPass == Pass::kBackwardData ? ChannelDimension(params.layout)
+                                                       : kFilterInDim;
+      out = xla::SliceInDim(*out, 0, channels, 1, dim);
+    }
+    ctx->SetOutput(0, *out);
   }
 
  private:
@@ -107,9 +138,56 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
   // inside a fusion (the filter gradient, e.g., inside the weight update), and
   // the engine runs without a transform of its own.
-  void CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
-                         const TensorShape& input_shape, const TensorShape& filter_shape,
-                         const TensorShape& output_shape) {
+  // The pass's operands: input (forward, backward-filter), filter (forward,
+  // backward-data), out_backprop (the gradients), bias (Conv2DWithBias).
+  struct Operands {
+    xla::XlaOp input, filter, out_backprop, bias;
+  };
+  static constexpr int64_t kFilterInDim = 2;  // HWIO's I
+
+  // Input channels C -> `padded`, zeros in the input and in the filter's input
+  // channels (XlaPaddedInChannels). backward-filter pads its input behind an
+  // optimization barrier with out_backprop, so that the padded copy is made
+  // when the gradient is, not kept from the forward pass to it (XLA would
+  // otherwise share one pad of the input between the passes).
+  static void PadInChannels(xla::XlaBuilder* b, int64_t padded, ConvParams* params,
+                            Operands* ops, TensorShape* input_shape, TensorShape* filter_shape) {
+    const int64_t extra = padded - params->in_channels;
+    const xla::PrimitiveType type = ToXlaType(params->dtype);
+    auto pad = [&](xla::XlaOp op, int64_t rank, int64_t dim) {
+      xla::PaddingConfig config;
+      for (int64_t i = 0; i < rank; ++i) {
+        config.add_dimensions()->set_edge_padding_high(i == dim ? extra : 0);
+      }
+      return xla::Pad(op, xla::Zero(b, type), config);
+    };
+    const int64_t channel_dim = ChannelDimension(params->layout);
+    if (kPass == Pass::kBackwardFilter) {
+      xla::XlaOp both = xla::OptimizationBarrier(xla::Tuple(b, {ops->input, ops->out_backprop}));
+      ops->input = xla::GetTupleElement(both, 0);
+      ops->out_backprop = xla::GetTupleElement(both, 1);
+    }
+    if (kPass != Pass::kBackwardData) ops->input = pad(ops->input, 4, channel_dim);
+    if (kPass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, 4, kFilterInDim);
+    input_shape->set_dim(channel_dim, padded);
+    filter_shape->set_dim(kFilterInDim, padded);
+    params->in_channels = padded;
+  }
+
+  static xla::PrimitiveType ToXlaType(ucudnn::DType dtype) {
+    switch (dtype) {
+      case ucudnn::DType::kHalf: return xla::F16;
+      case ucudnn::DType::kBFloat16: return xla::BF16;
+      case ucudnn::DType::kFloat: break;
+    }
+    return xla::F32;
+  }
+
+  absl::StatusOr<xla::XlaOp> CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
+                                               const Operands& ops,
+                                               const TensorShape& input_shape,
+                                               const TensorShape& filter_shape,
+                                               const TensorShape& output_shape) {
     auto shape_of = [this](const TensorShape& s) {
       return xla::ShapeUtil::MakeShapeWithDescendingLayout(type_, s.dim_sizes());
     };
@@ -125,21 +203,21 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     xla::Shape result;
     switch (kPass) {
       case Pass::kForward:  // a = input, b = filter [, bias] -> output
-        operands = {ctx->Input(0), ctx->Input(1)};
+        operands = {ops.input, ops.filter};
         operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
         if (kBias) {
-          operands.push_back(ctx->Input(2));
+          operands.push_back(ops.bias);
           operand_shapes.push_back(shape_of(ctx->InputShape(2)));
         }
         result = shape_of(output_shape);
         break;
       case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
-        operands = {ctx->Input(2), ctx->Input(1)};
+        operands = {ops.out_backprop, ops.filter};
         operand_shapes = {shape_of(output_shape), filter_shape_of(filter_shape)};
         result = shape_of(input_shape);
         break;
       case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
-        operands = {ctx->Input(0), ctx->Input(2)};
+        operands = {ops.input, ops.out_backprop};
         operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
         result = filter_shape_of(filter_shape);
         break;
@@ -173,35 +251,32 @@ class UcudnnXlaConvOp : public XlaOpKernel {
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
         xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    ctx->SetOutput(0, workspace_result ? xla::GetTupleElement(call, 0) : call);
+    return workspace_result ? xla::GetTupleElement(call, 0) : call;
   }
 
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
-  void CompileXlaConv(XlaOpKernelContext* ctx, const TensorShape& input_shape,
-                      const TensorShape& filter_shape) {
-    absl::StatusOr<xla::XlaOp> out;
+  absl::StatusOr<xla::XlaOp> CompileXlaConv(XlaOpKernelContext* ctx, const Operands& ops,
+                                            const TensorShape& input_shape,
+                                            const TensorShape& filter_shape) {
     switch (kPass) {
-      case Pass::kForward:
-        out = MakeXlaForwardConvOp(type_string(), ctx->Input(0), ctx->Input(1), xla_attrs_);
-        if (kBias && out.ok()) {
-          out = xla::Add(*out, ctx->Input(2), {ChannelDimension(attrs_.layout)});
-        }
-        break;
+      case Pass::kForward: {
+        absl::StatusOr<xla::XlaOp> out =
+            MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
+        if (kBias && out.ok()) out = xla::Add(*out, ops.bias, {ChannelDimension(attrs_.layout)});
+        return out;
+      }
       case Pass::kBackwardData: {
         xla::XlaOp input_sizes = ctx->Input(0);
-        out = MakeXlaBackpropInputConvOp(type_string(),
-                                         TensorShapeToXLAShape(type_, input_shape),
-                                         ctx->Input(1), ctx->Input(2), xla_attrs_, &input_sizes);
-        break;
+        return MakeXlaBackpropInputConvOp(type_string(),
+                                          TensorShapeToXLAShape(type_, input_shape), ops.filter,
+                                          ops.out_backprop, xla_attrs_, &input_sizes);
       }
       case Pass::kBackwardFilter:
-        out = MakeXlaBackpropFilterConvOp(type_string(), ctx->Input(0),
-                                          TensorShapeToXLAShape(type_, filter_shape),
-                                          ctx->Input(2), xla_attrs_);
-        break;
+        return MakeXlaBackpropFilterConvOp(type_string(), ops.input,
+                                           TensorShapeToXLAShape(type_, filter_shape),
+                                           ops.out_backprop, xla_attrs_);
     }
-    OP_REQUIRES_OK(ctx, out.status());
-    ctx->SetOutput(0, *out);
+    return absl::InternalError("unknown pass");
   }
 
   // The output's channel dimension: 3 in NHWC, 1 in NCHW.
@@ -211,6 +286,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
 
   ConvAttrs attrs_;
   ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
+  bool pad_channels_ = true;  // UCUDNN_XLA_PAD_CHANNELS
   DataType dtype_ = DT_FLOAT;
   xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
   ConvOpAttrs xla_attrs_;

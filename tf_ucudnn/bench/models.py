@@ -213,6 +213,8 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         result["from_database"] = sum(r["note"].endswith("benchmarks from the database")
                                       for r in tf_ucudnn.plans())
         result["kernels_planned"] = len([r for r in tf_ucudnn.plans() if "GPU" in r["device"]])
+        if profile_dir:  # for benchmarks/xla_profile.py's plan table
+            result["plans"] = [dict(r) for r in tf_ucudnn.plans()]
     if mode == "rewrite-wd":
         reports = tf_ucudnn.division.division_reports()
         result["division"] = [dict(kernels=len(r.kernels), workspace_bytes=r.workspace_bytes,

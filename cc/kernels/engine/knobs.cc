@@ -20,6 +20,7 @@ constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth
                                                     {"transposed", GraphLayouts::kTransposed}};
 constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"scratch", XlaWorkspace::kScratch},
                                                      {"buffer", XlaWorkspace::kBuffer}};
+constexpr Name<bool> kXlaPadChannelsNames[] = {{"on", true}, {"off", false}};
 
 // The variable's value, or nullptr when unset or empty (the default applies).
 const char* Env(const char* name) {
@@ -73,6 +74,10 @@ bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where) {
   return ParseName(kXlaWorkspaceNames, text, where);
 }
 
+bool ParseXlaPadChannels(const std::string& text, bool* pad) {
+  return ParseName(kXlaPadChannelsNames, text, pad);
+}
+
 namespace {
 Status Bad(const char* name, const char* rule, const char* value) {
   return Status::InvalidArgument(std::string(name) + " must be " + rule + " '" + value + "'");
@@ -109,6 +114,15 @@ Status ReadXlaWorkspace(XlaWorkspace* where) {
   const char* env = Env("UCUDNN_XLA_WORKSPACE");
   if (env != nullptr && !ParseXlaWorkspace(env, where)) {
     return Bad("UCUDNN_XLA_WORKSPACE", "one of scratch, buffer; got", env);
+  }
+  return Status();
+}
+
+Status ReadXlaPadChannels(bool* pad) {
+  *pad = true;
+  const char* env = Env("UCUDNN_XLA_PAD_CHANNELS");
+  if (env != nullptr && !ParseXlaPadChannels(env, pad)) {
+    return Bad("UCUDNN_XLA_PAD_CHANNELS", "one of on, off; got", env);
   }
   return Status();
 }

@@ -103,6 +103,15 @@ bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where);
 // Reads and validates UCUDNN_XLA_WORKSPACE (unset or empty: kScratch).
 Status ReadXlaWorkspace(XlaWorkspace* where);
 
+// Whether XLA custom calls of half-precision convolutions with few input
+// channels run on channels padded with zeros (UCUDNN_XLA_PAD_CHANNELS: "on",
+// the default, or "off"), read by the tf2xla kernel when the function is
+// compiled; which convolutions: XlaPaddedInChannels (xla_conv_config.h).
+// Parses "on" | "off"; false on anything else.
+bool ParseXlaPadChannels(const std::string& text, bool* pad);
+// Reads and validates UCUDNN_XLA_PAD_CHANNELS (unset or empty: on).
+Status ReadXlaPadChannels(bool* pad);
+
 // The environment's defaults of op attributes, read (when a kernel is
 // created) only where an op leaves the attribute to them, so that a bad value
 // fails only the ops that use it. Unset or empty: the default.

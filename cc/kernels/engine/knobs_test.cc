@@ -87,6 +87,16 @@ int main() {
         "a bad UCUDNN_XLA_WORKSPACE names the variable, the values and the value found");
   unsetenv("UCUDNN_XLA_WORKSPACE");
   Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kScratch, "unset: scratch");
+  bool pad = false;
+  Check(ReadXlaPadChannels(&pad).ok() && pad, "UCUDNN_XLA_PAD_CHANNELS unset: on");
+  setenv("UCUDNN_XLA_PAD_CHANNELS", "off", 1);
+  Check(ReadXlaPadChannels(&pad).ok() && !pad, "ReadXlaPadChannels reads off");
+  setenv("UCUDNN_XLA_PAD_CHANNELS", "8", 1);
+  const Status bad_pad = ReadXlaPadChannels(&pad);
+  Check(!bad_pad.ok() &&
+            bad_pad.message() == "UCUDNN_XLA_PAD_CHANNELS must be one of on, off; got '8'",
+        "a bad UCUDNN_XLA_PAD_CHANNELS names the variable, the values and the value found");
+  unsetenv("UCUDNN_XLA_PAD_CHANNELS");
   int64_t limit = 0;
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");
