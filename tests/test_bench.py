@@ -327,3 +327,32 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
     assert rows[1]["runs"] == 1 and rows[1]["first_step_s"] == 1.0
     with pytest.raises(ValueError, match="runs must be at least 1"):
         bench_models.run_models(["vgg16"], [], [], runs=0)
+
+
+class ProfileKindsTest(tf.test.TestCase):
+    """benchmarks/xla_profile.py's kernel kinds, from names seen in H200 traces."""
+
+    def test_kernel_names_read_as_their_kind(self):
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "benchmarks", "xla_profile.py")
+        spec = importlib.util.spec_from_file_location("xla_profile", path)
+        xla_profile = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(xla_profile)
+        kinds = {
+            # XLA's fusions, "convert" in the name included (once read as a convolution).
+            "input_convert_reduce_fusion_39": "XLA fusion",
+            "loop_select_fusion_1": "XLA fusion",
+            "input_scatter_fusion": "XLA fusion",
+            "sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc":
+                "convolution",
+            "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT": "convolution",
+            "_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolution":
+                "convolution",
+            "void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, true>":
+                "layout transform",
+            "void cudnn::ops::nhwcToNchwKernel<float>": "layout transform",
+            "MemcpyD2D": "copy / set",
+            "Memset 3": "copy / set",
+        }
+        self.assertEqual({name: xla_profile.kind_of(name) for name in kinds}, kinds)
