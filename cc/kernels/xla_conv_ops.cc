@@ -133,11 +133,6 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   }
 
  private:
-  // GPU: a typed-FFI custom call; activations in TF's layouts (row-major
-  // NHWC/NCHW), the filter's HWIO dimensions laid out as cuDNN takes them
-  // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
-  // inside a fusion (the filter gradient, e.g., inside the weight update), and
-  // the engine runs without a transform of its own.
   // The pass's operands: input (forward, backward-filter), filter (forward,
   // backward-data), out_backprop (the gradients), bias (Conv2DWithBias).
   struct Operands {
@@ -150,16 +145,15 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   // optimization barrier with out_backprop, so that the padded copy is made
   // when the gradient is, not kept from the forward pass to it (XLA would
   // otherwise share one pad of the input between the passes).
-  static void PadInChannels(xla::XlaBuilder* b, int64_t padded, ConvParams* params,
-                            Operands* ops, TensorShape* input_shape, TensorShape* filter_shape) {
+  void PadInChannels(xla::XlaBuilder* b, int64_t padded, ConvParams* params, Operands* ops,
+                     TensorShape* input_shape, TensorShape* filter_shape) const {
     const int64_t extra = padded - params->in_channels;
-    const xla::PrimitiveType type = ToXlaType(params->dtype);
-    auto pad = [&](xla::XlaOp op, int64_t rank, int64_t dim) {
+    auto pad = [&](xla::XlaOp op, int64_t dim) {  // a 4-D operand
       xla::PaddingConfig config;
-      for (int64_t i = 0; i < rank; ++i) {
+      for (int64_t i = 0; i < 4; ++i) {
         config.add_dimensions()->set_edge_padding_high(i == dim ? extra : 0);
       }
-      return xla::Pad(op, xla::Zero(b, type), config);
+      return xla::Pad(op, xla::Zero(b, type_), config);
     };
     const int64_t channel_dim = ChannelDimension(params->layout);
     if (kPass == Pass::kBackwardFilter) {
@@ -167,22 +161,18 @@ class UcudnnXlaConvOp : public XlaOpKernel {
       ops->input = xla::GetTupleElement(both, 0);
       ops->out_backprop = xla::GetTupleElement(both, 1);
     }
-    if (kPass != Pass::kBackwardData) ops->input = pad(ops->input, 4, channel_dim);
-    if (kPass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, 4, kFilterInDim);
+    if (kPass != Pass::kBackwardData) ops->input = pad(ops->input, channel_dim);
+    if (kPass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, kFilterInDim);
     input_shape->set_dim(channel_dim, padded);
     filter_shape->set_dim(kFilterInDim, padded);
     params->in_channels = padded;
   }
 
-  static xla::PrimitiveType ToXlaType(ucudnn::DType dtype) {
-    switch (dtype) {
-      case ucudnn::DType::kHalf: return xla::F16;
-      case ucudnn::DType::kBFloat16: return xla::BF16;
-      case ucudnn::DType::kFloat: break;
-    }
-    return xla::F32;
-  }
-
+  // GPU: a typed-FFI custom call; activations in TF's layouts (row-major
+  // NHWC/NCHW), the filter's HWIO dimensions laid out as cuDNN takes them
+  // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
+  // inside a fusion (the filter gradient, e.g., inside the weight update), and
+  // the engine runs without a transform of its own.
   absl::StatusOr<xla::XlaOp> CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
                                                const Operands& ops,
                                                const TensorShape& input_shape,
