@@ -146,8 +146,11 @@ case "$1" in
       grep -o "eng[0-9]*{[^}]*}\|engineId[^,]*\|engine_id[^,]*" /tmp/cudnn.log | sort | uniq -c | sort -rn | head
     done 2>&1 | tee "$OUT/stock_engine${3:+_$3}.log" ;;
   pass_times)  # one layer's passes, stock TF (TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64) against tf_ucudnn
-                # at 64 MiB, in one process: TAG [pass_times.py's options]
-    TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64 timeout 200 python3 benchmarks/pass_times.py "${@:3}" 2>&1 \
+                # at 64 MiB, in one process: TAG [pass_times.py's options]. Every CUDA module
+                # loaded at start, as in deepbench_eager: with lazy loading stock TF's autotuner
+                # can time its candidates' module-loading first runs (benchmarks.md §2)
+    CUDA_MODULE_LOADING=EAGER TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64 timeout 200 \
+      python3 benchmarks/pass_times.py "${@:3}" 2>&1 \
       | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/pass_times_$2.log" ;;
   speakerid)  # target 1's last miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
               # candidate as timed at each size (no pruning), then the layer against stock TF
