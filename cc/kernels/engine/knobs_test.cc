@@ -1,4 +1,4 @@
-// Knob checks (UCUDNN_ENGINES, UCUDNN_GRAPH_*, UCUDNN_BENCHMARK_DEVICES) that
+// Knob checks (UCUDNN_ENGINES, UCUDNN_GRAPH_*, UCUDNN_XLA_*, UCUDNN_BENCHMARK_DEVICES) that
 // build and run with no TensorFlow and no GPU:
 //   bazel build //cc/kernels/engine:knobs_test && ./bazel-bin/cc/kernels/engine/knobs_test
 #include <cstdint>
@@ -12,6 +12,22 @@
 #include "cc/kernels/engine/test_checks.h"
 
 using ucudnn_test::Check;
+
+namespace {
+
+// Sets `name` to the bad `value`, checks that `read` refuses it with
+// `message` (the variable, the values allowed and the value found), and
+// unsets it again.
+template <typename Read>
+void CheckRefused(const char* name, const char* value, Read read, const std::string& message) {
+  setenv(name, value, 1);
+  const ucudnn::Status status = read();
+  const std::string what = std::string("a bad ") + name + " is refused with: " + message;
+  Check(!status.ok() && status.message() == message, what.c_str());
+  unsetenv(name);
+}
+
+}  // namespace
 
 int main() {
   using namespace ucudnn;
@@ -80,23 +96,15 @@ int main() {
   setenv("UCUDNN_XLA_WORKSPACE", "buffer", 1);
   Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kBuffer,
         "ReadXlaWorkspace reads UCUDNN_XLA_WORKSPACE");
-  setenv("UCUDNN_XLA_WORKSPACE", "arena", 1);
-  const Status bad_where = ReadXlaWorkspace(&where);
-  Check(!bad_where.ok() &&
-            bad_where.message() == "UCUDNN_XLA_WORKSPACE must be one of scratch, buffer; got 'arena'",
-        "a bad UCUDNN_XLA_WORKSPACE names the variable, the values and the value found");
-  unsetenv("UCUDNN_XLA_WORKSPACE");
+  CheckRefused("UCUDNN_XLA_WORKSPACE", "arena", [&] { return ReadXlaWorkspace(&where); },
+               "UCUDNN_XLA_WORKSPACE must be one of scratch, buffer; got 'arena'");
   Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kScratch, "unset: scratch");
   bool pad = false;
   Check(ReadXlaPadChannels(&pad).ok() && pad, "UCUDNN_XLA_PAD_CHANNELS unset: on");
   setenv("UCUDNN_XLA_PAD_CHANNELS", "off", 1);
   Check(ReadXlaPadChannels(&pad).ok() && !pad, "ReadXlaPadChannels reads off");
-  setenv("UCUDNN_XLA_PAD_CHANNELS", "8", 1);
-  const Status bad_pad = ReadXlaPadChannels(&pad);
-  Check(!bad_pad.ok() &&
-            bad_pad.message() == "UCUDNN_XLA_PAD_CHANNELS must be one of on, off; got '8'",
-        "a bad UCUDNN_XLA_PAD_CHANNELS names the variable, the values and the value found");
-  unsetenv("UCUDNN_XLA_PAD_CHANNELS");
+  CheckRefused("UCUDNN_XLA_PAD_CHANNELS", "8", [&] { return ReadXlaPadChannels(&pad); },
+               "UCUDNN_XLA_PAD_CHANNELS must be one of on, off; got '8'");
   int64_t limit = 0;
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");
