@@ -79,79 +79,60 @@ bool ParseXlaPadChannels(const std::string& text, bool* pad) {
 }
 
 namespace {
-Status Bad(const char* name, const char* rule, const char* value) {
-  return Status::InvalidArgument(std::string(name) + " must be " + rule + " '" + value + "'");
+
+// Reads variable `name` into *out with `parse` (unset or empty: *out is left,
+// the caller's default); a value `parse` refuses is an InvalidArgument
+// "<name> must be <rule> '<value>'".
+template <typename T, typename Parse>
+Status ReadKnob(const char* name, const char* rule, Parse parse, T* out) {
+  const char* env = Env(name);
+  if (env != nullptr && !parse(env, out)) {
+    return Status::InvalidArgument(std::string(name) + " must be " + rule + " '" + env + "'");
+  }
+  return Status();
 }
+
 }  // namespace
 
 Status ReadEngineKnobs(EngineKnobs* knobs) {
   *knobs = EngineKnobs();
-  if (const char* env = Env("UCUDNN_ENGINES")) {
-    if (!ParseEngineSet(env, &knobs->engines)) {
-      return Bad("UCUDNN_ENGINES", "one of auto, all, legacy, graph; got", env);
-    }
-  }
-  if (const char* env = Env("UCUDNN_GRAPH_PRUNE_FACTOR")) {
-    if (!ParseGraphPruneFactor(env, &knobs->graph.prune_factor)) {
-      return Bad("UCUDNN_GRAPH_PRUNE_FACTOR", "0 (never prune) or a number >= 1; got", env);
-    }
-  }
-  if (const char* env = Env("UCUDNN_GRAPH_SEARCH")) {
-    if (!ParseGraphSearch(env, &knobs->graph.exhaustive)) {
-      return Bad("UCUDNN_GRAPH_SEARCH", "one of default, exhaustive; got", env);
-    }
-  }
-  if (const char* env = Env("UCUDNN_GRAPH_LAYOUTS")) {
-    if (!ParseGraphLayouts(env, &knobs->graph.layouts)) {
-      return Bad("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got", env);
-    }
-  }
-  return Status();
+  UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_ENGINES", "one of auto, all, legacy, graph; got",
+                                  ParseEngineSet, &knobs->engines));
+  UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_PRUNE_FACTOR",
+                                  "0 (never prune) or a number >= 1; got", ParseGraphPruneFactor,
+                                  &knobs->graph.prune_factor));
+  UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_SEARCH", "one of default, exhaustive; got",
+                                  ParseGraphSearch, &knobs->graph.exhaustive));
+  return ReadKnob("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got",
+                  ParseGraphLayouts, &knobs->graph.layouts);
 }
 
 Status ReadXlaWorkspace(XlaWorkspace* where) {
   *where = XlaWorkspace::kScratch;
-  const char* env = Env("UCUDNN_XLA_WORKSPACE");
-  if (env != nullptr && !ParseXlaWorkspace(env, where)) {
-    return Bad("UCUDNN_XLA_WORKSPACE", "one of scratch, buffer; got", env);
-  }
-  return Status();
+  return ReadKnob("UCUDNN_XLA_WORKSPACE", "one of scratch, buffer; got", ParseXlaWorkspace, where);
 }
 
 Status ReadXlaPadChannels(bool* pad) {
   *pad = true;
-  const char* env = Env("UCUDNN_XLA_PAD_CHANNELS");
-  if (env != nullptr && !ParseXlaPadChannels(env, pad)) {
-    return Bad("UCUDNN_XLA_PAD_CHANNELS", "one of on, off; got", env);
-  }
-  return Status();
+  return ReadKnob("UCUDNN_XLA_PAD_CHANNELS", "one of on, off; got", ParseXlaPadChannels, pad);
 }
 
 Status ReadDefaultWorkspaceLimit(int64_t* bytes) {
   *bytes = kDefaultWorkspaceLimit;
-  const char* env = Env("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
-  if (env != nullptr && !ParseBytes(env, bytes)) {
-    return Bad("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "a non-negative number of bytes, got", env);
-  }
-  return Status();
+  return ReadKnob("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "a non-negative number of bytes, got",
+                  ParseBytes, bytes);
 }
 
 Status ReadTotalWorkspaceSize(int64_t* bytes) {
   *bytes = 0;
-  const char* env = Env("UCUDNN_TOTAL_WORKSPACE_SIZE");
-  if (env != nullptr && !ParseBytes(env, bytes)) {
-    return Bad("UCUDNN_TOTAL_WORKSPACE_SIZE", "a non-negative number of bytes, got", env);
-  }
-  return Status();
+  return ReadKnob("UCUDNN_TOTAL_WORKSPACE_SIZE", "a non-negative number of bytes, got",
+                  ParseBytes, bytes);
 }
 
 Status ReadBatchSizePolicy(BatchSizePolicy* policy) {
   *policy = BatchSizePolicy::kPowerOfTwo;
-  const char* env = Env("UCUDNN_BATCH_SIZE_POLICY");
-  if (env != nullptr && !ParseBatchSizePolicy(env, policy)) {
-    return Bad("UCUDNN_BATCH_SIZE_POLICY", "one of undivided, powerOfTwo, all; got", env);
-  }
-  return Status();
+  return ReadKnob("UCUDNN_BATCH_SIZE_POLICY", "one of undivided, powerOfTwo, all; got",
+                  ParseBatchSizePolicy, policy);
 }
 
 bool DebugOutput() {
