@@ -17,7 +17,8 @@ runs that rule would have skipped.
 
 Where the log has them (" host: ..." after each kernel's cost line), the
 host side of "heuristics and plans" summed by step: operation graphs,
-heuristics mode A queries, fallback lists, and the plan builds' engine
+heuristics mode A queries (and, in newer logs, the part of them spent fetching
+and reading configs), fallback lists, and the plan builds' engine
 configs and execution plans.
 
 Last, a replay of a rule that was built, measured and reverted: time the
@@ -49,8 +50,8 @@ TRIAL_NAME = re.compile(r"^  (eng\S+) \(workspace")
 BATCH = re.compile(r" N=(\d+) ")
 PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+ .*): (\d+x\d+.*)$")
 KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
-HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s, "
-                  r"fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
+HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s"
+                  r"(?: \(configs fetched ([\d.]+) s\))?, fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
                   r"plans ([\d.]+) s")
 
 
@@ -79,7 +80,9 @@ def read_log(path):
                 events.append(("kernel", m, int(batch.group(1)) if batch else 0,
                                KERNEL.search(line).group(1)))
             elif HOST.match(line):
-                events.append(("host", tuple(float(v) for v in HOST.match(line).groups())))
+                # Logs before the split of mode A's time have no "configs fetched".
+                events.append(("host", tuple(-1.0 if v is None else float(v)
+                                             for v in HOST.match(line).groups())))
             elif SIZE.match(line):
                 events.append(("size", int(SIZE.match(line).group(1))))
             elif LISTED_SIZE.match(line):
@@ -230,12 +233,15 @@ def main(path):
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
-    host = [sum(column) for column in zip(*(e[1] for e in events if e[0] == "host"))]
+    hosts = [e[1] for e in events if e[0] == "host"]
+    host = [sum(column) for column in zip(*hosts)]
     if host:
+        fetched = ("" if any(h[4] < 0 for h in hosts)
+                   else f" (configs fetched {host[4]:.3f} s)")
         print(f"\nhost side of heuristics and plans: {int(host[0])} op graphs {host[1]:.3f} s, "
-              f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s, fallback lists "
-              f"{host[4]:.3f} s; {int(host[5])} plan builds: engine configs {host[6]:.3f} s, "
-              f"execution plans {host[7]:.3f} s")
+              f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s{fetched}, fallback "
+              f"lists {host[5]:.3f} s; {int(host[6])} plan builds: engine configs "
+              f"{host[7]:.3f} s, execution plans {host[8]:.3f} s")
     if engines:
         print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
         for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:

@@ -507,3 +507,39 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertEqual(second["notes"], ["benchmarks from the database"] * 3, second)
         self.assertLessEqual(second["err"], 1e-5)
         self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 3)
+
+    def test_workspace_division_kernel_takes_no_seed_without_its_small_sizes(self):
+        # A kernel planned for itself skips the micro-batches below 8 where its
+        # limit does not bind; the database's key has no Workspace Division
+        # total, so its record matches a Workspace Division kernel of the same
+        # limit, whose Pareto front needs those sizes. That kernel benchmarks.
+        path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
+        limit = 64 << 20
+        child = textwrap.dedent(f"""
+            import json, os, numpy as np, tensorflow as tf, tf_ucudnn
+            from tf_ucudnn import _engine
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+            rng = np.random.default_rng(0)
+            x = tf.constant(rng.standard_normal((64, 28, 28, 64)), tf.float32)
+            w = tf.constant(rng.standard_normal((3, 3, 64, 96)), tf.float32)
+            divided = "UCUDNN_TOTAL_WORKSPACE_SIZE" in os.environ
+            with tf.device("/GPU:0"):
+                y = tf_ucudnn.conv2d(x, w, 1, "SAME",
+                                     workspace_limit=None if divided else {limit})
+            err = float(tf.norm(y - tf.nn.conv2d(x, w, 1, "SAME")) / tf.norm(y))
+            k, = [k for k in _engine.kernels() if k["pass"] == "forward"]
+            print(json.dumps(dict(total=k["total_workspace"], seeded=k["seeded"], err=err,
+                                  sizes=sorted({{row["size"] for row in k["table"]}}))))
+        """)
+        results = []
+        for env in ({}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": str(limit)}):
+            done = run_python(child, UCUDNN_DATABASE=path, TF_CPP_MIN_LOG_LEVEL="2", **env)
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        alone, divided = results
+        self.assertEqual(alone["total"], 0, alone)
+        self.assertNotIn(1, alone["sizes"], f"the limit should not bind here: {alone}")
+        self.assertEqual(divided["total"], limit, divided)
+        self.assertFalse(divided["seeded"], divided)
+        self.assertContainsSubset([1, 2, 4, 8, 16, 32, 64], divided["sizes"], divided)
+        self.assertLessEqual(divided["err"], 1e-5)

@@ -271,11 +271,13 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     std::fprintf(stderr,
                  "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
                  "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n"
-                 " host: %d op graphs %.3f s, %d heuristics queries %.3f s, fallback lists "
-                 "%.3f s, %d plan builds: engine configs %.3f s, plans %.3f s\n%s",
+                 " host: %d op graphs %.3f s, %d heuristics queries %.3f s (configs fetched "
+                 "%.3f s), fallback lists %.3f s, %d plan builds: engine configs %.3f s, plans "
+                 "%.3f s\n%s",
                  PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
                  runs, runs_s, pruned.size(), host.op_graphs, host.op_graphs_s, host.queries,
-                 host.heuristics_s, host.fallback_s, host.builds, host.engine_configs_s,
+                 host.heuristics_s, host.heuristics_configs_s, host.fallback_s, host.builds,
+                 host.engine_configs_s,
                  host.plans_s, log.c_str());
   }
   // Back to the allocator while the handle is still held: kernels benchmark one

@@ -35,6 +35,11 @@ constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidCon
 // variants, and its tail is rarely fastest. Counted after numerics filtering.
 constexpr size_t kModeAConfigs = 8;
 constexpr size_t kFallbackConfigs = 4;
+// Mode A's configs are fetched this many first: fetching makes and fills a
+// backend descriptor per config, and the candidates are the first
+// kModeAConfigs allowed ones. The rest are fetched only when the prefix holds
+// fewer allowed configs, so the candidates are the same either way.
+constexpr int64_t kModeAPrefix = 16;
 
 // Internal unless a frontend object was built.
 template <typename T>
@@ -366,16 +371,16 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
     add(std::move(c));
     return true;
   };
-  // Takes up to `cap` allowed configs of a heuristics list, in its order.
-  auto take = [&](fe::EngineConfigList& configs, size_t cap) {
-    size_t taken = 0;
-    for (fe::ManagedOpaqueDescriptor& config : configs) {
-      if (taken == cap) break;
+  // Takes allowed configs of a heuristics list from index `from` on, in its
+  // order, until `*taken` reaches `cap`.
+  auto take = [&](fe::EngineConfigList& configs, size_t from, size_t cap, size_t* taken) {
+    for (size_t i = from; i < configs.size() && *taken < cap; ++i) {
+      fe::ManagedOpaqueDescriptor& config = configs[i];
       if (config == nullptr || config->get_status() != CUDNN_STATUS_SUCCESS) continue;
       GraphEngine e;
       const cudnnBackendDescriptor_t desc = config->get_backend_descriptor();
       if (!ReadEngineConfig(desc, &e).ok()) continue;
-      if (consider(std::move(e), desc)) ++taken;
+      if (consider(std::move(e), desc)) ++*taken;
     }
   };
   // Exhaustive: every config of both lists, as TF's autotuner takes them.
@@ -383,12 +388,28 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
       fe::EngineHeuristicsBuilder().setOperationGraph(*graph).setHeurMode(CUDNN_HEUR_MODE_A).build();
   if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
     const int64_t count = heuristics.getEngineConfigCount();
-    fe::EngineConfigList& configs = heuristics.getEngineConfig(count);
-    if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
-      take(configs, exhaustive ? configs.size() : kModeAConfigs);
+    const double query_s = watch.Lap();
+    if (costs != nullptr) costs->heuristics_s += query_s;
+    const size_t cap = exhaustive ? static_cast<size_t>(std::max<int64_t>(count, 0)) : kModeAConfigs;
+    size_t taken = 0;
+    const int64_t prefix = exhaustive ? count : std::min(count, kModeAPrefix);
+    if (prefix > 0) {
+      // The frontend refills its list on a second fetch: the prefix's
+      // descriptors come back first, in the same order.
+      fe::EngineConfigList* configs = &heuristics.getEngineConfig(prefix);
+      if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) take(*configs, 0, cap, &taken);
+      if (taken < cap && prefix < count && heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
+        const size_t fetched = configs->size();
+        configs = &heuristics.getEngineConfig(count);
+        if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) take(*configs, fetched, cap, &taken);
+      }
     }
   }
-  if (costs != nullptr) costs->heuristics_s += watch.Lap();
+  if (costs != nullptr) {
+    const double configs_s = watch.Lap();
+    costs->heuristics_s += configs_s;
+    costs->heuristics_configs_s += configs_s;
+  }
   // The fallback list, queried once per kind of convolution (see
   // FallbackEngines): its allowed configs in order.
   if (!fallback->listed) {

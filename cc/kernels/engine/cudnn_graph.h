@@ -81,7 +81,8 @@ struct GraphNumerics {
 // planning cost lines of UCUDNN_DEBUG_OUTPUT).
 struct GraphHostCosts {
   double op_graphs_s = 0;       // operation graphs finalized (ProposeGraphEngines and Make)
-  double heuristics_s = 0;      // heuristics mode A queries
+  double heuristics_s = 0;      // heuristics mode A queries (count and configs)
+  double heuristics_configs_s = 0;  // of which configs fetched and read (a prefix first)
   double fallback_s = 0;        // fallback lists
   double engine_configs_s = 0;  // engines and engine configs of plans (Make)
   double plans_s = 0;           // execution plans finalized (Make)

@@ -39,7 +39,8 @@ std::map<KernelKey, SeedEntry>& Seeds() {
 }
 
 // Seeds are benchmark tables: the same for any device and for a kernel
-// benchmarked within a per-kernel limit or the same total budget.
+// benchmarked within a per-kernel limit or the same total budget (but a
+// Workspace Division kernel takes only a table of every size: TableCoversSizes).
 KernelKey AnyDevice(KernelKey key) {
   key.device = -1;
   key.total_workspace = 0;
@@ -62,7 +63,11 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
     slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic,
                                          key.engines, key.graph);
     auto seed = Seeds().find(AnyDevice(key));
-    if (seed != Seeds().end()) slot->Seed(seed->second.table, seed->second.algos);
+    if (seed != Seeds().end() &&
+        (key.total_workspace == 0 || TableCoversSizes(seed->second.table, key.policy,
+                                                      params.batch, key.forced_micro_batch))) {
+      slot->Seed(seed->second.table, seed->second.algos);
+    }
     KernelList().emplace_back(key, slot);
   }
   return slot;
