@@ -228,7 +228,7 @@ case "$1" in
       "${3:-float32}" 2> "$OUT/planning_debug_$tag.log" | python3 -c "import json, sys
 for l in sys.stdin:
     if l.startswith('RESULT '):
-        r = json.loads(l[7:]); print(f\"$tag: first step {r['first_step_s']:.2f} s, step {r['step_ms']:.1f} ms\")" \
+        r = json.loads(l[7:]); print(f\"$tag: first step {r['first_step_s']:.2f} s (kernels planning {r['planning_s']:.2f} s), step {r['step_ms']:.1f} ms\")" \
       | tee "$OUT/planning_$tag.log"
     python3 benchmarks/planning_profile.py "$OUT/planning_debug_$tag.log" | tee -a "$OUT/planning_$tag.log" ;;
   step_profile)  # the same without XLA: stock TF at 8 GiB against the rewrite at 64 MiB
