@@ -1,5 +1,7 @@
 """The benchmark's CPU-side parts: layer sets, arguments, passes, figures, the no-GPU exit."""
 
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -7,9 +9,6 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import contextlib
-import io
 
 from tf_ucudnn import bench
 from tf_ucudnn.bench import figures as bench_figures, models as bench_models
@@ -329,18 +328,25 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
         bench_models.run_models(["vgg16"], [], [], runs=0)
 
 
+def _benchmark_script(test, name):
+    """benchmarks/NAME.py as a module, or skips `test` where the checkout's
+    benchmarks/ is not beside the tests (make wheel-test copies tests/ alone)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks", f"{name}.py")
+    if not os.path.exists(path):
+        test.skipTest("benchmarks/ is a checkout's, not beside these tests")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class ProfileKindsTest(tf.test.TestCase):
     """benchmarks/xla_profile.py's kernel kinds, from names seen in H200 traces."""
 
     def test_kernel_names_read_as_their_kind(self):
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "benchmarks", "xla_profile.py")
-        if not os.path.exists(path):  # make wheel-test copies tests/ alone
-            self.skipTest("benchmarks/ is a checkout's, not beside these tests")
-        spec = importlib.util.spec_from_file_location("xla_profile", path)
-        xla_profile = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(xla_profile)
+        xla_profile = _benchmark_script(self, "xla_profile")
         kinds = {
             # XLA's fusions, "convert" in the name included (once read as a convolution).
             "input_convert_reduce_fusion_39": "XLA fusion",
@@ -358,3 +364,34 @@ class ProfileKindsTest(tf.test.TestCase):
             "Memset 3": "copy / set",
         }
         self.assertEqual({name: xla_profile.kind_of(name) for name in kinds}, kinds)
+
+
+class PlanningProfileTest(tf.test.TestCase):
+    """benchmarks/planning_profile.py sums the host lines of old and new logs."""
+
+    def _summary(self, host_lines):
+        planning_profile = _benchmark_script(self, "planning_profile")
+        path = os.path.join(self.get_temp_dir(), "debug.log")
+        with open(path, "w") as f:
+            for i, host in enumerate(host_lines):
+                f.write(f"tf_ucudnn: benchmarked forward N=64 C={i + 1} H=8 W=8 K=8 NHWC float32 "
+                        f"at 4 sizes: legacy 0.010 s; graph: 5 candidates (heuristics and plans "
+                        f"0.020 s), 9 runs 0.030 s, 1 engines pruned\n{host}\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            planning_profile.main(path)
+        return [line for line in out.getvalue().splitlines() if line.startswith("host side")]
+
+    def test_configs_fetched_is_summed_where_every_line_has_it(self):
+        new = (" host: 4 op graphs 0.001 s, 4 heuristics queries 0.008 s (configs fetched "
+               "0.006 s), fallback lists 0.002 s, 3 plan builds: engine configs 0.004 s, plans "
+               "0.001 s")
+        old = (" host: 4 op graphs 0.001 s, 4 heuristics queries 0.010 s, fallback lists 0.002 s, "
+               "3 plan builds: engine configs 0.004 s, plans 0.001 s")
+        both_new, = self._summary([new, new])
+        self.assertIn("8 heuristics queries: mode A 0.016 s (configs fetched 0.012 s), "
+                      "fallback lists 0.004 s; 6 plan builds: engine configs 0.008 s, "
+                      "execution plans 0.002 s", both_new)
+        mixed, = self._summary([old, new])
+        self.assertIn("mode A 0.018 s, fallback lists 0.004 s", mixed)
+        self.assertNotIn("configs fetched", mixed)
