@@ -34,7 +34,7 @@ kernels stopped at the whole batch (the replay said 35), slow engines had
 their screening runs at the whole batch, and the cold first step went from
 12.49 to 16.72 s (docs/benchmarks.md §3).
 """
-import collections, re, sys
+import collections, math, re, sys
 
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
                   r"\(heuristics and plans ([\d.]+) s\), (\d+) runs ([\d.]+) s, (\d+) engines pruned")
@@ -51,8 +51,8 @@ BATCH = re.compile(r" N=(\d+) ")
 PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+ .*): (\d+x\d+.*)$")
 KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
 HOST = re.compile(r"^ host: (\d+) op graphs ([\d.]+) s, (\d+) heuristics queries ([\d.]+) s"
-                  r"(?: \(configs fetched ([\d.]+) s\))?, fallback lists ([\d.]+) s, (\d+) plan builds: engine configs ([\d.]+) s, "
-                  r"plans ([\d.]+) s")
+                  r"(?: \(configs fetched ([\d.]+) s\))?, fallback lists ([\d.]+) s, "
+                  r"(\d+) plan builds: engine configs ([\d.]+) s, plans ([\d.]+) s")
 
 
 def trial_ms(first, screen, rest):
@@ -80,8 +80,9 @@ def read_log(path):
                 events.append(("kernel", m, int(batch.group(1)) if batch else 0,
                                KERNEL.search(line).group(1)))
             elif HOST.match(line):
-                # Logs before the split of mode A's time have no "configs fetched".
-                events.append(("host", tuple(-1.0 if v is None else float(v)
+                # Logs before the split of mode A's time have no "configs fetched":
+                # NaN there, so that a sum over such lines is NaN too.
+                events.append(("host", tuple(math.nan if v is None else float(v)
                                              for v in HOST.match(line).groups())))
             elif SIZE.match(line):
                 events.append(("size", int(SIZE.match(line).group(1))))
@@ -233,11 +234,9 @@ def main(path):
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
-    hosts = [e[1] for e in events if e[0] == "host"]
-    host = [sum(column) for column in zip(*hosts)]
+    host = [sum(column) for column in zip(*(e[1] for e in events if e[0] == "host"))]
     if host:
-        fetched = ("" if any(h[4] < 0 for h in hosts)
-                   else f" (configs fetched {host[4]:.3f} s)")
+        fetched = "" if math.isnan(host[4]) else f" (configs fetched {host[4]:.3f} s)"
         print(f"\nhost side of heuristics and plans: {int(host[0])} op graphs {host[1]:.3f} s, "
               f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s{fetched}, fallback "
               f"lists {host[5]:.3f} s; {int(host[6])} plan builds: engine configs "
