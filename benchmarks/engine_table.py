@@ -3,13 +3,17 @@ which legacy algorithms and graph-API engines were measured, their time and
 workspace. Default: DeepBench speakerid_54 (1>64, 161x700, 5x5, stride 2, pad 1)
 at N=256 within 64 MiB, the layer where the plan stays above stock TF.
 
-  python benchmarks/engine_table.py [--limit-mib 64] [--sizes 256,128,8]
+  python benchmarks/engine_table.py [--limit-mib 64] [--sizes 256,128,8] \
+      [--shape N,C,H,W,K,R,S,STRIDE,PAD] [--dtype float16]
+
+With UCUDNN_GRAPH_SEARCH=exhaustive, UCUDNN_GRAPH_PRUNE_FACTOR=0 and
+UCUDNN_DATABASE=off it lists every candidate cuDNN offers, each timed.
 """
 import argparse
 
-import numpy as np
 import tensorflow as tf
 
+from conv_case import make_case  # also puts the checkout's tf_ucudnn on the path
 import tf_ucudnn
 from tf_ucudnn.division import kernels
 
@@ -28,16 +32,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-mib", type=int, default=64)
     parser.add_argument("--sizes", default="256,128,32,8")
+    parser.add_argument("--shape", default="256,1,161,700,64,5,5,2,1",
+                        help="N,C,H,W,K,R,S,STRIDE,PAD (default: DeepBench speakerid_54)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     args = parser.parse_args()
     limit = args.limit_mib << 20
-    rng = np.random.default_rng(0)
-    x = tf.constant(rng.standard_normal((256, 161, 700, 1)), tf.float32)
-    f = tf.constant(rng.standard_normal((5, 5, 1, 64)), tf.float32)
-    padding = [[0, 0], [1, 1], [1, 1], [0, 0]]
-    with tf.device("/GPU:0"), tf.GradientTape() as tape:
-        tape.watch([x, f])
-        y = tf_ucudnn.conv2d(x, f, 2, padding, workspace_limit=limit)
-    tape.gradient(y, [x, f], output_gradients=tf.ones_like(y))
+    with tf.device("/GPU:0"):
+        case = make_case(args.shape, args.dtype)
+        with tf.GradientTape() as tape:
+            tape.watch([case.x, case.filters])
+            y = tf_ucudnn.conv2d(case.x, case.filters, case.stride, case.padding,
+                                 workspace_limit=limit)
+        tape.gradient(y, [case.x, case.filters], output_gradients=tf.ones_like(y))
     sizes = {int(s) for s in args.sizes.split(",")}
     for k in kernels():
         print(f"\n{k['pass']} {k['shape']} limit {k['key']['workspace_limit'] >> 20} MiB; "

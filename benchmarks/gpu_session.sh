@@ -6,7 +6,7 @@
 #                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype|pass_times|xla_bias|xla_workspace|
+#                                 model_planning|deepbench_dtype|pass_times|pass_gpu|xla_bias|xla_workspace|
 #                                 stem_channels|xla_pad
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
@@ -152,6 +152,16 @@ case "$1" in
     CUDA_MODULE_LOADING=EAGER TF_CUDNN_WORKSPACE_LIMIT_IN_MB=64 timeout 200 \
       python3 benchmarks/pass_times.py "${@:3}" 2>&1 \
       | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/pass_times_$2.log" ;;
+  pass_gpu)  # wall and GPU kernel time per pass (pass_times.py --profile): TAG DTYPE LAYERS
+             # [CALLS] ["STOCK_MIBS"] [TIMEOUT]; stock TF at 64 MiB, then at 8 GiB (default
+             # "64 8192"), each against tf_ucudnn at 64 MiB
+    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    for mib in ${6:-64 8192}; do
+      CUDA_MODULE_LOADING=EAGER TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib timeout "${7:-280}" \
+        python3 benchmarks/pass_times.py --profile --dtype "$3" --layers "$4" --calls "${5:-20}" \
+        --json "$OUT/pass_gpu_$2_stock$mib.json" 2>&1 \
+        | grep -v "WARNING\|^I0000\|^W0000\|^E0000\|^To enable" | tee "$OUT/pass_gpu_$2_stock$mib.log"
+    done ;;
   speakerid)  # target 1's last miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
               # candidate as timed at each size (no pruning), then the layer against stock TF
     export UCUDNN_GRAPH_SEARCH=exhaustive

@@ -69,8 +69,9 @@ def _union_ps(intervals):
     return total
 
 
-def read_trace(directory):
-    """Per-step GPU figures from the XPlane trace under ``directory``."""
+def read_trace(directory, per=STEPS):
+    """GPU figures from the XPlane trace under ``directory``, in ms per step
+    (the trace holds ``per`` steps, or calls of a function)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
@@ -101,13 +102,13 @@ def read_trace(directory):
         return dict(error="the GPU plane has no events")
     span = max(e for _, e in intervals) - min(s for s, _ in intervals)
     busy = _union_ps(intervals)
-    ms = lambda ps: ps / 1e9 / STEPS  # noqa: E731  (per step)
+    ms = lambda ps: ps / 1e9 / per  # noqa: E731  (per step)
     return dict(
         lines=[l.name for l in plane.lines],
         span_ms=ms(span), busy_ms=ms(busy), idle_ms=ms(span - busy),
         kernel_sum_ms=ms(sum(by_kind.values())),
-        kinds={k: dict(ms=ms(v), count=kind_counts[k] / STEPS) for k, v in by_kind.items()},
-        top=[dict(name=n[:110], ms=ms(v), count=counts[n] / STEPS, kind=kind_of(n))
+        kinds={k: dict(ms=ms(v), count=kind_counts[k] / per) for k, v in by_kind.items()},
+        top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
              for n, v in by_kernel.most_common()])
 
 

@@ -164,7 +164,7 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
             ("UCUDNN_GRAPH_PRUNE_FACTOR", "0.5",
              "UCUDNN_GRAPH_PRUNE_FACTOR must be 0 .* or a number >= 1; got '0.5'", 6),
             ("UCUDNN_GRAPH_SEARCH", "full",
-             "UCUDNN_GRAPH_SEARCH must be one of default, exhaustive; got 'full'", 7),
+             "UCUDNN_GRAPH_SEARCH must be one of default, wide, exhaustive; got 'full'", 7),
             ("UCUDNN_GRAPH_LAYOUTS", "NCHW",
              "UCUDNN_GRAPH_LAYOUTS must be one of both, native, transposed; got 'NCHW'", 8),
         ]

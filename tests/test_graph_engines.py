@@ -11,12 +11,15 @@ copies in the workspace (or none, where a tensor's two layouts are the same
 memory). Forward passes with a bias (Ucudnn>Conv2DWithBias) run graphs
 with the bias add after the convolution, in both layouts. The whole GPU
 equivalence grid of test_nn.py passes with graph engines alone. With the
-default (all) both kinds compete in one benchmark table. A bad value is an
+default (all) both kinds compete in one benchmark table. UCUDNN_GRAPH_SEARCH=wide
+proposes more candidates than the default and no more than exhaustive, and its
+plans match TensorFlow too. A bad value is an
 InvalidArgumentError on any device.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -159,6 +162,40 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         sizes = self._candidate_sizes(UCUDNN_ENGINES="all")
         self.assertEqual(sizes["legacy"], [1, 2, 4, 8, 16, 32], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
+
+    def test_wide_search_matches_tensorflow_for_every_plan(self):
+        # UCUDNN_GRAPH_SEARCH=wide: every config of both heuristics lists.
+        result = _run_child("graph", UCUDNN_GRAPH_LAYOUTS="native", UCUDNN_GRAPH_SEARCH="wide")
+        self.assertMatchesTensorflow(result, "}")
+
+    def _graph_candidates(self, search):
+        """Graph-API candidates proposed for the three passes of a float16
+        5x5 convolution (DeepBench vision_30's channels, N = 16), summed from
+        the debug cost lines ("graph: N candidates")."""
+        done = run_python("""
+            import tensorflow as tf
+            import tf_ucudnn
+            x = tf.random.normal((16, 28, 28, 192), dtype=tf.float16)
+            f = tf.random.normal((5, 5, 192, 32), dtype=tf.float16)
+            with tf.device("/GPU:0"), tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y = tf_ucudnn.conv2d(x, f, 1, "SAME")
+            tape.gradient(y, [x, f])
+        """, pythonpath=ROOT, UCUDNN_ENGINES="graph", UCUDNN_GRAPH_SEARCH=search,
+            UCUDNN_GRAPH_PRUNE_FACTOR="0", UCUDNN_DATABASE="off", UCUDNN_DEBUG_OUTPUT="1")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        counts = [int(n) for n in re.findall(r"graph: (\d+) candidates", done.stderr)]
+        self.assertLen(counts, 3, done.stderr[-3000:])
+        return sum(counts)
+
+    def test_wide_search_proposes_more_than_default_and_no_more_than_exhaustive(self):
+        # Default: 8 of mode A and 4 of the fallback list per size; wide: all of
+        # both (mode A lists up to 37 configs for this convolution on an H200);
+        # exhaustive: also every other engine with its default knobs.
+        default, wide, exhaustive = (self._graph_candidates(s)
+                                     for s in ("default", "wide", "exhaustive"))
+        self.assertLess(default, wide)
+        self.assertLessEqual(wide, exhaustive)
 
     def test_equivalence_grid_passes_with_graph_engines_alone(self):
         done = subprocess.run(

@@ -39,7 +39,7 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
   // Exactly representable in decimal with 17 significant digits.
   s << ", " << kAttrGraphPruneFactor << " = " << std::setprecision(17) << std::scientific
     << c.graph.prune_factor << " : f64" << std::defaultfloat;
-  i64(kAttrGraphSearch, c.graph.exhaustive ? 1 : 0);
+  i64(kAttrGraphSearch, static_cast<int64_t>(c.graph.search));
   i64(kAttrGraphLayouts, static_cast<int64_t>(c.graph.layouts));
   i64(kAttrAllowTf32, c.allow_tf32 ? 1 : 0);
   i64(kAttrDeterministic, c.deterministic ? 1 : 0);

@@ -91,7 +91,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   q.pass = kPass;
   if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
       engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
-      graph_search > 1 || graph_layouts < 0 || graph_layouts > 2 ||
+      graph_search > 2 || graph_layouts < 0 || graph_layouts > 2 ||
       !(graph_prune_factor == 0 || graph_prune_factor >= 1)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: malformed attributes of custom call ") +
@@ -129,7 +129,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   q.total_workspace = total_workspace;
   q.engines = static_cast<ucudnn::EngineSet>(engines);
   q.graph.prune_factor = graph_prune_factor;
-  q.graph.exhaustive = graph_search != 0;
+  q.graph.search = static_cast<ucudnn::GraphSearch>(graph_search);
   q.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
   ucudnn::PassTensors tensors;
   tensors.a = a.untyped_data();

@@ -336,7 +336,7 @@ std::string GraphEngine::Name() const {
 }
 
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
-                           const GraphNumerics& numerics, bool exhaustive,
+                           const GraphNumerics& numerics, GraphSearch search,
                            FallbackEngines* fallback, std::vector<GraphCandidate>* out,
                            std::string* log, GraphHostCosts* costs) {
   out->clear();
@@ -383,16 +383,18 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
       if (consider(std::move(e), desc)) ++*taken;
     }
   };
-  // Exhaustive: every config of both lists, as TF's autotuner takes them.
+  // Wide and exhaustive: every config of both lists, as TF's autotuner takes them.
+  const bool every_config = search != GraphSearch::kDefault;
   fe::EngineHeuristics heuristics =
       fe::EngineHeuristicsBuilder().setOperationGraph(*graph).setHeurMode(CUDNN_HEUR_MODE_A).build();
   if (heuristics.get_status() == CUDNN_STATUS_SUCCESS) {
     const int64_t count = heuristics.getEngineConfigCount();
     const double query_s = watch.Lap();
     if (costs != nullptr) costs->heuristics_s += query_s;
-    const size_t cap = exhaustive ? static_cast<size_t>(std::max<int64_t>(count, 0)) : kModeAConfigs;
+    const size_t cap =
+        every_config ? static_cast<size_t>(std::max<int64_t>(count, 0)) : kModeAConfigs;
     size_t taken = 0;
-    const int64_t prefix = exhaustive ? count : std::min(count, kModeAPrefix);
+    const int64_t prefix = every_config ? count : std::min(count, kModeAPrefix);
     if (prefix > 0) {
       // The frontend refills its list on a second fetch: the prefix's
       // descriptors come back first, in the same order.
@@ -436,13 +438,13 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
   }
   size_t taken = 0;
   for (const GraphCandidate& c : fallback->allowed) {
-    if (!exhaustive && taken == kFallbackConfigs) break;
+    if (!every_config && taken == kFallbackConfigs) break;
     if (listed(c.engine)) continue;
     add(c);
     ++taken;
   }
   if (costs != nullptr) costs->fallback_s += watch.Lap();
-  if (exhaustive) {
+  if (search == GraphSearch::kExhaustive) {
     const int64_t count = graph->getEngineCount();
     if (count < 0) return Status::Internal("cuDNN did not say how many engines the graph has");
     for (int64_t id = 0; id < count; ++id) {

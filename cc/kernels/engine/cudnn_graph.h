@@ -20,6 +20,7 @@
 #include "cudnn.h"
 #include "cc/kernels/engine/conv_params.h"
 #include "cc/kernels/engine/cudnn_descriptors.h"
+#include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/status.h"
 
 namespace ucudnn {
@@ -113,15 +114,16 @@ struct FallbackEngines {
 
 // The engine configs cuDNN's heuristics propose for `spec` that `numerics`
 // allows: the first 8 of mode A, then the first 4 new ones of the fallback
-// list (queried into *fallback unless it is listed already). With
-// `exhaustive`: every config of both lists, then every other engine of the
-// graph that finalizes, with its default knobs. The engines are
+// list (queried into *fallback unless it is listed already). GraphSearch::kWide:
+// every config of both lists (the set TensorFlow's autotuner times);
+// kExhaustive: those, then every other engine of the graph that finalizes,
+// with its default knobs. The engines are
 // transposed when the spec's graph_layout differs from its layout. An operation
 // graph that no engine supports gives an empty list, not an error. With
 // `log`, one line per engine considered (kept or dropped, with its notes) is
 // appended to it.
 Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
-                           const GraphNumerics& numerics, bool exhaustive,
+                           const GraphNumerics& numerics, GraphSearch search,
                            FallbackEngines* fallback, std::vector<GraphCandidate>* out,
                            std::string* log = nullptr, GraphHostCosts* costs = nullptr);
 

@@ -174,7 +174,7 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
       FallbackEngines& shared = SharedFallbackEngines()[kind];
       if (shared.listed) fallback = &shared;
     }
-    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.exhaustive,
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.search,
                                                fallback, &got,
                                                log != nullptr ? &layout_log : nullptr, costs));
     if (fallback == &queried) {

@@ -14,7 +14,9 @@ namespace {
 constexpr Name<EngineSet> kEngineSetNames[] = {
     {"auto", EngineSet::kAuto}, {"all", EngineSet::kAll}, {"legacy", EngineSet::kLegacy},
     {"graph", EngineSet::kGraph}};
-constexpr Name<bool> kGraphSearchNames[] = {{"default", false}, {"exhaustive", true}};
+constexpr Name<GraphSearch> kGraphSearchNames[] = {{"default", GraphSearch::kDefault},
+                                                   {"wide", GraphSearch::kWide},
+                                                   {"exhaustive", GraphSearch::kExhaustive}};
 constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
                                                     {"native", GraphLayouts::kNative},
                                                     {"transposed", GraphLayouts::kTransposed}};
@@ -62,8 +64,8 @@ bool ParseGraphPruneFactor(const std::string& text, double* factor) {
   return true;
 }
 
-bool ParseGraphSearch(const std::string& text, bool* exhaustive) {
-  return ParseName(kGraphSearchNames, text, exhaustive);
+bool ParseGraphSearch(const std::string& text, GraphSearch* search) {
+  return ParseName(kGraphSearchNames, text, search);
 }
 
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
@@ -101,8 +103,8 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
   UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_PRUNE_FACTOR",
                                   "0 (never prune) or a number >= 1; got", ParseGraphPruneFactor,
                                   &knobs->graph.prune_factor));
-  UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_SEARCH", "one of default, exhaustive; got",
-                                  ParseGraphSearch, &knobs->graph.exhaustive));
+  UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_SEARCH", "one of default, wide, exhaustive; got",
+                                  ParseGraphSearch, &knobs->graph.search));
   return ReadKnob("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got",
                   ParseGraphLayouts, &knobs->graph.layouts);
 }

@@ -43,9 +43,14 @@ const char* EngineSetName(EngineSet engines);
 // anything else (empty, not a number, negative, between 0 and 1), leaving
 // *factor as it was.
 bool ParseGraphPruneFactor(const std::string& text, double* factor);
-// UCUDNN_GRAPH_SEARCH: "default" (the first heuristics configs) or
-// "exhaustive"; false on anything else.
-bool ParseGraphSearch(const std::string& text, bool* exhaustive);
+// How many of cuDNN's engine configs become graph-API candidates
+// (UCUDNN_GRAPH_SEARCH; ProposeGraphEngines in cudnn_graph.h says which). The
+// values are the XLA custom calls' graph_search attribute.
+enum class GraphSearch : int { kDefault = 0, kExhaustive = 1, kWide = 2 };
+// UCUDNN_GRAPH_SEARCH: "default" (the first configs of each heuristics
+// list), "wide" (every config of both lists) or "exhaustive" (also every
+// other engine); false on anything else.
+bool ParseGraphSearch(const std::string& text, GraphSearch* search);
 // UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
 // (the tensors' and, as transposed candidates, the other one), "native" (the
 // tensors' only) or "transposed" (the other only); false on anything else.
@@ -58,10 +63,10 @@ struct GraphSearchKnobs {
   // Engines dominated by this factor at one micro-batch size are not tried at
   // larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR; 0: never).
   double prune_factor = 2.0;
-  // UCUDNN_GRAPH_SEARCH=exhaustive: every config the heuristics list (not
-  // only the first few), and every other engine of the graph with its default
-  // knobs (see ProposeGraphEngines).
-  bool exhaustive = false;
+  // UCUDNN_GRAPH_SEARCH: the first configs of each heuristics list (default),
+  // all of them (wide), or all of them and every other engine of the graph
+  // with its default knobs (exhaustive; see ProposeGraphEngines).
+  GraphSearch search = GraphSearch::kDefault;
   // UCUDNN_GRAPH_LAYOUTS (default native): the layouts graph-API engines are
   // proposed in. Transposed candidates are opt-in: on an H200 with cuDNN 9.19
   // none won a DeepBench plan (their NHWC counterparts already transpose
@@ -69,8 +74,8 @@ struct GraphSearchKnobs {
   GraphLayouts layouts = GraphLayouts::kNative;
 
   bool operator<(const GraphSearchKnobs& o) const {
-    return std::make_tuple(prune_factor, exhaustive, layouts) <
-           std::make_tuple(o.prune_factor, o.exhaustive, o.layouts);
+    return std::make_tuple(prune_factor, search, layouts) <
+           std::make_tuple(o.prune_factor, o.search, o.layouts);
   }
   bool operator==(const GraphSearchKnobs& o) const { return !(*this < o) && !(o < *this); }
 };

@@ -53,11 +53,12 @@ int main() {
             factor == 2.5,
         "UCUDNN_GRAPH_PRUNE_FACTOR rejects fractions below 1, negatives and non-numbers, "
         "leaving the factor as it was");
-  bool exhaustive = true;
-  Check(ParseGraphSearch("default", &exhaustive) && !exhaustive &&
-            ParseGraphSearch("exhaustive", &exhaustive) && exhaustive &&
-            !ParseGraphSearch("full", &exhaustive),
-        "UCUDNN_GRAPH_SEARCH is default or exhaustive");
+  GraphSearch search = GraphSearch::kExhaustive;
+  Check(ParseGraphSearch("default", &search) && search == GraphSearch::kDefault &&
+            ParseGraphSearch("wide", &search) && search == GraphSearch::kWide &&
+            ParseGraphSearch("exhaustive", &search) && search == GraphSearch::kExhaustive &&
+            !ParseGraphSearch("full", &search) && search == GraphSearch::kExhaustive,
+        "UCUDNN_GRAPH_SEARCH is default, wide or exhaustive");
   GraphLayouts layouts = GraphLayouts::kBoth;
   Check(ParseGraphLayouts("native", &layouts) && layouts == GraphLayouts::kNative &&
             ParseGraphLayouts("transposed", &layouts) && layouts == GraphLayouts::kTransposed &&
@@ -73,7 +74,7 @@ int main() {
   setenv("UCUDNN_GRAPH_LAYOUTS", "both", 1);
   EngineKnobs knobs;
   Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kGraph &&
-            knobs.graph.prune_factor == 3 && knobs.graph.exhaustive &&
+            knobs.graph.prune_factor == 3 && knobs.graph.search == GraphSearch::kExhaustive &&
             knobs.graph.layouts == GraphLayouts::kBoth,
         "ReadEngineKnobs reads UCUDNN_ENGINES and UCUDNN_GRAPH_*");
   setenv("UCUDNN_GRAPH_LAYOUTS", "NCHW", 1);
