@@ -91,7 +91,8 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   q.pass = kPass;
   if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
       engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
-      graph_search > 2 || graph_layouts < 0 || graph_layouts > 2 ||
+      graph_search >= ucudnn::kGraphSearchCount || graph_layouts < 0 ||
+      graph_layouts >= ucudnn::kGraphLayoutsCount ||
       !(graph_prune_factor == 0 || graph_prune_factor >= 1)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: malformed attributes of custom call ") +

@@ -47,6 +47,7 @@ bool ParseGraphPruneFactor(const std::string& text, double* factor);
 // (UCUDNN_GRAPH_SEARCH; ProposeGraphEngines in cudnn_graph.h says which). The
 // values are the XLA custom calls' graph_search attribute.
 enum class GraphSearch : int { kDefault = 0, kExhaustive = 1, kWide = 2 };
+constexpr int kGraphSearchCount = 3;
 // UCUDNN_GRAPH_SEARCH: "default" (the first configs of each heuristics
 // list), "wide" (every config of both lists) or "exhaustive" (also every
 // other engine); false on anything else.
@@ -55,6 +56,7 @@ bool ParseGraphSearch(const std::string& text, GraphSearch* search);
 // (the tensors' and, as transposed candidates, the other one), "native" (the
 // tensors' only) or "transposed" (the other only); false on anything else.
 enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
+constexpr int kGraphLayoutsCount = 3;
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
 
 // How graph-API engines are searched; part of what identifies a kernel that
