@@ -10,6 +10,8 @@ run and the timed runs), the most expensive first.
     python benchmarks/planning_profile.py debug.log
     python benchmarks/planning_profile.py debug.log --candidates-against other_debug.log
 
+A log may be gzipped (``.gz``, as the committed ones under docs/results/ are).
+
 On a log taken before the far-behind rule (cc/kernels/engine/screening.h:
 a candidate 10x slower than the fastest kept at its size keeps its screening
 time and is not timed at larger sizes), it also prints the GPU time of the
@@ -34,7 +36,11 @@ kernels stopped at the whole batch (the replay said 35), slow engines had
 their screening runs at the whole batch, and the cold first step went from
 12.49 to 16.72 s (docs/benchmarks.md §3).
 """
-import collections, math, re, sys
+import collections
+import gzip
+import math
+import re
+import sys
 
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
                   r"\(heuristics and plans ([\d.]+) s\), (\d+) runs ([\d.]+) s, (\d+) engines pruned")
@@ -71,7 +77,8 @@ def read_log(path):
     convolution). A convolution is named as the log names it ("forward N=128
     C=64 ... NHWC float32")."""
     events = []
-    with open(path, errors="replace") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
             m = LINE.search(line)

@@ -1,6 +1,7 @@
 """The benchmark's CPU-side parts: layer sets, arguments, passes, figures, the no-GPU exit."""
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -369,10 +370,10 @@ class ProfileKindsTest(tf.test.TestCase):
 class PlanningProfileTest(tf.test.TestCase):
     """benchmarks/planning_profile.py sums the host lines of old and new logs."""
 
-    def _summary(self, host_lines):
+    def _summary(self, host_lines, gzipped=False):
         planning_profile = _benchmark_script(self, "planning_profile")
-        path = os.path.join(self.get_temp_dir(), "debug.log")
-        with open(path, "w") as f:
+        path = os.path.join(self.get_temp_dir(), "debug.log" + (".gz" if gzipped else ""))
+        with (gzip.open if gzipped else open)(path, "wt") as f:
             for i, host in enumerate(host_lines):
                 f.write(f"tf_ucudnn: benchmarked forward N=64 C={i + 1} H=8 W=8 K=8 NHWC float32 "
                         f"at 4 sizes: legacy 0.010 s; graph: 5 candidates (heuristics and plans "
@@ -392,6 +393,7 @@ class PlanningProfileTest(tf.test.TestCase):
         self.assertIn("8 heuristics queries: mode A 0.016 s (configs fetched 0.012 s), "
                       "fallback lists 0.004 s; 6 plan builds: engine configs 0.008 s, "
                       "execution plans 0.002 s", both_new)
+        self.assertEqual(self._summary([new, new], gzipped=True), [both_new])
         mixed, = self._summary([old, new])
         self.assertIn("mode A 0.018 s, fallback lists 0.004 s", mixed)
         self.assertNotIn("configs fetched", mixed)
