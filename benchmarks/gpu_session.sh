@@ -214,12 +214,10 @@ case "$1" in
       --json $OUT/xla_bias_${3:-float32}_${2:-1GiB}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_bias_${3:-float32}.log" ;;
   xla_workspace)  # where an XLA custom call's workspace lives: stock XLA, tf_ucudnn under XLA with
-                 # UCUDNN_XLA_WORKSPACE=plan (the default: planned when compiled, a buffer of the
-                 # plan's size), scratch (XLA's scratch allocator) and buffer (the limit's size):
-                 # MODEL [PRECISION] [TIMEOUT] [MODES]
+                 # XLA's scratch allocator and with a workspace buffer (UCUDNN_XLA_WORKSPACE=buffer):
+                 # MODEL [PRECISION] [TIMEOUT]
     timeout "${4:-560}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --xla \
-      --modes "${5:-stock-xla,ucudnn-xla,ucudnn-xla-scratch,ucudnn-xla-buffer}" \
-      --precision "${3:-float32}" --runs "${RUNS:-1}" \
+      --modes stock-xla,ucudnn-xla,ucudnn-xla-buffer --precision "${3:-float32}" \
       --json "$OUT/xla_workspace_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_workspace_$2_${3:-float32}.log" ;;
   xla_plan)  # UCUDNN_XLA_WORKSPACE=plan on a short device budget: tests/test_xla.py in the

@@ -232,12 +232,10 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
     launched.clear()  # rewrite-layout runs only when named
     bench_models.run_models(["vgg16"], [64 << 20], [], modes=["stock", "rewrite", "rewrite-layout"])
     assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "rewrite-layout"]
-    launched.clear()  # so do ucudnn-xla-scratch and ucudnn-xla-buffer, with --xla
+    launched.clear()  # so does ucudnn-xla-buffer, with --xla
     bench_models.run_models(["vgg16"], [64 << 20], [], xla=True,
-                            modes=["stock-xla", "ucudnn-xla", "ucudnn-xla-buffer",
-                                   "ucudnn-xla-scratch"])
-    assert [m for _, m, _ in launched] == ["stock-xla", "ucudnn-xla", "ucudnn-xla-scratch",
-                                           "ucudnn-xla-buffer"]
+                            modes=["stock-xla", "ucudnn-xla", "ucudnn-xla-buffer"])
+    assert [m for _, m, _ in launched] == ["stock-xla", "ucudnn-xla", "ucudnn-xla-buffer"]
 
 
 def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):

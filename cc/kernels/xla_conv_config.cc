@@ -3,7 +3,6 @@
 #include <array>
 #include <iomanip>
 #include <sstream>
-#include <string>
 
 namespace tensorflow {
 namespace ucudnn_tf {
@@ -47,27 +46,6 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
   s << "}";
   return s.str();
 }
-
-#if GOOGLE_CUDA
-ucudnn::ConvRequest XlaConvRequest(ucudnn::Pass pass, const XlaConvConfig& c, int device,
-                                   cudaStream_t stream) {
-  ucudnn::ConvRequest q;
-  q.pass = pass;
-  q.params = c.params;
-  q.device = device;
-  q.stream = stream;
-  q.device_name = "/device:GPU:" + std::to_string(device) + " (XLA)";
-  q.allow_tf32 = c.allow_tf32;
-  q.deterministic = c.deterministic;
-  q.workspace_limit = c.workspace_limit;
-  q.policy = c.policy;
-  q.micro_batch_size = c.micro_batch_size;
-  q.total_workspace = c.total_workspace;
-  q.engines = c.engines;
-  q.graph = c.graph;
-  return q;
-}
-#endif
 
 bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   if (n != std::tuple_size<decltype(p->Fields())>::value) return false;

@@ -13,10 +13,6 @@
 #include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/planner.h"
 
-#if GOOGLE_CUDA
-#include "cc/kernels/engine/conv_runner.h"
-#endif
-
 namespace tensorflow {
 namespace ucudnn_tf {
 
@@ -35,11 +31,6 @@ struct XlaConvConfig {
 
 // "ucudnn_conv2d_forward", "ucudnn_conv2d_backward_data", "ucudnn_conv2d_backward_filter".
 const char* XlaConvTarget(ucudnn::Pass pass);
-
-// The custom calls take the filter, and give backward-filter's result, with
-// cuDNN's layout as their XLA layout (KRSC for NHWC, KCRS for NCHW; see
-// PassTensors::filter_in_cudnn_layout), at compile time and at run time.
-inline constexpr bool kXlaFilterInCudnnLayout = true;
 
 // Attribute names, shared by the encoder and the handler's binding.
 inline constexpr char kAttrConv[] = "conv";  // ConvParams::Fields(), i64 array
@@ -70,15 +61,6 @@ int64_t XlaPaddedInChannels(const ucudnn::ConvParams& params);
 // (and graph_prune_factor, f64),
 // e.g. "{conv = array<i64: 8, 3, ...>, workspace_limit = 67108864 : i64, ...}".
 std::string EncodeXlaConvConfig(const XlaConvConfig& config);
-
-#if GOOGLE_CUDA
-// The engine's request for one pass of a custom call of `config`, on CUDA
-// device `device` and `stream`: the same whether the tf2xla kernel plans it
-// when the function is compiled or the FFI handler runs it, so that both find
-// the same kernel (KernelKey).
-ucudnn::ConvRequest XlaConvRequest(ucudnn::Pass pass, const XlaConvConfig& config, int device,
-                                   cudaStream_t stream);
-#endif
 
 // ConvParams from ConvParams::Fields(); false if `n` is not the field count or
 // an enum value is out of range.

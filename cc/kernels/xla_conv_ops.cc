@@ -3,27 +3,21 @@
 // with jit_compile.
 //
 // On the GPU the pass becomes an XLA custom call handled by the micro-batched
-// engine through XLA's typed FFI (cc/kernels/xla_ffi_conv.cc): it is planned
-// when the function is compiled, per shape (benchmark database, Workspace
-// Reuse; xla_compile_plan.h), and runs within the op's workspace limit. On
-// the CPU it lowers to XLA's own convolution (TF's lowering of Conv2D), which
-// has no workspace to bound.
+// engine through XLA's typed FFI (cc/kernels/xla_ffi_conv.cc): it plans on its
+// first execution per shape (benchmark database, Workspace Reuse) and runs
+// within the op's workspace limit. On the CPU it lowers to XLA's own
+// convolution (TF's lowering of Conv2D), which has no workspace to bound.
 // A bias is the custom call's third operand on the GPU (the plan adds it in
 // the convolution's kernel where the engine takes one), an add on the CPU.
-// The call's second result is its workspace, which XLA's buffer assignment
-// places: of the plan's size (UCUDNN_XLA_WORKSPACE=plan, the default) or of
-// the limit's (buffer); with scratch the workspace comes from XLA's scratch
-// allocator at run time, and planning waits for the first run.
+// With UCUDNN_XLA_WORKSPACE=buffer the call has a second result, its
+// workspace, which XLA's buffer assignment places.
 // A half-precision convolution with few input channels runs on channels
 // padded with zeros (XlaPaddedInChannels; UCUDNN_XLA_PAD_CHANNELS=off keeps
 // them), on the CPU too, so that CI runs the padding and the slicing back.
-#include <cstdio>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cc/kernels/conv_attrs.h"
-#include "cc/kernels/xla_compile_plan.h"
 #include "cc/kernels/xla_conv_config.h"
 #include "tensorflow/compiler/tf2xla/kernels/conv_op_helpers.h"
 #include "tensorflow/compiler/tf2xla/shape_util.h"
@@ -57,8 +51,8 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
     // Read on the CPU too, so that a bad value is the same compile-time error
     // wherever the function is compiled.
-    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
-    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
+    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
+    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());
@@ -230,32 +224,16 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     // convolutions fix theirs.
     config.allow_tf32 = tsl::tensor_float_32_execution_enabled();
     config.deterministic = OpDeterminismRequired();
-    // A second result, the workspace, that XLA's buffer assignment places
-    // (live only during the call, as the workspace of XLA's own
-    // convolutions): of the plan's size with UCUDNN_XLA_WORKSPACE=plan, of
-    // the limit's with buffer. Not in a Workspace Division group, whose
-    // kernels' shares are known only when the group is planned.
-    int64_t workspace_bytes = 0;
-    if (attrs_.total_workspace == 0) {
-      if (xla_workspace_ == ucudnn::XlaWorkspace::kBuffer) {
-        workspace_bytes = attrs_.workspace_limit;
-      } else if (xla_workspace_ == ucudnn::XlaWorkspace::kPlan) {
-        absl::StatusOr<int64_t> planned = PlanWhenCompiled(ctx, kPass, config);
-        // Where it cannot be planned now, it is at its first run, as with
-        // scratch: silently where no GPU is lent (a compilation for inspection).
-        if (planned.ok()) {
-          workspace_bytes = *planned;
-        } else if (absl::IsUnavailable(planned.status())) {
-          WarnPlannedAtRunOnce(params, planned.status());
-        } else if (!absl::IsFailedPrecondition(planned.status())) {
-          return planned.status();
-        }
-      }
-    }
-    const bool workspace_result = workspace_bytes > 0;
+    // UCUDNN_XLA_WORKSPACE=buffer: a second result, u8 of the limit's size,
+    // that XLA's buffer assignment places (live only during the call, as the
+    // workspace of XLA's own convolutions). Not in a Workspace Division group,
+    // whose kernels' shares are known only when the group is planned.
+    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
+                                  attrs_.total_workspace == 0 && attrs_.workspace_limit > 0;
     if (workspace_result) {
       result = xla::ShapeUtil::MakeTupleShape(
-          {result, xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {workspace_bytes})});
+          {result, xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8,
+                                                                 {attrs_.workspace_limit})});
     }
     xla::XlaOp call = xla::CustomCallWithLayout(
         ctx->builder(), XlaConvTarget(kPass), operands, result, operand_shapes,
@@ -264,20 +242,6 @@ class UcudnnXlaConvOp : public XlaOpKernel {
         xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     return workspace_result ? xla::GetTupleElement(call, 0) : call;
-  }
-
-  // Says once per process that a custom call is planned at its first run
-  // instead, its workspace from XLA's scratch allocator.
-  static void WarnPlannedAtRunOnce(const ConvParams& params, const absl::Status& why) {
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      std::fprintf(stderr,
-                   "W tf_ucudnn: could not plan %s %s when compiling (%s); such XLA custom "
-                   "calls are planned at their first run, their workspace from XLA's scratch "
-                   "allocator\n",
-                   ucudnn::PassName(kPass), params.ToString().c_str(),
-                   std::string(why.message()).c_str());
-    });
   }
 
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.

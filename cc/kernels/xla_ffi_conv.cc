@@ -2,13 +2,11 @@
 // that cc/kernels/xla_conv_ops.cc emits, one per pass. Each call runs the pass
 // through the same engine as the TF kernel (RunConvPass: kernel cache,
 // benchmark database, Workspace Reuse, legacy and graph-API candidates,
-// Workspace Division groups, plan records), on XLA's stream. Its workspace is
-// the call's second result where it has one, a buffer XLA places in its temp
-// allocation: of the plan's size when the tf2xla kernel planned the pass as
-// the function was compiled (UCUDNN_XLA_WORKSPACE=plan, the default), of the
-// limit's size with UCUDNN_XLA_WORKSPACE=buffer. Otherwise the workspace, and
-// the buffers of a plan made at the first run, come from XLA's scratch
-// allocator (TF's allocator under TF), within the op's limit as without XLA.
+// Workspace Division groups, plan records), on XLA's stream, with benchmark
+// buffers and workspace from XLA's scratch allocator (TF's allocator under
+// TF), so that the workspace is bounded by the op's limit as without XLA; or,
+// with UCUDNN_XLA_WORKSPACE=buffer, the workspace from the call's second
+// result, a buffer of the limit's size that XLA places in its temp allocation.
 #if GOOGLE_CUDA
 
 #include <cstdint>
@@ -29,9 +27,10 @@ namespace ffi = xla::ffi;
 using ucudnn::Pass;
 
 // The engine's ScratchAllocator over XLA's: memory lives until the handler
-// returns (XLA gives it back then; stream-ordered on XLA's stream). A call
-// with a workspace result buffer (placed by XLA's buffer assignment) serves
-// cuDNN's workspace from it while it is free and large enough.
+// returns (XLA gives it back then; stream-ordered on XLA's stream). With
+// UCUDNN_XLA_WORKSPACE=buffer the call also has a workspace result buffer
+// (placed by XLA's buffer assignment, of the workspace limit's size), which
+// serves cuDNN's workspace while it is free and large enough.
 class FfiScratch : public ucudnn::ScratchAllocator {
  public:
   FfiScratch(ffi::ScratchAllocator* scratch, void* workspace, int64_t workspace_bytes)
@@ -88,8 +87,9 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                    int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
                    double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
                    int64_t allow_tf32, int64_t deterministic) {
-  XlaConvConfig c;
-  if (!ConvParamsFromFields(conv.begin(), conv.size(), &c.params) || policy < 0 || policy > 2 ||
+  ucudnn::ConvRequest q;
+  q.pass = kPass;
+  if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
       engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
       graph_search >= ucudnn::kGraphSearchCount || graph_layouts < 0 ||
       graph_layouts >= ucudnn::kGraphLayoutsCount ||
@@ -98,38 +98,47 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                       std::string("tf_ucudnn: malformed attributes of custom call ") +
                           XlaConvTarget(kPass));
   }
-  const ucudnn::ConvParams& p = c.params;
+  const ucudnn::ConvParams& p = q.params;
   // The buffers XLA passes must be the ones the attributes describe.
-  const ucudnn::PassBytes want = ucudnn::PassTensorBytes(kPass, p, p.batch);
-  if (static_cast<int64_t>(a.size_bytes()) != want.a ||
-      static_cast<int64_t>(b.size_bytes()) != want.b ||
-      static_cast<int64_t>(out->size_bytes()) != want.out ||
+  const int64_t in = p.batch * p.input_sample_size();
+  const int64_t outs = p.batch * p.output_sample_size();
+  const int64_t filter = p.filter_size();
+  const int64_t want_a = kPass == Pass::kBackwardData ? outs : in;
+  const int64_t want_b = kPass == Pass::kForward        ? filter
+                         : kPass == Pass::kBackwardData ? filter
+                                                        : outs;
+  const int64_t want_out = kPass == Pass::kForward        ? outs
+                           : kPass == Pass::kBackwardData ? in
+                                                          : filter;
+  if (static_cast<int64_t>(a.element_count()) != want_a ||
+      static_cast<int64_t>(b.element_count()) != want_b ||
+      static_cast<int64_t>(out->element_count()) != want_out ||
       bias.has_value() != (kPass == Pass::kForward && p.bias) ||
-      (bias.has_value() && static_cast<int64_t>(bias->size_bytes()) !=
-                               p.out_channels * ucudnn::DTypeSize(p.dtype))) {
+      (bias.has_value() && static_cast<int64_t>(bias->element_count()) != p.out_channels)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
                           " do not match " + p.ToString());
   }
-  c.workspace_limit = workspace_limit;
-  c.policy = static_cast<ucudnn::BatchSizePolicy>(policy);
-  c.micro_batch_size = micro_batch_size;
-  c.total_workspace = total_workspace;
-  c.engines = static_cast<ucudnn::EngineSet>(engines);
-  c.graph.prune_factor = graph_prune_factor;
-  c.graph.search = static_cast<ucudnn::GraphSearch>(graph_search);
-  c.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
-  c.allow_tf32 = allow_tf32 != 0;
-  c.deterministic = deterministic != 0;
-  const ucudnn::ConvRequest q = XlaConvRequest(kPass, c, device, stream);
+  q.device = device;
+  q.stream = stream;
+  q.device_name = "/device:GPU:" + std::to_string(device) + " (XLA)";
+  q.allow_tf32 = allow_tf32 != 0;
+  q.deterministic = deterministic != 0;
+  q.workspace_limit = workspace_limit;
+  q.policy = static_cast<ucudnn::BatchSizePolicy>(policy);
+  q.micro_batch_size = micro_batch_size;
+  q.total_workspace = total_workspace;
+  q.engines = static_cast<ucudnn::EngineSet>(engines);
+  q.graph.prune_factor = graph_prune_factor;
+  q.graph.search = static_cast<ucudnn::GraphSearch>(graph_search);
+  q.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
   ucudnn::PassTensors tensors;
   tensors.a = a.untyped_data();
   tensors.b = b.untyped_data();
   tensors.out = out->untyped_data();
-  tensors.filter_in_cudnn_layout = kXlaFilterInCudnnLayout;
+  tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
   if (bias.has_value()) tensors.bias = bias->untyped_data();
-  // The workspace result (UCUDNN_XLA_WORKSPACE=plan or buffer), u8 of the
-  // plan's or the limit's size.
+  // The workspace result (UCUDNN_XLA_WORKSPACE=buffer), u8 of the limit's size.
   void* workspace_data = nullptr;
   int64_t workspace_bytes = 0;
   if (workspace.has_value()) {

@@ -100,8 +100,8 @@ def parse_args(argv=None):
     parser.add_argument("--modes", type=_mode_list, default=None,
                         help="model mode: only these settings, a comma list of "
                              "stock, rewrite, rewrite-layout, rewrite-wd, stock-xla, ucudnn-xla, "
-                             "ucudnn-xla-scratch, ucudnn-xla-buffer (default: all but "
-                             "rewrite-layout, ucudnn-xla-scratch and ucudnn-xla-buffer)")
+                             "ucudnn-xla-buffer (default: all but rewrite-layout and "
+                             "ucudnn-xla-buffer)")
     parser.add_argument("--xla", action="store_true",
                         help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
                              "(rewrite_model, jit_compile=True) at --limits")

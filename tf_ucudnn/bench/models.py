@@ -18,12 +18,10 @@ times one training step (SGD, softmax cross-entropy, 224x224x3 inputs;
 * with ``--xla``: ``stock-xla`` (the step compiled with ``jit_compile=True``;
   XLA's convolutions have no run-time workspace limit) and ``ucudnn-xla`` at
   each limit (``tf_ucudnn.rewrite_model(model, workspace_limit=limit)``,
-  compiled with XLA: each pass is a custom call running the micro-batched plan,
-  planned when the step is compiled, its workspace a buffer of the plan's size
-  that XLA places); ``ucudnn-xla-scratch`` and ``ucudnn-xla-buffer`` only when
-  asked for (``--modes``): the same with ``UCUDNN_XLA_WORKSPACE=scratch``
-  (planned at the first run, each call's workspace from XLA's scratch
-  allocator) or ``buffer`` (a buffer of the limit's size that XLA places).
+  compiled with XLA: each pass is a custom call running the micro-batched plan);
+  ``ucudnn-xla-buffer`` only when asked for (``--modes``): the same with
+  ``UCUDNN_XLA_WORKSPACE=buffer`` (each call's workspace a buffer of the limit's
+  size that XLA places, instead of XLA's scratch allocator).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the
@@ -153,8 +151,8 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         tf_ucudnn.enable_rewrite(workspace_limit=bytes_, layout_optimizer=True)
     elif mode == "rewrite-wd":
         tf_ucudnn.enable_rewrite(total_workspace=bytes_)
-    if mode in XLA_WORKSPACE_MODES:  # read when the step is compiled
-        os.environ["UCUDNN_XLA_WORKSPACE"] = XLA_WORKSPACE_MODES[mode]
+    if mode == "ucudnn-xla-buffer":  # read when the step is compiled
+        os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
     if mode.startswith("ucudnn-xla"):
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
@@ -263,7 +261,6 @@ def _label(r):
             "rewrite-layout": "tf_ucudnn WR, layout optimizer on",
             "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
             "ucudnn-xla": "tf_ucudnn WR under XLA",
-            "ucudnn-xla-scratch": "tf_ucudnn WR under XLA, scratch workspace",
             "ucudnn-xla-buffer": "tf_ucudnn WR under XLA, workspace buffer"}.get(r["mode"],
                                                                                  r["mode"])
     label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
@@ -332,10 +329,7 @@ def print_table(results):
 
 
 MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
-         "ucudnn-xla-scratch", "ucudnn-xla-buffer")
-# The comparison modes of the XLA custom calls' workspace (UCUDNN_XLA_WORKSPACE);
-# ucudnn-xla runs the default, plan.
-XLA_WORKSPACE_MODES = {"ucudnn-xla-scratch": "scratch", "ucudnn-xla-buffer": "buffer"}
+         "ucudnn-xla-buffer")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -375,9 +369,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         settings += [("rewrite-wd", b) for b in totals]
         if xla:
             settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
-            for mode in XLA_WORKSPACE_MODES:  # comparisons, not run by default
-                if modes and mode in modes:
-                    settings += [(mode, b) for b in limits]
+            if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
+                settings += [("ucudnn-xla-buffer", b) for b in limits]
         if modes:
             settings = [(m, b) for m, b in settings if m in modes]
         for mode, bytes_ in settings:

@@ -130,102 +130,12 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   return Status();
 }
 
-// Makes `device` current on this thread (the engine's cuDNN handles and
-// streams belong to it).
-void UseDevice(int device) {
-  int current = -1;
-  if (cudaGetDevice(&current) == cudaSuccess && current != device) cudaSetDevice(device);
-}
-
-// Plans `kernel` on `tensors` unless it is planned already (benchmark
-// database or benchmarks, then Workspace Reuse), records the plan, and gives
-// the benchmark buffers back.
-Status EnsureKernelPlanned(const ConvRequest& q, CudnnHandle* handle, CudnnKernel* kernel,
-                           const PassTensors& tensors, ScratchAllocator* scratch,
-                           const PeersProvider& peers) {
-  if (kernel->planned()) return Status();
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<BenchmarkPeer> peer_list;
-  if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
-  bool planned_now = false;
-  // A Workspace Division group's kernel keeps every size: its Pareto front
-  // reaches down to the least workspace.
-  UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
-                                               q.workspace_limit, tensors, scratch, peer_list,
-                                               /*small_sizes_where_limited=*/
-                                               q.total_workspace == 0, &planned_now));
-  // Benchmark buffers go back before the plan's workspace is taken
-  // (stream-ordered, so no synchronisation is needed).
-  scratch->ReleaseAll();
-  if (!planned_now) return Status();
-  PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
-  r.planning_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::string note;
-  const std::vector<int> bench_devices = kernel->benchmark_devices();
-  if (kernel->seeded()) {
-    note = "benchmarks from the database";
-  } else if (bench_devices.size() > 1) {
-    note = "benchmarked on GPUs " + JoinInts(bench_devices);
-  }
-  if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
-  LogPlan(r);
-  RecordPlan(std::move(r));
-  return Status();
-}
-
 }  // namespace
-
-Status PlanConvPass(const ConvRequest& q, bool filter_in_cudnn_layout, ScratchAllocator* scratch,
-                    Plan* plan) {
-  if (q.total_workspace > 0) {
-    return Status::InvalidArgument("a Workspace Division group's kernel is planned with its "
-                                   "group, not alone: " + q.params.ToString());
-  }
-  if (q.params.empty()) {
-    return Status::InvalidArgument("an empty convolution has nothing to plan: " +
-                                   q.params.ToString());
-  }
-  UseDevice(q.device);
-  CudnnHandle* handle = nullptr;
-  UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
-  std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(MakeKey(q), q.params);
-  if (!kernel->planned()) {
-    const PassBytes bytes = PassTensorBytes(q.pass, q.params, q.params.batch);
-    const int64_t bias_bytes =
-        q.params.bias ? q.params.out_channels * DTypeSize(q.params.dtype) : 0;
-    void* a = scratch->Allocate(bytes.a);
-    void* b = scratch->Allocate(bytes.b);
-    void* out = scratch->Allocate(bytes.out);
-    void* bias = bias_bytes > 0 ? scratch->Allocate(bias_bytes) : nullptr;
-    if (a == nullptr || b == nullptr || out == nullptr || (bias_bytes > 0 && bias == nullptr)) {
-      scratch->ReleaseAll();
-      return Status::ResourceExhausted(
-          "could not allocate " + std::to_string(bytes.a + bytes.b + bytes.out + bias_bytes) +
-          " bytes to benchmark " + PassName(q.pass) + " " + q.params.ToString());
-    }
-    for (const auto& [ptr, n] : {std::pair<void*, int64_t>{a, bytes.a}, {b, bytes.b},
-                                 {out, bytes.out}, {bias, bias_bytes}}) {
-      if (n > 0) UCUDNN_CUDA_OK(cudaMemsetAsync(ptr, kBenchmarkFillByte, n, q.stream));
-    }
-    PassTensors tensors;
-    tensors.a = a;
-    tensors.b = b;
-    tensors.out = out;
-    tensors.bias = bias;
-    tensors.filter_in_cudnn_layout = filter_in_cudnn_layout;
-    const Status status =
-        EnsureKernelPlanned(q, handle, kernel.get(), tensors, scratch, /*peers=*/nullptr);
-    scratch->ReleaseAll();
-    UCUDNN_RETURN_IF_ERROR(status);
-  }
-  *plan = kernel->plan();
-  return Status();
-}
 
 Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllocator* scratch,
                    const PeersProvider& peers) {
-  UseDevice(q.device);
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
   if (q.params.empty()) {
@@ -241,7 +151,38 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   }
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
-  UCUDNN_RETURN_IF_ERROR(EnsureKernelPlanned(q, handle, kernel.get(), tensors, scratch, peers));
+
+  if (!kernel->planned()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<BenchmarkPeer> peer_list;
+    if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
+    bool planned_now = false;
+    // A Workspace Division group's kernel keeps every size: its Pareto front
+    // reaches down to the least workspace.
+    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
+                                                 q.workspace_limit, tensors, scratch, peer_list,
+                                                 /*small_sizes_where_limited=*/
+                                                 q.total_workspace == 0, &planned_now));
+    // Benchmark buffers go back before the plan's workspace is taken
+    // (stream-ordered, so no synchronisation is needed).
+    scratch->ReleaseAll();
+    if (planned_now) {
+      PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
+      r.planning_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      std::string note;
+      const std::vector<int> bench_devices = kernel->benchmark_devices();
+      if (kernel->seeded()) {
+        note = "benchmarks from the database";
+      } else if (bench_devices.size() > 1) {
+        note = "benchmarked on GPUs " + JoinInts(bench_devices);
+      }
+      if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
+      LogPlan(r);
+      RecordPlan(std::move(r));
+    }
+  }
   // A Workspace Division group's kernel runs its least-workspace plan until
   // the group is first divided (after one step): meanwhile its members
   // benchmark one at a time within the whole budget and run holding (next

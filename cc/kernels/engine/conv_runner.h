@@ -2,9 +2,8 @@
 // kernel, plan it on first use (benchmark database or benchmark, then
 // Workspace Reuse), record the plan, and run it on the caller's stream with the
 // caller's memory. The TensorFlow OpKernel (cc/kernels/conv_kernels.cc) and the
-// XLA FFI handler (cc/kernels/xla_ffi_conv.cc) both call RunConvPass; the
-// tf2xla kernel may plan first, when the function is compiled (PlanConvPass).
-// No TensorFlow includes.
+// XLA FFI handler (cc/kernels/xla_ffi_conv.cc) both call RunConvPass. No
+// TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_CONV_RUNNER_H_
 #define TF_UCUDNN_ENGINE_CONV_RUNNER_H_
 
@@ -65,19 +64,6 @@ using PeersProvider = std::function<Status(std::vector<BenchmarkPeer>* peers)>;
 // and a warning says so once per kernel on stderr.
 Status RunConvPass(const ConvRequest& request, const PassTensors& tensors,
                    ScratchAllocator* scratch, const PeersProvider& peers = nullptr);
-
-// Plans `request`'s pass before it runs, without the caller's tensors: where
-// an XLA function is compiled, so that the custom call's workspace can be a
-// buffer of the plan's size that XLA's buffer assignment places (the tf2xla
-// kernel, cc/kernels/xla_compile_plan.cc). Benchmarks on buffers of the
-// pass's sizes from `scratch`, filled with kBenchmarkFillByte, records the
-// plan as RunConvPass does, and returns it; a kernel planned already returns
-// its plan at once. `filter_in_cudnn_layout` as PassTensors' (what the
-// tensors of the later runs will be). ResourceExhausted if the buffers cannot
-// be allocated; InvalidArgument for a Workspace Division group's kernel,
-// whose share is known only once its group is planned.
-Status PlanConvPass(const ConvRequest& request, bool filter_in_cudnn_layout,
-                    ScratchAllocator* scratch, Plan* plan);
 
 #endif  // GOOGLE_CUDA
 

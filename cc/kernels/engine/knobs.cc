@@ -20,8 +20,7 @@ constexpr Name<GraphSearch> kGraphSearchNames[] = {{"default", GraphSearch::kDef
 constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth},
                                                     {"native", GraphLayouts::kNative},
                                                     {"transposed", GraphLayouts::kTransposed}};
-constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"plan", XlaWorkspace::kPlan},
-                                                     {"scratch", XlaWorkspace::kScratch},
+constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"scratch", XlaWorkspace::kScratch},
                                                      {"buffer", XlaWorkspace::kBuffer}};
 constexpr Name<bool> kXlaPadChannelsNames[] = {{"on", true}, {"off", false}};
 
@@ -111,9 +110,8 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
 }
 
 Status ReadXlaWorkspace(XlaWorkspace* where) {
-  *where = XlaWorkspace::kPlan;
-  return ReadKnob("UCUDNN_XLA_WORKSPACE", "one of plan, scratch, buffer; got", ParseXlaWorkspace,
-                  where);
+  *where = XlaWorkspace::kScratch;
+  return ReadKnob("UCUDNN_XLA_WORKSPACE", "one of scratch, buffer; got", ParseXlaWorkspace, where);
 }
 
 Status ReadXlaPadChannels(bool* pad) {

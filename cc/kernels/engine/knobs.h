@@ -96,23 +96,18 @@ Status ReadEngineKnobs(EngineKnobs* knobs);
 
 // Where an XLA custom call's cuDNN workspace lives (UCUDNN_XLA_WORKSPACE),
 // read by the tf2xla kernel when the function is compiled:
-// - kPlan (the default): the kernel is planned when the function is compiled
-//   (PlanConvPass, on the GPU and with the memory XLA compiles for, as XLA's
-//   own autotuner), and the call has a result buffer of the plan's workspace
-//   size, which XLA's buffer assignment places inside its temp allocation as
-//   it places its own convolutions' workspaces; where the compilation lends
-//   no GPU memory, as kScratch;
-// - kScratch: planned at the first execution; the workspace from XLA's
-//   scratch allocator (TF's allocator under TF), taken for the call and given
-//   back when it returns, outside the buffers XLA assigns;
-// - kBuffer: a result buffer of the workspace limit's size, placed by XLA's
-//   buffer assignment; held whether or not the plan needs it.
+// - kScratch (the default): XLA's scratch allocator (TF's allocator under TF),
+//   taken for the call and given back when it returns, outside the buffers
+//   XLA assigns;
+// - kBuffer: a result buffer of the call, of the workspace limit's size,
+//   placed by XLA's buffer assignment inside its temp allocation as XLA places
+//   its own convolutions' workspaces; held whether or not the plan needs it.
 // Workspace Division groups always use kScratch: their kernels' shares are
 // known only once the group is planned.
-enum class XlaWorkspace : int { kScratch = 0, kBuffer = 1, kPlan = 2 };
-// Parses "plan" | "scratch" | "buffer"; false on anything else.
+enum class XlaWorkspace : int { kScratch = 0, kBuffer = 1 };
+// Parses "scratch" | "buffer"; false on anything else.
 bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where);
-// Reads and validates UCUDNN_XLA_WORKSPACE (unset or empty: kPlan).
+// Reads and validates UCUDNN_XLA_WORKSPACE (unset or empty: kScratch).
 Status ReadXlaWorkspace(XlaWorkspace* where);
 
 // Whether XLA custom calls of half-precision convolutions with few input

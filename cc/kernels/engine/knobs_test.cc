@@ -91,16 +91,15 @@ int main() {
         "unset knobs read as the defaults");
   XlaWorkspace where = XlaWorkspace::kBuffer;
   Check(ParseXlaWorkspace("scratch", &where) && where == XlaWorkspace::kScratch &&
-            ParseXlaWorkspace("plan", &where) && where == XlaWorkspace::kPlan &&
             ParseXlaWorkspace("buffer", &where) && where == XlaWorkspace::kBuffer &&
             !ParseXlaWorkspace("arena", &where) && where == XlaWorkspace::kBuffer,
-        "UCUDNN_XLA_WORKSPACE is plan, scratch or buffer, and a bad value leaves it");
-  setenv("UCUDNN_XLA_WORKSPACE", "scratch", 1);
-  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kScratch,
+        "UCUDNN_XLA_WORKSPACE is scratch or buffer, and a bad value leaves it");
+  setenv("UCUDNN_XLA_WORKSPACE", "buffer", 1);
+  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kBuffer,
         "ReadXlaWorkspace reads UCUDNN_XLA_WORKSPACE");
   CheckRefused("UCUDNN_XLA_WORKSPACE", "arena", [&] { return ReadXlaWorkspace(&where); },
-               "UCUDNN_XLA_WORKSPACE must be one of plan, scratch, buffer; got 'arena'");
-  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kPlan, "unset: plan");
+               "UCUDNN_XLA_WORKSPACE must be one of scratch, buffer; got 'arena'");
+  Check(ReadXlaWorkspace(&where).ok() && where == XlaWorkspace::kScratch, "unset: scratch");
   bool pad = false;
   Check(ReadXlaPadChannels(&pad).ok() && pad, "UCUDNN_XLA_PAD_CHANNELS unset: on");
   setenv("UCUDNN_XLA_PAD_CHANNELS", "off", 1);

@@ -78,10 +78,11 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   const ConvParams& p = params_;
   const int64_t elem = DTypeSize(p.dtype);
   const int64_t filter_bytes = p.filter_size() * elem;
-  const PassBytes bytes = PassTensorBytes(pass_, p, p.batch);
+  const PassBytes bytes = TensorBytes(p.batch);
   std::vector<void*> buffers;
-  // Inputs hold small finite values; the padded buffer's border must be zero.
-  auto buffer = [&](int64_t n, int fill = kBenchmarkFillByte) -> void* {
+  // Inputs hold small finite values (bytes 0x3c: about 0.0115 in float32, 1.06
+  // in half); the padded buffer's border must be zero.
+  auto buffer = [&](int64_t n, int fill = 0x3c) -> void* {
     void* ptr = nullptr;
     if (cudaMalloc(&ptr, std::max<int64_t>(n, 1)) != cudaSuccess) return nullptr;
     buffers.push_back(ptr);

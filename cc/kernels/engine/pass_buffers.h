@@ -14,12 +14,6 @@
 
 namespace ucudnn {
 
-// The byte that buffers the engine benchmarks on without the caller's data
-// are filled with (PlanConvPass, the overhead measurement): small finite
-// values in every element type, about 0.0115 in float32 and bfloat16 and
-// 1.06 in float16.
-constexpr int kBenchmarkFillByte = 0x3c;
-
 // Device memory that lives until the op's Compute returns (stream-ordered).
 class ScratchAllocator {
  public:
