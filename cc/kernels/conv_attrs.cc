@@ -25,8 +25,15 @@ void SpatialIndices(ucudnn::Layout layout, int* h, int* w, int* c) {
 
 }  // namespace
 
-absl::Status KnobStatusToTf(const ucudnn::Status& s) {
-  return s.ok() ? absl::OkStatus() : absl::InvalidArgumentError(s.message());
+absl::Status EngineStatusToTf(const ucudnn::Status& s) {
+  switch (s.code()) {
+    case ucudnn::Status::Code::kOk: return absl::OkStatus();
+    case ucudnn::Status::Code::kInvalidArgument: return absl::InvalidArgumentError(s.message());
+    case ucudnn::Status::Code::kResourceExhausted:
+      return absl::ResourceExhaustedError(s.message());
+    case ucudnn::Status::Code::kInternal: return absl::InternalError(s.message());
+  }
+  return absl::UnknownError(s.message());
 }
 
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
@@ -117,10 +124,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   // The environment's total applies to ops that leave both knobs to it.
   if (total == -1) {
     total = 0;
-    if (limit == -1) TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
+    if (limit == -1) TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
   }
   if (limit == -1) {
-    TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
+    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
   }
   attrs->total_workspace = total;
   attrs->workspace_limit = total > 0 ? total : limit;
@@ -128,7 +135,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   std::string policy;
   TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &policy));
   if (policy.empty()) {
-    TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
+    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
   } else if (!ucudnn::ParseBatchSizePolicy(policy, &attrs->policy)) {
     return errors::InvalidArgument(
         "batch_size_policy must be one of undivided, powerOfTwo, all (or empty for "
@@ -143,7 +150,7 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         attrs->micro_batch_size);
   }
   // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
-  TF_RETURN_IF_ERROR(KnobStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
+  TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
   // A forced micro-batch size has one plan: nothing to divide. The kernel
   // keeps the total as its per-kernel limit.
   if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;

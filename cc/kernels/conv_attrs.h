@@ -35,10 +35,10 @@ struct ConvAttrs {
   ucudnn::EngineKnobs knobs;
 };
 
-// A knob reader's status (cc/kernels/engine/knobs.h) as TF's: OK, or
-// InvalidArgument with its message (which names the variable and the values
-// allowed).
-absl::Status KnobStatusToTf(const ucudnn::Status& s);
+// The engine's status as TF's, code and message (a knob reader's,
+// cc/kernels/engine/knobs.h, is OK or InvalidArgument naming the variable and
+// the values allowed).
+absl::Status EngineStatusToTf(const ucudnn::Status& s);
 
 // Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
 // UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the

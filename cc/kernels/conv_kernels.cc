@@ -46,21 +46,6 @@ using ucudnn::Plan;
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
 
-namespace {
-
-absl::Status ToTfStatus(const ucudnn::Status& s) {
-  switch (s.code()) {
-    case ucudnn::Status::Code::kOk: return absl::OkStatus();
-    case ucudnn::Status::Code::kInvalidArgument: return absl::InvalidArgumentError(s.message());
-    case ucudnn::Status::Code::kResourceExhausted:
-      return absl::ResourceExhaustedError(s.message());
-    case ucudnn::Status::Code::kInternal: return absl::InternalError(s.message());
-  }
-  return absl::UnknownError(s.message());
-}
-
-}  // namespace
-
 template <typename Device, typename T>
 struct LaunchConv;
 
@@ -103,7 +88,7 @@ struct LaunchConv<CPUDevice, T> {
         filter_acc = acc.flat<float>().data();
       }
     }
-    TF_RETURN_IF_ERROR(ToTfStatus(ucudnn::ExecutePlan(
+    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ExecutePlan(
         plan, pass, [&](int64_t offset, const ucudnn::MicroBatch& mb, bool accumulate) {
           const int64_t in_off = offset * p.input_sample_size();
           const int64_t out_off = offset * p.output_sample_size();
@@ -228,7 +213,7 @@ struct LaunchConv<GPUDevice, T> {
     if (bias != nullptr) tensors.bias = bias->tensor_data().data();
     TfScratchAllocator scratch(ctx);
     std::unique_ptr<BenchmarkPeers> peers;
-    return ToTfStatus(ucudnn::RunConvPass(
+    return EngineStatusToTf(ucudnn::RunConvPass(
         q, tensors, &scratch, [&](std::vector<ucudnn::BenchmarkPeer>* list) {
           const absl::Status s = BenchmarkPeers::Make(ctx, q.device, &peers);
           if (!s.ok()) {

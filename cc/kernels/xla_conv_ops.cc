@@ -51,8 +51,8 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
     // Read on the CPU too, so that a bad value is the same compile-time error
     // wherever the function is compiled.
-    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
-    OP_REQUIRES_OK(ctx, KnobStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
     if (!kGpu) {
       absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
       OP_REQUIRES_OK(ctx, conv.status());

@@ -100,21 +100,13 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   }
   const ucudnn::ConvParams& p = q.params;
   // The buffers XLA passes must be the ones the attributes describe.
-  const int64_t in = p.batch * p.input_sample_size();
-  const int64_t outs = p.batch * p.output_sample_size();
-  const int64_t filter = p.filter_size();
-  const int64_t want_a = kPass == Pass::kBackwardData ? outs : in;
-  const int64_t want_b = kPass == Pass::kForward        ? filter
-                         : kPass == Pass::kBackwardData ? filter
-                                                        : outs;
-  const int64_t want_out = kPass == Pass::kForward        ? outs
-                           : kPass == Pass::kBackwardData ? in
-                                                          : filter;
-  if (static_cast<int64_t>(a.element_count()) != want_a ||
-      static_cast<int64_t>(b.element_count()) != want_b ||
-      static_cast<int64_t>(out->element_count()) != want_out ||
+  const ucudnn::PassBytes want = ucudnn::PassTensorBytes(kPass, p, p.batch);
+  if (static_cast<int64_t>(a.size_bytes()) != want.a ||
+      static_cast<int64_t>(b.size_bytes()) != want.b ||
+      static_cast<int64_t>(out->size_bytes()) != want.out ||
       bias.has_value() != (kPass == Pass::kForward && p.bias) ||
-      (bias.has_value() && static_cast<int64_t>(bias->element_count()) != p.out_channels)) {
+      (bias.has_value() && static_cast<int64_t>(bias->size_bytes()) !=
+                               p.out_channels * ucudnn::DTypeSize(p.dtype))) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
                           " do not match " + p.ToString());

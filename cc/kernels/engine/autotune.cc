@@ -286,20 +286,6 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   return Status();
 }
 
-CudnnKernel::PassBytes CudnnKernel::TensorBytes(int64_t samples) const {
-  const ConvParams& p = params_;
-  const int64_t elem = DTypeSize(p.dtype);
-  const int64_t in = samples * p.input_sample_size() * elem;
-  const int64_t out = samples * p.output_sample_size() * elem;
-  const int64_t filter = p.filter_size() * elem;
-  switch (pass_) {
-    case Pass::kForward: return {in, filter, out};
-    case Pass::kBackwardData: return {out, filter, in};
-    case Pass::kBackwardFilter: return {in, out, filter};
-  }
-  return {0, 0, 0};
-}
-
 Status CudnnKernel::BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
                                     const std::vector<int64_t>& sizes, int64_t workspace_limit,
                                     const PassTensors& t, MeasuredSizes* got) {
@@ -324,7 +310,8 @@ Status CudnnKernel::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& p
   // The first max_size samples of the batched tensors, and the whole filter.
   // Backward-filter benchmarks into its own cuDNN-layout filter (no `out`),
   // unless the filter comes in that layout (XLA's custom calls).
-  const PassBytes bytes = TensorBytes(*std::max_element(sizes.begin(), sizes.end()));
+  const PassBytes bytes =
+      PassTensorBytes(pass_, params_, *std::max_element(sizes.begin(), sizes.end()));
   const int64_t a_bytes = bytes.a, b_bytes = bytes.b;
   const int64_t result_bytes =
       pass_ == Pass::kBackwardFilter && !t.filter_in_cudnn_layout ? 0 : bytes.out;

@@ -36,6 +36,19 @@ const char* DTypeName(DType dtype) {
 
 int DTypeSize(DType dtype) { return dtype == DType::kFloat ? 4 : 2; }
 
+PassBytes PassTensorBytes(Pass pass, const ConvParams& p, int64_t samples) {
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in = samples * p.input_sample_size() * elem;
+  const int64_t out = samples * p.output_sample_size() * elem;
+  const int64_t filter = p.filter_size() * elem;
+  switch (pass) {
+    case Pass::kForward: return {in, filter, out};
+    case Pass::kBackwardData: return {out, filter, in};
+    case Pass::kBackwardFilter: return {in, out, filter};
+  }
+  return {};
+}
+
 std::array<int64_t, 21> ConvParams::Fields() const {
   return {batch,      in_channels, in_height,  in_width,   out_channels,
           filter_height, filter_width, groups, stride_h,   stride_w,

@@ -75,6 +75,16 @@ struct ConvParams {
   std::string ToString() const;
 };
 
+// Bytes of one pass's tensors for `samples` samples (the filter always
+// whole), named as PassTensors names them (pass_buffers.h):
+//   forward:         a = input,        b = filter,       out = output
+//   backward-data:   a = out_backprop, b = filter,       out = in_backprop
+//   backward-filter: a = input,        b = out_backprop, out = filter_backprop
+struct PassBytes {
+  int64_t a = 0, b = 0, out = 0;
+};
+PassBytes PassTensorBytes(Pass pass, const ConvParams& params, int64_t samples);
+
 // Element strides (n, c, h, w) of a [n, c, h, w] tensor stored packed in
 // `layout` (NHWC or NCHW), whose spatial extent is (height, width).
 void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]);

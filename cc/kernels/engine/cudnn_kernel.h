@@ -164,12 +164,6 @@ class CudnnKernel {
                                const PassTensors& t, MeasuredSizes* got);
   // The most workspace any algorithm asks for at this size (0 if none answers).
   Status MaxWorkspaceNeeded(cudnnHandle_t handle, int64_t size, int64_t* bytes);
-  // Bytes of the pass's tensors `a`, `b` and `out` (see PassTensors) for
-  // `samples` samples; the filter is always whole.
-  struct PassBytes {
-    int64_t a, b, out;
-  };
-  PassBytes TensorBytes(int64_t samples) const;
   // Elements of one sample of the explicitly padded input.
   int64_t padded_sample_elems() const { return params_.in_channels * padded_h_ * padded_w_; }
   // Mean ms of AddBias over `size` samples at `y` (the legacy candidates'

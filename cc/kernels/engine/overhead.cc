@@ -78,7 +78,7 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   const ConvParams& p = params_;
   const int64_t elem = DTypeSize(p.dtype);
   const int64_t filter_bytes = p.filter_size() * elem;
-  const PassBytes bytes = TensorBytes(p.batch);
+  const PassBytes bytes = PassTensorBytes(pass_, p, p.batch);
   std::vector<void*> buffers;
   // Inputs hold small finite values (bytes 0x3c: about 0.0115 in float32, 1.06
   // in half); the padded buffer's border must be zero.
