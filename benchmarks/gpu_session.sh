@@ -7,7 +7,7 @@
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
 #                                 model_planning|deepbench_dtype|pass_times|pass_gpu|xla_bias|xla_workspace|
-#                                 stem_channels|xla_pad|xla_plan
+#                                 stem_channels|xla_pad|xla_pair_beside_tests
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -220,18 +220,18 @@ case "$1" in
       --modes stock-xla,ucudnn-xla,ucudnn-xla-buffer --precision "${3:-float32}" \
       --json "$OUT/xla_workspace_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_workspace_$2_${3:-float32}.log" ;;
-  xla_plan)  # UCUDNN_XLA_WORKSPACE=plan on a short device budget: tests/test_xla.py in the
-            # background while tf_ucudnn under XLA (plan, the default) and stock XLA run one
-            # after the other, each with a JSON of its own: MODEL [PRECISION] [TIMEOUT]. Memory
-            # growth is on in every process so that they share the GPU: the peaks compare,
-            # the step times (beside the tests) do not.
+  xla_pair_beside_tests)  # on a short device budget: tests/test_xla.py in the background while
+                          # tf_ucudnn under XLA and stock XLA run one after the other, each with
+                          # a JSON of its own: MODEL [PRECISION] [TIMEOUT]. Memory growth is on
+                          # in every process so that they share the GPU: the peaks compare, the
+                          # step times (beside the tests) do not. (Named xla_plan at 843c899.)
     export TF_FORCE_GPU_ALLOW_GROWTH=true
     timeout "${4:-300}" python3 -m pytest tests/test_xla.py -q -p no:cacheprovider -rf 2>&1 \
-      | grep --line-buffered -v "^I0000\|^W0000\|^E0000" > "$OUT/xla_tests_plan.log" &
+      | grep --line-buffered -v "^I0000\|^W0000\|^E0000" > "$OUT/xla_tests_beside.log" &
     for mode in ucudnn-xla stock-xla; do
       timeout "${4:-300}" python3 -m tf_ucudnn.bench --models "$2" --limits 64MiB --xla \
-        --modes $mode --precision "${3:-float32}" --json "$OUT/xla_plan_$2_${3:-float32}_$mode.json" \
-        2>&1 | grep --line-buffered -v WARNING | tee "$OUT/xla_plan_$2_${3:-float32}_$mode.log"
+        --modes $mode --precision "${3:-float32}" --json "$OUT/xla_beside_$2_${3:-float32}_$mode.json" \
+        2>&1 | grep --line-buffered -v WARNING | tee "$OUT/xla_beside_$2_${3:-float32}_$mode.log"
     done
     wait ;;
   xla_memory)  # where an XLA step's memory goes: buffer assignment, cuDNN workspace (dumps)
