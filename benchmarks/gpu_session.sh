@@ -7,7 +7,7 @@
 #                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
 #                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
 #                                 model_planning|deepbench_dtype|pass_times|pass_gpu|xla_bias|xla_workspace|
-#                                 stem_channels|xla_pad|xla_pair_beside_tests
+#                                 stem_channels|xla_pad|xla_pair_beside_tests|tests_but_xla|xla_search
 # Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
 # under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
 set -u
@@ -27,6 +27,11 @@ case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
             | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
+  tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
+                  # suite no longer fits one device call of 10 minutes
+    timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
+      --ignore tests/test_xla.py 2>&1 | grep -v "^E    \|^I0000\|^W0000" | tail -80 \
+      | tee "$OUT/gpu_tests_but_xla.log" ;;
   models) timeout "${2:-580}" python3 -m tf_ucudnn.bench --models vgg16,alexnet,resnet18 \
             --limits 64MiB --totals 256MiB --planning --json "$OUT/models.json" 2>&1 | tee "$OUT/models.log" ;;
   deepbench) timeout "${2:-580}" python3 -m tf_ucudnn.bench --set deepbench --limits 64MiB,256MiB \
@@ -204,6 +209,17 @@ case "$1" in
       --modes stock-xla,ucudnn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
+  xla_search)  # UCUDNN_GRAPH_SEARCH under XLA: stock XLA and tf_ucudnn under XLA (default
+               # search), then tf_ucudnn with SEARCH: MODEL [PRECISION] [SEARCH] [TIMEOUT];
+               # RUNS=K: K processes per setting. The database keeps each search's tables
+               # apart (schema 4), so the second run is not seeded from the first.
+    timeout "${5:-560}" sh -c "python3 -m tf_ucudnn.bench --models $2 --limits 64MiB --xla \
+      --modes stock-xla,ucudnn-xla --precision ${3:-float32} --runs ${RUNS:-1} \
+      --json $OUT/xla_search_$2_${3:-float32}.json && UCUDNN_GRAPH_SEARCH=${4:-wide} \
+      python3 -m tf_ucudnn.bench --models $2 --limits 64MiB --xla --modes ucudnn-xla \
+      --precision ${3:-float32} --runs ${RUNS:-1} \
+      --json $OUT/xla_search_$2_${3:-float32}_${4:-wide}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/xla_search_$2_${3:-float32}.log" ;;
   xla_bias)  # what the conv bias and the 64 MiB limit cost under XLA: ResNet-50 with and without
              # its convolutions' biases, stock XLA against tf_ucudnn at 64 MiB; tf_ucudnn at
              # [LIMIT] (default 1GiB) [PRECISION]

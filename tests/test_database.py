@@ -25,7 +25,7 @@ GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
 
 def record(i):
-    key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0]
+    key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0, 0, 1, database._double_bits(2.0)]
     # A legacy algorithm and a transposed graph-API engine (id 34, knobs k2=1, k3=0).
     return dict(key=key, table=[[32 + i, 0, 0.5, 0], [16, 1, 0.2, 1024]],
                 algos=[[1, 2, 1], [0, 0, 1, 34, 1, 2, 1, 3, 0]], shape=f"N={32 + i}",
@@ -182,7 +182,8 @@ _CONV = dict(batch=32, in_channels=3, in_height=28, in_width=27, out_channels=8,
 _KERNEL = dict(
     key={"pass": "backward-filter", "conv": _CONV, "allow_tf32": False, "deterministic": True,
          "workspace_limit": 64 << 20, "policy": "all", "forced_micro_batch": 4,
-         "engines": "graph"},
+         "engines": "graph",
+         "graph": {"search": "wide", "layouts": "both", "prune_factor": 2.5}},
     algos=[dict(algo=1, math_type=2, deterministic=True),
            dict(algo=0, math_type=0, deterministic=False,
                 engine=dict(id=34, transposed=True, knobs=[[2, 1], [3, 0]]))],
@@ -192,12 +193,14 @@ _KERNEL = dict(
 
 
 class StoredRecordTest(tf.test.TestCase):
-    """The engine names every field; the database stores schema 3's positions."""
+    """The engine names every field; the database stores schema 4's positions."""
 
-    def test_stored_record_keeps_schema_3_positions_and_enum_numbers(self):
+    def test_stored_record_keeps_schema_4_positions_and_enum_numbers(self):
         stored = database.stored_record(_KERNEL)
+        # 2.5 as the int64 of its IEEE-754 bits: 0x4004000000000000.
         self.assertEqual(stored["key"], [2, 32, 3, 28, 27, 8, 5, 3, 1, 2, 1, 1, 2, 0, 1, 2, 2, 12,
-                                         23, 1, 2, 0, 1, 64 << 20, 2, 4, 2])
+                                         23, 1, 2, 0, 1, 64 << 20, 2, 4, 2, 2, 0,
+                                         0x4004000000000000])
         self.assertEqual(stored["algos"], [[1, 2, 1], [0, 0, 0, 34, 1, 2, 1, 3, 0]])
         self.assertEqual(stored["table"], [[32, 0, 0.5, 0], [16, 1, 0.25, 1024]])
         self.assertIsNone(database.check_record(stored))
@@ -218,9 +221,28 @@ class StoredRecordTest(tf.test.TestCase):
         self.assertEqual(database.stored_record(plain)["key"][0], 0)
         self.assertFalse(database.engine_record(database.stored_record(plain))["key"]["conv"]["bias"])
 
+    def test_kernels_searched_otherwise_are_stored_under_keys_of_their_own(self):
+        # A table timed under UCUDNN_GRAPH_SEARCH=default must not seed a wide
+        # kernel (schema 3 keyed them alike), nor one of another layout set or
+        # prune factor; each knob's value comes back exactly.
+        keys = set()
+        for graph in ({"search": "default", "layouts": "native", "prune_factor": 2.0},
+                      {"search": "wide", "layouts": "native", "prune_factor": 2.0},
+                      {"search": "exhaustive", "layouts": "native", "prune_factor": 2.0},
+                      {"search": "default", "layouts": "transposed", "prune_factor": 2.0},
+                      {"search": "default", "layouts": "native", "prune_factor": 0.0},
+                      {"search": "default", "layouts": "native", "prune_factor": 1.0000001}):
+            kernel = dict(_KERNEL, key=dict(_KERNEL["key"], graph=graph))
+            stored = database.stored_record(kernel)
+            self.assertIsNone(database.check_record(stored))
+            self.assertEqual(database.engine_record(stored)["key"]["graph"], graph)
+            keys.add(tuple(stored["key"]))
+        self.assertLen(keys, 6)
+
     def test_an_enum_number_out_of_range_is_refused(self):
         for position, what, count in ((0, "pass", 4), (19, "layout", 2), (20, "dtype", 3),
-                                      (24, "policy", 3), (26, "engines", 4)):
+                                      (24, "policy", 3), (26, "engines", 4),
+                                      (27, "graph search", 3), (28, "graph layouts", 3)):
             stored = database.stored_record(_KERNEL)
             stored["key"][position] = count
             with self.subTest(what), self.assertRaisesRegex(ValueError, what):
@@ -428,11 +450,11 @@ class DatabaseSafetyTest(tf.test.TestCase):
         good = [record(0), record(1)]
         bad = [dict(record(2), table=[[1]]),                              # a row of one value
                dict(record(3), table=[[32, 5, 0.5, 0]]),                  # algo index 5 of 2
-               dict(record(4), key=["x"] * 27),                           # not ints
+               dict(record(4), key=["x"] * 30),                           # not ints
                dict(record(5), algos=[[1, 2]]),                           # an algo of 2 values
                dict(record(6), table="rows"),                             # not a list
                dict(record(7), table=[[32, 0, -1.0, 0]]),                 # negative time
-               dict(record(8), key=[0, 1 << 64] + [1] * 25)]              # beyond int64
+               dict(record(8), key=[0, 1 << 64] + [1] * 28)]              # beyond int64
         messages, seeded = self.load_with(good + bad)
         self.assertLen(messages, 1, messages)
         self.assertIn("skipped 7 malformed record(s)", messages[0])
@@ -543,3 +565,38 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertFalse(divided["seeded"], divided)
         self.assertContainsSubset([1, 2, 4, 8, 16, 32, 64], divided["sizes"], divided)
         self.assertLessEqual(divided["err"], 1e-5)
+
+    def test_a_wide_search_takes_no_seed_from_a_default_search(self):
+        # Schema 3 keyed kernels without UCUDNN_GRAPH_*: a database filled
+        # under the default search seeded wide kernels with the default's
+        # table, so wide changed nothing until the database was cleared.
+        path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
+        child = textwrap.dedent('''
+            import json, numpy as np, tensorflow as tf, tf_ucudnn
+            from tf_ucudnn import _engine
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+            rng = np.random.default_rng(0)
+            x = tf.constant(rng.standard_normal((32, 28, 28, 64)), tf.float32)
+            w = tf.constant(rng.standard_normal((3, 3, 64, 96)), tf.float32)
+            with tf.device("/GPU:0"):
+                y = tf_ucudnn.conv2d(x, w, 1, "SAME", workspace_limit=64 << 20)
+            err = float(tf.norm(y - tf.nn.conv2d(x, w, 1, "SAME")) / tf.norm(y))
+            k, = [k for k in _engine.kernels() if k["pass"] == "forward"]
+            print(json.dumps(dict(search=k["key"]["graph"]["search"], seeded=k["seeded"],
+                                  candidates=len(k["algos"]), err=err)))
+        ''')
+        results = []
+        for search in ("default", "wide", "wide", "default"):
+            done = run_python(child, UCUDNN_DATABASE=path, UCUDNN_GRAPH_SEARCH=search,
+                              TF_CPP_MIN_LOG_LEVEL="2")
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        default, wide, wide_again, default_again = results
+        self.assertEqual([r["search"] for r in results], ["default", "wide", "wide", "default"])
+        self.assertEqual([r["seeded"] for r in results], [False, False, True, True], results)
+        self.assertGreater(wide["candidates"], default["candidates"], results)
+        self.assertEqual(wide_again["candidates"], wide["candidates"])
+        self.assertEqual(default_again["candidates"], default["candidates"])
+        for r in results:
+            self.assertLessEqual(r["err"], 1e-5, r)
+        self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 2)

@@ -204,7 +204,9 @@ def kernels():
       ``ConvParams`` fields by name: ``batch``, ``in_channels``, ...,
       ``layout``, ``dtype``), ``allow_tf32``, ``deterministic``,
       ``workspace_limit`` (the op's, bytes), ``policy``,
-      ``forced_micro_batch``, ``engines``), ``total_workspace`` (bytes of its
+      ``forced_micro_batch``, ``engines``, ``graph``: ``search``, ``layouts``,
+      ``prune_factor``, the ``UCUDNN_GRAPH_*`` knobs it was searched with),
+      ``total_workspace`` (bytes of its
       Workspace Division group, 0 for none), ``seeded`` (its table came from
       the benchmark database), ``algos`` (candidates: ``algo``, ``math_type``,
       ``deterministic`` and, for a graph-API engine, ``engine``: ``id``,

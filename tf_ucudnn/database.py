@@ -4,7 +4,9 @@ Planning a kernel benchmarks every allowed micro-batch size (seconds for a
 model). The results are stored per GPU model, cuDNN version and TensorFlow
 version, keyed by everything that defines the kernel (pass, convolution with
 its batch size, layout, dtype, TF32, determinism, workspace limit, batch-size
-policy, forced micro-batch size, candidate set), so that a later process planning the same
+policy, forced micro-batch size, candidate set and how graph-API engines are
+searched: ``UCUDNN_GRAPH_SEARCH``, ``UCUDNN_GRAPH_LAYOUTS``,
+``UCUDNN_GRAPH_PRUNE_FACTOR``), so that a later process planning the same
 kernel benchmarks nothing (μ-cuDNN's ``UCUDNN_DATABASE``).
 
 ``UCUDNN_DATABASE``: the SQLite file; unset means
@@ -32,6 +34,7 @@ import math
 import numbers
 import os
 import sqlite3
+import struct
 import sys
 import time
 import urllib.parse
@@ -42,13 +45,16 @@ from tf_ucudnn import environment
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
 # 3: transposed graph-API candidates (a flag after the engine id).
-SCHEMA_VERSION = 3
+# 4: the graph-API search knobs (UCUDNN_GRAPH_*) in the key: before, a kernel
+#    searched with UCUDNN_GRAPH_SEARCH=wide was seeded from a default search's
+#    table, and wide changed nothing until the database was cleared.
+SCHEMA_VERSION = 4
 # PRAGMA application_id of a tf_ucudnn database: "tfuc" as a big-endian int32.
 APPLICATION_ID = int.from_bytes(b"tfuc", "big")
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
 
-# How a record is stored (schema 3). The engine names every field
+# How a record is stored (schema 4). The engine names every field
 # (tf_ucudnn._engine.kernels); the database keeps them in this order, enums
 # by these numbers, so that files written before names crossed stay valid.
 # key: pass, the convolution's fields, then the kernel's settings.
@@ -56,7 +62,7 @@ _CONV_FIELDS = ("batch", "in_channels", "in_height", "in_width", "out_channels",
                 "filter_height", "filter_width", "groups", "stride_h", "stride_w",
                 "dilation_h", "dilation_w", "pad_top", "pad_bottom", "pad_left", "pad_right",
                 "out_height", "out_width", "layout", "dtype")
-_KEY_FIELDS = 1 + len(_CONV_FIELDS) + 6  # 27
+_KEY_FIELDS = 1 + len(_CONV_FIELDS) + 6 + 3  # 30
 # The stored pass: the forward pass with its bias epilogue (conv["bias"]) is
 # a pass of its own here, so that keys written before it keep their meaning.
 _PASSES = ("forward", "backward-data", "backward-filter", "forward+bias")
@@ -64,6 +70,17 @@ _LAYOUTS = ("NHWC", "NCHW")
 _DTYPES = ("float32", "float16", "bfloat16")
 _POLICIES = ("undivided", "powerOfTwo", "all")
 _ENGINE_SETS = ("all", "legacy", "graph", "auto")  # EngineSet's numbering (knobs.h)
+_GRAPH_SEARCHES = ("default", "exhaustive", "wide")  # GraphSearch's numbering (knobs.h)
+_GRAPH_LAYOUTS = ("both", "native", "transposed")  # GraphLayouts' numbering (knobs.h)
+
+
+def _double_bits(value):
+    """A float as the int64 of its IEEE-754 bits (the key holds ints; exact)."""
+    return struct.unpack("<q", struct.pack("<d", float(value)))[0]
+
+
+def _bits_double(bits):
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
 def gpu_identity():
@@ -270,7 +287,7 @@ class BenchmarkDatabase:
         return db
 
     def put(self, gpu, cudnn, tf_version, records):
-        """Stores records ``{"key": [27 ints], "table": ..., "algos": ..., "shape", "pass"}``."""
+        """Stores records ``{"key": [30 ints], "table": ..., "algos": ..., "shape", "pass"}``."""
         if self.disabled or not records:
             return
         try:
@@ -389,7 +406,7 @@ def _is_int(value, low=_INT64[0], high=_INT64[1]):
 def check_record(record):
     """Why a stored record cannot seed the engine, or None if it can.
 
-    A record is ``{"key": [27 ints], "table": [[size, algo index, time_ms,
+    A record is ``{"key": [30 ints], "table": [[size, algo index, time_ms,
     workspace_bytes], ...], "algos": [[ints], ...]}``: sizes positive, algo
     indices into ``algos``, times finite and >= 0, workspaces in [0, 2**63 - 1],
     each algo 3 ints or 5 plus knob pairs.
@@ -473,7 +490,7 @@ _LINK = _EngineLink()
 
 def stored_record(kernel):
     """A kernel of :func:`tf_ucudnn._engine.kernels` as the database stores it:
-    ``{"key": [27 ints], "table": [[size, algo index, time_ms,
+    ``{"key": [30 ints], "table": [[size, algo index, time_ms,
     workspace_bytes], ...], "algos": [[ints], ...], "shape", "pass"}`` (see
     :func:`check_record`)."""
     key, conv = kernel["key"], kernel["key"]["conv"]
@@ -483,7 +500,10 @@ def stored_record(kernel):
     stored_key = [_PASSES.index(stored_pass), *fields, int(key["allow_tf32"]),
                   int(key["deterministic"]), key["workspace_limit"],
                   _POLICIES.index(key["policy"]), key["forced_micro_batch"],
-                  _ENGINE_SETS.index(key["engines"])]
+                  _ENGINE_SETS.index(key["engines"]),
+                  _GRAPH_SEARCHES.index(key["graph"]["search"]),
+                  _GRAPH_LAYOUTS.index(key["graph"]["layouts"]),
+                  _double_bits(key["graph"]["prune_factor"])]
     algos = []
     for a in kernel["algos"]:
         # (algo, math type, deterministic) [, engine id, transposed, knob, value, ...]
@@ -509,7 +529,7 @@ def engine_record(record):
 
     Raises:
       ValueError: an enum number out of range (pass, layout, dtype, policy,
-        candidate set).
+        candidate set, graph search, graph layouts).
     """
     key = record["key"]
     conv = dict(zip(_CONV_FIELDS, key[1:21]))
@@ -521,7 +541,10 @@ def engine_record(record):
                  "allow_tf32": key[21] != 0, "deterministic": key[22] != 0,
                  "workspace_limit": key[23], "policy": _named(_POLICIES, key[24], "policy"),
                  "forced_micro_batch": key[25],
-                 "engines": _named(_ENGINE_SETS, key[26], "engines")}
+                 "engines": _named(_ENGINE_SETS, key[26], "engines"),
+                 "graph": {"search": _named(_GRAPH_SEARCHES, key[27], "graph search"),
+                           "layouts": _named(_GRAPH_LAYOUTS, key[28], "graph layouts"),
+                           "prune_factor": _bits_double(key[29])}}
     algos = []
     for a in record["algos"]:
         algo = dict(algo=a[0], math_type=a[1], deterministic=a[2] != 0)

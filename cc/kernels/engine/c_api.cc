@@ -7,6 +7,7 @@
 // Requests are JSON too. The names are those of the C++ structs (ConvParams,
 // KernelKey, CudnnAlgo, AlgoPerf, MicroBatch, Plan); enums cross as their
 // names ("forward", "NHWC", "float32", "powerOfTwo", "all").
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -248,6 +249,7 @@ ucudnn::ConvParams ConvFromJson(const json& j) {
 
 // What the benchmark database stores a kernel's tables under: the kernel's
 // key without its device and Workspace Division total (seeds hold for any).
+// "graph" holds the UCUDNN_GRAPH_* knobs, which change the candidates timed.
 json KeyJson(const ucudnn::KernelKey& key, const ucudnn::ConvParams& params) {
   return {{"pass", ucudnn::PassName(key.pass)},
           {"conv", ConvJson(params)},
@@ -256,7 +258,24 @@ json KeyJson(const ucudnn::KernelKey& key, const ucudnn::ConvParams& params) {
           {"workspace_limit", key.workspace_limit},
           {"policy", ucudnn::BatchSizePolicyName(key.policy)},
           {"forced_micro_batch", key.forced_micro_batch},
-          {"engines", ucudnn::EngineSetName(key.engines)}};
+          {"engines", ucudnn::EngineSetName(key.engines)},
+          {"graph",
+           {{"search", ucudnn::GraphSearchName(key.graph.search)},
+            {"layouts", ucudnn::GraphLayoutsName(key.graph.layouts)},
+            {"prune_factor", key.graph.prune_factor}}}};
+}
+
+ucudnn::GraphSearchKnobs GraphKnobsFromJson(const json& j) {
+  ucudnn::GraphSearchKnobs graph;
+  graph.search = EnumField(j, "search", ucudnn::GraphSearchName, ucudnn::kGraphSearchCount);
+  graph.layouts = EnumField(j, "layouts", ucudnn::GraphLayoutsName, ucudnn::kGraphLayoutsCount);
+  graph.prune_factor = j.at("prune_factor").get<double>();
+  if (!(graph.prune_factor == 0 || graph.prune_factor >= 1) ||
+      !std::isfinite(graph.prune_factor)) {
+    throw std::invalid_argument("graph.prune_factor must be 0 or a number >= 1; got " +
+                                j.at("prune_factor").dump());
+  }
+  return graph;
 }
 
 ucudnn::KernelKey KeyFromJson(const json& j) {
@@ -269,6 +288,7 @@ ucudnn::KernelKey KeyFromJson(const json& j) {
   key.policy = PolicyField(j, "policy");
   key.forced_micro_batch = j.at("forced_micro_batch").get<int64_t>();
   key.engines = EnumField(j, "engines", ucudnn::EngineSetName, ucudnn::kEngineSetCount);
+  key.graph = GraphKnobsFromJson(j.at("graph"));
   return key;
 }
 
@@ -333,7 +353,8 @@ extern "C" {
 // Every planned GPU kernel with its benchmark table and Pareto front, as a
 // JSON array of {"id" (the argument of ucudnn_set_kernel_limit), "device",
 // "pass", "shape", "key" (pass, conv, allow_tf32, deterministic,
-// workspace_limit (the op's), policy, forced_micro_batch, engines),
+// workspace_limit (the op's), policy, forced_micro_batch, engines, graph:
+// search, layouts, prune_factor),
 // "total_workspace", "seeded", "algos" (candidates), "table" ([{"size",
 // "algo" (index into algos), "time_ms", "workspace_bytes"}]), "planned_limit"
 // (the limit its plan now uses), "plan", "front"}.

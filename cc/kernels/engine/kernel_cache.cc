@@ -44,7 +44,6 @@ std::map<KernelKey, SeedEntry>& Seeds() {
 KernelKey AnyDevice(KernelKey key) {
   key.device = -1;
   key.total_workspace = 0;
-  key.graph = GraphSearchKnobs();  // the database's keys do not carry them
   return key;
 }
 

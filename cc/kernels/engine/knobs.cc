@@ -68,9 +68,13 @@ bool ParseGraphSearch(const std::string& text, GraphSearch* search) {
   return ParseName(kGraphSearchNames, text, search);
 }
 
+const char* GraphSearchName(GraphSearch search) { return NameOf(kGraphSearchNames, search); }
+
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts) {
   return ParseName(kGraphLayoutNames, text, layouts);
 }
+
+const char* GraphLayoutsName(GraphLayouts layouts) { return NameOf(kGraphLayoutNames, layouts); }
 
 bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where) {
   return ParseName(kXlaWorkspaceNames, text, where);

@@ -52,12 +52,14 @@ constexpr int kGraphSearchCount = 3;
 // list), "wide" (every config of both lists) or "exhaustive" (also every
 // other engine); false on anything else.
 bool ParseGraphSearch(const std::string& text, GraphSearch* search);
+const char* GraphSearchName(GraphSearch search);
 // UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
 // (the tensors' and, as transposed candidates, the other one), "native" (the
 // tensors' only) or "transposed" (the other only); false on anything else.
 enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
 constexpr int kGraphLayoutsCount = 3;
 bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
+const char* GraphLayoutsName(GraphLayouts layouts);
 
 // How graph-API engines are searched; part of what identifies a kernel that
 // benchmarks them (KernelKey), since each knob changes the candidates timed.
