@@ -13,7 +13,8 @@
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 source /root/tfgpu/env.sh
-if [ -d .whl ]; then  # extra wheels sent along (PuLP 3.x, matplotlib)
+if [ -d .whl ]; then  # extra wheels sent along: highspy (Workspace Division's solver; the staged
+                      # wheels carry PuLP but not highspy), CUPTI for profiles
   [ -d /tmp/site ] || pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-}
 else
