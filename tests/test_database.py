@@ -159,7 +159,9 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
                 self.assertEqual(database.database_path(), want, f"UCUDNN_DATABASE={value!r}")
 
     def test_command_line_show_and_clear(self):
-        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1)])
+        wide = record(1)
+        wide["key"] = wide["key"][:27] + [2, 0, database._double_bits(3.0)]  # wide, both, 3
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1), wide])
         run = lambda *args: subprocess.run(  # noqa: E731
             [sys.executable, "-m", "tf_ucudnn", "cache", *args, "--database", self.path],
             capture_output=True, text=True, timeout=300,
@@ -167,10 +169,14 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         shown = run("show")
         self.assertEqual(shown.returncode, 0, shown.stderr[-2000:])
-        self.assertIn("2 kernels", shown.stdout)
+        self.assertIn("3 kernels", shown.stdout)
         self.assertIn(GPU, shown.stdout)
+        # The settings column tells kernels of one convolution apart.
+        words = " ".join(shown.stdout.split())
+        self.assertEqual(words.count("64 MiB, powerOfTwo, all, search default"), 2, shown.stdout)
+        self.assertIn("64 MiB, powerOfTwo, all, search wide, layouts both, prune 3", words)
         cleared = run("clear")
-        self.assertIn("removed 2 kernels", cleared.stdout)
+        self.assertIn("removed 3 kernels", cleared.stdout)
         self.assertEmpty(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
 
 

@@ -41,6 +41,7 @@ import urllib.parse
 import warnings
 
 from tf_ucudnn import environment
+from tf_ucudnn.units import format_bytes
 
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
@@ -342,9 +343,10 @@ class BenchmarkDatabase:
         return records
 
     def summary(self):
-        """Rows ``(gpu, cudnn, tf, pass, shape, entries)``, one per stored kernel
-        (``entries`` is None for a record that cannot be decoded); None when
-        there is no database file.
+        """Rows ``(gpu, cudnn, tf, pass, shape, settings, entries)``, one per
+        stored kernel: ``settings`` as :func:`_settings` words them,
+        ``entries`` the benchmark table's rows (None for a record that cannot
+        be decoded); None when there is no database file.
 
         Raises:
           sqlite3.DatabaseError: not a database, another program's, or a newer schema.
@@ -355,11 +357,12 @@ class BenchmarkDatabase:
         if db is None:
             return []
         try:
-            rows = db.execute("SELECT gpu, cudnn, tf, pass, shape, tables FROM kernels "
+            rows = db.execute("SELECT gpu, cudnn, tf, pass, shape, key, tables FROM kernels "
                               "ORDER BY gpu, created").fetchall()
         finally:
             db.close()
-        return [(g, c, t, p, s, _entries(tables)) for g, c, t, p, s, tables in rows]
+        return [(g, c, t, p, s, _settings(key), _entries(tables))
+                for g, c, t, p, s, key, tables in rows]
 
     def clear(self):
         """Deletes every stored kernel; returns how many there were, or None when
@@ -386,6 +389,25 @@ class BenchmarkDatabase:
 def _has_kernels(db):
     return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kernels'"
                       ).fetchone() is not None
+
+
+def _settings(key):
+    """What a stored key says beyond the convolution, for ``cache show``:
+    ``"64 MiB, powerOfTwo, auto, search default"`` (workspace limit, batch-size
+    policy, candidate set, UCUDNN_GRAPH_SEARCH; ``layouts`` and the prune
+    factor where they are not the defaults); ``"?"`` for a key that cannot be
+    decoded."""
+    try:
+        key = json.loads(key)
+        words = [format_bytes(key[23]), _POLICIES[key[24]], _ENGINE_SETS[key[26]],
+                 f"search {_GRAPH_SEARCHES[key[27]]}"]
+        if _GRAPH_LAYOUTS[key[28]] != "native":
+            words.append(f"layouts {_GRAPH_LAYOUTS[key[28]]}")
+        if _bits_double(key[29]) != 2.0:
+            words.append(f"prune {_bits_double(key[29]):g}")
+        return ", ".join(words)
+    except (ValueError, KeyError, TypeError, IndexError, struct.error):
+        return "?"
 
 
 def _entries(tables):
@@ -621,7 +643,9 @@ def main(argv=None):
     print(f"{path}: {len(rows)} kernels")
     if rows:
         from tf_ucudnn import table
-        print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "measurements"),
-                           [(*r[:4], r[4].split(" "), "malformed" if r[5] is None else r[5])
-                            for r in rows], align="lllllr", max_width=120))
+        print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "settings",
+                            "measurements"),
+                           [(*r[:4], r[4].split(" "), r[5].split(" "),
+                             "malformed" if r[6] is None else r[6])
+                            for r in rows], align="llllllr", max_width=140))
     return 0
