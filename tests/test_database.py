@@ -173,7 +173,8 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertIn(GPU, shown.stdout)
         # The settings column tells kernels of one convolution apart.
         words = " ".join(shown.stdout.split())
-        self.assertEqual(words.count("64 MiB, powerOfTwo, all, search default"), 2, shown.stdout)
+        self.assertEqual(words.count("64 MiB, powerOfTwo, all, search default, layouts native, "
+                                     "prune 2"), 2, shown.stdout)
         self.assertIn("64 MiB, powerOfTwo, all, search wide, layouts both, prune 3", words)
         cleared = run("clear")
         self.assertIn("removed 3 kernels", cleared.stdout)

@@ -393,21 +393,18 @@ def _has_kernels(db):
 
 def _settings(key):
     """What a stored key says beyond the convolution, for ``cache show``:
-    ``"64 MiB, powerOfTwo, auto, search default"`` (workspace limit, batch-size
-    policy, candidate set, UCUDNN_GRAPH_SEARCH; ``layouts`` and the prune
-    factor where they are not the defaults); ``"?"`` for a key that cannot be
-    decoded."""
+    ``"64 MiB, powerOfTwo, auto, search default, layouts native, prune 2"``
+    (workspace limit, batch-size policy, candidate set, UCUDNN_GRAPH_SEARCH,
+    UCUDNN_GRAPH_LAYOUTS, UCUDNN_GRAPH_PRUNE_FACTOR), named by
+    :func:`engine_record`; ``"?"`` for a key that cannot be decoded."""
     try:
-        key = json.loads(key)
-        words = [format_bytes(key[23]), _POLICIES[key[24]], _ENGINE_SETS[key[26]],
-                 f"search {_GRAPH_SEARCHES[key[27]]}"]
-        if _GRAPH_LAYOUTS[key[28]] != "native":
-            words.append(f"layouts {_GRAPH_LAYOUTS[key[28]]}")
-        if _bits_double(key[29]) != 2.0:
-            words.append(f"prune {_bits_double(key[29]):g}")
-        return ", ".join(words)
+        named = engine_record(dict(key=json.loads(key), algos=[], table=[]))["key"]
     except (ValueError, KeyError, TypeError, IndexError, struct.error):
         return "?"
+    graph = named["graph"]
+    return (f"{format_bytes(named['workspace_limit'])}, {named['policy']}, {named['engines']}, "
+            f"search {graph['search']}, layouts {graph['layouts']}, "
+            f"prune {graph['prune_factor']:g}")
 
 
 def _entries(tables):

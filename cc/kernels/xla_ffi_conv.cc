@@ -93,7 +93,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
       engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
       graph_search >= ucudnn::kGraphSearchCount || graph_layouts < 0 ||
       graph_layouts >= ucudnn::kGraphLayoutsCount ||
-      !(graph_prune_factor == 0 || graph_prune_factor >= 1)) {
+      !ucudnn::ValidGraphPruneFactor(graph_prune_factor)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: malformed attributes of custom call ") +
                           XlaConvTarget(kPass));

@@ -7,7 +7,6 @@
 // Requests are JSON too. The names are those of the C++ structs (ConvParams,
 // KernelKey, CudnnAlgo, AlgoPerf, MicroBatch, Plan); enums cross as their
 // names ("forward", "NHWC", "float32", "powerOfTwo", "all").
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -270,8 +269,7 @@ ucudnn::GraphSearchKnobs GraphKnobsFromJson(const json& j) {
   graph.search = EnumField(j, "search", ucudnn::GraphSearchName, ucudnn::kGraphSearchCount);
   graph.layouts = EnumField(j, "layouts", ucudnn::GraphLayoutsName, ucudnn::kGraphLayoutsCount);
   graph.prune_factor = j.at("prune_factor").get<double>();
-  if (!(graph.prune_factor == 0 || graph.prune_factor >= 1) ||
-      !std::isfinite(graph.prune_factor)) {
+  if (!ucudnn::ValidGraphPruneFactor(graph.prune_factor)) {
     throw std::invalid_argument("graph.prune_factor must be 0 or a number >= 1; got " +
                                 j.at("prune_factor").dump());
   }

@@ -55,11 +55,15 @@ bool ParseEngineSet(const std::string& name, EngineSet* engines) {
 
 const char* EngineSetName(EngineSet engines) { return NameOf(kEngineSetNames, engines); }
 
+bool ValidGraphPruneFactor(double factor) {
+  return (factor == 0 || factor >= 1) && std::isfinite(factor);
+}
+
 bool ParseGraphPruneFactor(const std::string& text, double* factor) {
   if (text.empty()) return false;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (*end != '\0' || !(v == 0 || v >= 1) || !std::isfinite(v)) return false;
+  if (*end != '\0' || !ValidGraphPruneFactor(v)) return false;
   *factor = v;
   return true;
 }

@@ -39,9 +39,10 @@ constexpr int kEngineSetCount = 4;
 bool ParseEngineSet(const std::string& name, EngineSet* engines);
 const char* EngineSetName(EngineSet engines);
 
-// UCUDNN_GRAPH_PRUNE_FACTOR: 0 (never prune) or a number >= 1; false on
-// anything else (empty, not a number, negative, between 0 and 1), leaving
-// *factor as it was.
+// A graph prune factor is 0 (never prune) or a finite number >= 1.
+bool ValidGraphPruneFactor(double factor);
+// UCUDNN_GRAPH_PRUNE_FACTOR: a valid factor; false on anything else (empty,
+// not a number, negative, between 0 and 1), leaving *factor as it was.
 bool ParseGraphPruneFactor(const std::string& text, double* factor);
 // How many of cuDNN's engine configs become graph-API candidates
 // (UCUDNN_GRAPH_SEARCH; ProposeGraphEngines in cudnn_graph.h says which). The
