@@ -10,6 +10,7 @@ from absl.testing import parameterized
 
 import tf_ucudnn
 from tf_ucudnn._engine import ops as raw_ops
+from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT
 
 X = np.ones((2, 6, 6, 4), np.float32)      # NHWC
 W = np.ones((3, 3, 2, 4), np.float32)      # groups = 4 / 2 = 2
@@ -149,8 +150,15 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                     "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a non-negative "
-                                    "number of bytes, got 'lots'"):
+                                    "number of bytes or auto, got 'lots'"):
             conv(padding=[[0, 0], [5, 2], [2, 5], [0, 0]])
+
+    def test_auto_in_the_environment_is_the_ops_auto_limit(self):
+        self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "auto")
+        tf_ucudnn.clear_plans()
+        conv(x=np.ones((3, 6, 6, 4), np.float32), padding=[[0, 0], [5, 3], [3, 5], [0, 0]])
+        limits = {r["workspace_limit"] for r in tf_ucudnn.plans()}
+        self.assertEqual(limits, {AUTO_WORKSPACE_LIMIT})
 
     def test_bad_policy_in_the_environment_is_invalid_argument(self):
         self.setEnv("UCUDNN_BATCH_SIZE_POLICY", "bogus")

@@ -478,3 +478,61 @@ class NumpyIntegerArgumentsTest(tf.test.TestCase):
             with self.subTest(strides=repr(strides)):
                 with self.assertRaisesRegex(ValueError, "strides must be an int"):
                     tf_ucudnn.conv2d(x, w, strides, "SAME")
+
+
+class Conv2dTransposeTest(parameterized.TestCase, tf.test.TestCase):
+    """tf_ucudnn.conv2d_transpose equals tf.nn.conv2d_transpose, forward and
+    gradients, for every micro-batch plan (CPU: forced sizes)."""
+
+    DEVICE = "/CPU:0"
+    KNOBS = {}
+
+    @parameterized.named_parameters(
+        ("same_stride2_mb1", (5, 4, 4, 6), (3, 3, 3, 6), (5, 8, 8, 3), 2, "SAME", 1),
+        ("valid_stride1_mb2", (4, 5, 6, 4), (2, 3, 5, 4), (4, 6, 8, 5), 1, "VALID", 2),
+        ("valid_stride2_whole", (3, 4, 4, 8), (2, 2, 4, 8), (3, 8, 8, 4), 2, "VALID", None),
+        ("explicit_mb3", (7, 5, 5, 4), (3, 3, 2, 4), (7, 5, 5, 2), 1,
+         [[0, 0], [1, 1], [1, 1], [0, 0]], 3),
+    )
+    def test_matches_tf_nn_conv2d_transpose(self, x_shape, w_shape, out_shape, strides, padding,
+                                            micro_batch):
+        rng = np.random.default_rng(12)
+        x = tf.constant(rng.standard_normal(x_shape), tf.float32)
+        w = tf.constant(rng.standard_normal(w_shape), tf.float32)
+        dy = tf.constant(rng.standard_normal(out_shape), tf.float32)
+        results = []
+        for fn, knobs, device in (
+                (tf.nn.conv2d_transpose, {}, "/CPU:0"),
+                (tf_ucudnn.conv2d_transpose, dict(micro_batch_size=micro_batch, **self.KNOBS),
+                 self.DEVICE)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch([x, w])
+                y = fn(x, w, out_shape, strides, padding, **knobs)
+            results.append([y, *tape.gradient(y, [x, w], output_gradients=dy)])
+        for name, got, want in zip(("output", "input gradient", "filter gradient"), *results[::-1]):
+            assert_rel_l2(self, got, want, 1e-5, f"conv2d_transpose {name}")
+
+    def test_takes_tf_nn_conv2d_transposes_arguments_in_its_order(self):
+        want = list(inspect.signature(tf.nn.conv2d_transpose).parameters)
+        got = list(inspect.signature(tf_ucudnn.conv2d_transpose).parameters)
+        self.assertEqual(got[:len(want)], want)
+
+    def test_an_output_shape_the_convolution_does_not_fit_is_an_invalid_argument(self):
+        with self.assertRaises((tf.errors.InvalidArgumentError, ValueError)):
+            tf_ucudnn.conv2d_transpose(tf.ones([1, 4, 4, 2]), tf.ones([3, 3, 1, 2]),
+                                       [1, 5, 5, 1], 2, "SAME")
+
+
+@pytest.mark.gpu
+class Conv2dTransposeGpuTest(Conv2dTransposeTest):
+    """The same on /GPU:0 (TF32 off), with workspace_limit="auto" (the whole
+    batch where the planner decides)."""
+
+    DEVICE = "/GPU:0"
+    KNOBS = dict(workspace_limit="auto")
+
+    def setUp(self):
+        super().setUp()
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)

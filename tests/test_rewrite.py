@@ -14,6 +14,7 @@ from absl.testing import parameterized
 from tensorflow.python.eager import context
 
 import tf_ucudnn
+from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT
 from testing_utils import ONEDNN_CONV_OPS, registered_op_names, rel_l2, run_python, stock_op_name
 
 MiB = 1 << 20
@@ -441,6 +442,82 @@ class RewriteModelTest(RewriteTestCase):
             tf_ucudnn.rewrite_model(keras.Sequential([keras.layers.Conv2D(2, 3)]))
         with self.assertRaisesRegex(ValueError, "workspace_limit"):
             tf_ucudnn.rewrite_model(small_keras_cnn(), workspace_limit=-3)
+
+
+def small_keras_decoder(seed=0):
+    """A convolution, then two transposed convolutions (a decoder's upsampling)."""
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([
+        keras.Input((8, 8, 3)),
+        keras.layers.Conv2D(6, 3, strides=2, padding="same", activation="relu"),
+        keras.layers.Conv2DTranspose(6, 3, strides=2, padding="same", activation="relu"),
+        keras.layers.Conv2DTranspose(3, 2, output_padding=0),
+        keras.layers.Flatten(),
+        keras.layers.Dense(2),
+    ])
+
+
+class TransposedConvolutionRewriteTest(RewriteTestCase):
+    """keras.layers.Conv2DTranspose through rewrite_model and the XLA route."""
+
+    def test_rewrite_model_replaces_transposed_convolutions_too(self):
+        model = small_keras_decoder()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            new = tf_ucudnn.rewrite_model(model, workspace_limit="auto")
+        self.assertIn("replaced 1 keras.layers.Conv2D layer(s) with tf_ucudnn.layers.Conv2D and "
+                      "2 keras.layers.Conv2DTranspose with tf_ucudnn.layers.Conv2DTranspose",
+                      out.getvalue())
+        transposed = [l for l in new.layers if isinstance(l, keras.layers.Conv2DTranspose)]
+        self.assertLen(transposed, 2)
+        for layer in transposed:
+            self.assertIsInstance(layer, tf_ucudnn.layers.Conv2DTranspose)
+            self.assertEqual(layer.workspace_limit, "auto")
+        x = np.random.default_rng(2).standard_normal((4, 8, 8, 3)).astype("float32")
+        self.assertLessEqual(rel_l2(new(x), model(x)), 1e-5)
+
+    def test_a_decoder_compiled_with_xla_runs_tf_ucudnn_while_the_rewrite_is_on(self):
+        from unittest import mock
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((16, 8, 8, 3)).astype("float32")
+        y = rng.standard_normal((16, 2)).astype("float32")
+        model, twin = small_keras_decoder(), small_keras_decoder()
+        twin.set_weights(model.get_weights())
+        for m in (model, twin):
+            m.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=True)
+        traced = []
+        original = tf_ucudnn.nn.ucudnn_conv2d_transpose_op
+
+        def spy(*args, **kwargs):
+            traced.append(args[3])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_transpose_op", spy):
+            with tf_ucudnn.enable_rewrite(workspace_limit="auto"):
+                with self.assertLogs("tf_ucudnn", level="INFO") as logs:
+                    ours = model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertIn("1 keras.layers.Conv2D and 2 keras.layers.Conv2DTranspose layers run "
+                          "tf_ucudnn's XLA kernels", "\n".join(logs.output))
+            self.assertGreaterEqual(len(traced), 2)
+            self.assertTrue(all(a["workspace_limit"] == AUTO_WORKSPACE_LIMIT
+                                for a in traced), traced)
+            stock = twin.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            np.testing.assert_allclose(ours.history["loss"], stock.history["loss"], rtol=1e-5)
+            traced.clear()
+            model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+            self.assertEqual(traced, [])
+
+    def test_the_graph_rewrite_runs_transposed_convolutions_as_backward_data(self):
+        layer = keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same")
+        x = tf.constant(np.random.default_rng(5).standard_normal((2, 6, 6, 3)), tf.float32)
+        want = layer(x)
+        before = tf_ucudnn.rewrite_stats()["rewritten"]
+        with tf_ucudnn.enable_rewrite(workspace_limit="auto"):
+            self.assertEqual(tf_ucudnn.rewrite_settings().workspace_limit, "auto")
+            got = tf.function(layer)(x)
+        self.assertGreater(tf_ucudnn.rewrite_stats()["rewritten"], before)
+        self.assertLessEqual(rel_l2(got, want), 1e-5)
 
 
 class TotalWorkspaceAttributeTest(RewriteTestCase):

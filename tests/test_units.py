@@ -81,3 +81,41 @@ class CommandLineAndPythonAgreeTest(parameterized.TestCase, tf.test.TestCase):
         model = keras.Sequential([keras.Input((4, 4, 1)), tf_ucudnn.layers.Conv2D(1, 1)])
         with self.assertRaisesRegex(ValueError, "total_workspace"):
             tf_ucudnn.divide_workspace_budget(model, "64MB", 8)
+
+
+class AutoWorkspaceLimitTest(parameterized.TestCase, tf.test.TestCase):
+    """workspace_limit="auto": one value for every Python entry and the op."""
+
+    @parameterized.parameters("auto", "AUTO", " auto ")
+    def test_auto_is_the_ops_auto_attribute(self, text):
+        self.assertEqual(units.to_workspace_limit(text), units.AUTO_WORKSPACE_LIMIT)
+        self.assertEqual(nn.ucudnn_attrs(workspace_limit=text)["workspace_limit"],
+                         units.AUTO_WORKSPACE_LIMIT)
+
+    def test_bytes_still_parse_and_the_limit_prints_as_auto(self):
+        self.assertEqual(units.to_workspace_limit("64MiB"), 64 * MiB)
+        self.assertEqual(units.format_workspace_limit(units.AUTO_WORKSPACE_LIMIT), "auto")
+        self.assertEqual(units.format_workspace_limit(64 * MiB), "64 MiB")
+
+    @parameterized.parameters("automatic", -2, "-2")
+    def test_anything_else_is_a_value_error_naming_auto(self, value):
+        with self.assertRaisesRegex(ValueError, "workspace_limit.*'auto'"):
+            units.to_workspace_limit(value)
+
+    def test_the_op_gets_auto_and_the_rewrite_keeps_it(self):
+        graph = tf.function(lambda x, w: tf_ucudnn.conv2d(
+            x, w, 1, "SAME", workspace_limit="auto")).get_concrete_function(
+                tf.TensorSpec([1, 4, 4, 1]), tf.TensorSpec([1, 1, 1, 1])).graph
+        ops = [op for op in graph.get_operations() if op.type == "Ucudnn>Conv2D"]
+        self.assertEqual(ops[0].get_attr("workspace_limit"), units.AUTO_WORKSPACE_LIMIT)
+        with tf_ucudnn.enable_rewrite(workspace_limit="auto"):
+            self.assertEqual(tf_ucudnn.rewrite_settings().workspace_limit, "auto")
+        with self.assertRaisesRegex(ValueError, "not both"):
+            tf_ucudnn.enable_rewrite(workspace_limit="auto", total_workspace="1GiB")
+
+    def test_the_raw_op_refuses_auto_with_a_total(self):
+        from tf_ucudnn._engine import ops
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "auto bytes per kernel"):
+            ops.ucudnn_conv2d(input=tf.ones([1, 4, 4, 1]), filter=tf.ones([1, 1, 1, 1]),
+                              strides=[1, 1, 1, 1], padding="SAME",
+                              workspace_limit=units.AUTO_WORKSPACE_LIMIT, total_workspace=MiB)

@@ -433,6 +433,45 @@ class XlaGpuTest(tf.test.TestCase, parameterized.TestCase):
         passes = sorted(r["pass"] for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)"))
         self.assertEqual(passes, ["backward-filter", "forward"], list(tf_ucudnn.plans()))
 
+    def test_enable_rewrite_routes_a_decoder_under_xla_and_trains_like_stock_xla(self):
+        import keras
+
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
+
+        def decoder():
+            keras.utils.set_random_seed(0)
+            return keras.Sequential([
+                keras.Input((16, 16, 8)),
+                keras.layers.Conv2DTranspose(16, 3, strides=2, padding="same",
+                                             activation="relu"),
+                keras.layers.Flatten(), keras.layers.Dense(2)])
+
+        ours, stock = decoder(), decoder()
+        stock.set_weights(ours.get_weights())
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((32, 16, 16, 8)).astype("float32")
+        y = rng.standard_normal((32, 2)).astype("float32")
+        tf_ucudnn.clear_plans()
+        losses = []
+        for model, limit in ((ours, "auto"), (stock, None)):
+            model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+            if limit is None:
+                history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+            else:
+                with tf_ucudnn.enable_rewrite(workspace_limit=limit):
+                    history = model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+            losses.append(history.history["loss"])
+        records = [r for r in tf_ucudnn.plans() if r["device"].endswith("(XLA)")]
+        # The transposed convolution is backward-data; its filter gradient
+        # backward-filter (its input needs no gradient).
+        self.assertEqual(sorted(r["pass"] for r in records), ["backward-data", "backward-filter"],
+                         records)
+        for r in records:
+            self.assertIn("workspace_limit=auto", r["note"], r)
+        np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
+
 
 @pytest.mark.gpu
 class XlaDeterminismTest(tf.test.TestCase):

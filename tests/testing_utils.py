@@ -25,12 +25,13 @@ import tensorflow as tf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_python(code, *, pythonpath=ROOT, timeout=300, **env):
-    """Runs `code` (dedented) in a new Python process: `pythonpath` goes first on
-    PYTHONPATH and is the working directory; keyword arguments are extra
-    environment variables. Returns the ``subprocess.CompletedProcess`` (text)."""
+def run_python(code, *, pythonpath=ROOT, timeout=300, argv=(), **env):
+    """Runs `code` (dedented) in a new Python process with ``sys.argv[1:]`` =
+    `argv`: `pythonpath` goes first on PYTHONPATH and is the working directory;
+    keyword arguments are extra environment variables. Returns the
+    ``subprocess.CompletedProcess`` (text)."""
     path = os.pathsep.join([pythonpath] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *argv],
                           env=dict(os.environ, PYTHONPATH=path, **env), cwd=pythonpath,
                           capture_output=True, text=True, timeout=timeout)
 

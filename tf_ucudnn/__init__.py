@@ -22,7 +22,8 @@ import os as _os
 import sys as _sys
 
 __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
-           "conv2d_backprop_filter", "conv2d_backprop_input", "cudnn_version", "database",
+           "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose",
+           "cudnn_version", "database",
            "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
            "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]
 # Submodules among those names; `cache` is the benchmark database's former name.

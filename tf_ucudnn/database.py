@@ -41,7 +41,7 @@ import urllib.parse
 import warnings
 
 from tf_ucudnn import environment
-from tf_ucudnn.units import format_bytes
+from tf_ucudnn.units import format_workspace_limit
 
 # 2: graph-API engines among the candidates (engine id and knobs in "algos")
 # and the candidate set (UCUDNN_ENGINES) in the key.
@@ -402,7 +402,7 @@ def _settings(key):
     except (ValueError, KeyError, TypeError, IndexError, struct.error):
         return "?"
     graph = named["graph"]
-    return (f"{format_bytes(named['workspace_limit'])}, {named['policy']}, {named['engines']}, "
+    return (f"{format_workspace_limit(named['workspace_limit'])}, {named['policy']}, {named['engines']}, "
             f"search {graph['search']}, layouts {graph['layouts']}, "
             f"prune {graph['prune_factor']:g}")
 

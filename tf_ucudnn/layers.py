@@ -1,36 +1,110 @@
-"""`tf_ucudnn.layers.Conv2D`: a drop-in for `keras.layers.Conv2D`."""
+"""Keras layers whose convolutions run through tf_ucudnn: `Conv2D` and
+`Conv2DTranspose`, drop-ins for Keras' own (same arguments, same weights)."""
 
 import keras
+import tensorflow as tf
+from keras.src.backend.common.backend_utils import compute_conv_transpose_output_shape
 
 from tf_ucudnn import nn
 
 
 def conv2d_arguments(layer):
-    """A ``keras.layers.Conv2D``'s geometry as ``tf_ucudnn.conv2d`` keyword
-    arguments: strides, padding, data_format (NHWC/NCHW), dilations."""
+    """A Keras 2-D convolution layer's geometry (``Conv2D`` or
+    ``Conv2DTranspose``) as ``tf_ucudnn.conv2d`` keyword arguments: strides,
+    padding, data_format (NHWC/NCHW), dilations."""
     return dict(strides=list(layer.strides), padding=layer.padding.upper(),
                 data_format="NHWC" if layer.data_format == "channels_last" else "NCHW",
                 dilations=list(layer.dilation_rate))
 
 
+def layer_attrs(layer, *, workspace_limit=None, batch_size_policy=None, micro_batch_size=None,
+                total_workspace=None):
+    """The tf_ucudnn op attributes of a Keras 2-D convolution layer: its
+    geometry and μ-cuDNN's knobs (``total_workspace``: bytes of a Workspace
+    Division group, or None).
+
+    Raises:
+      ValueError: a knob out of range.
+    """
+    attrs = nn._conv_attrs(**conv2d_arguments(layer), workspace_limit=workspace_limit,
+                           batch_size_policy=batch_size_policy, micro_batch_size=micro_batch_size)
+    if total_workspace is not None:
+        attrs["total_workspace"] = total_workspace
+    return attrs
+
+
+def conv2d_call(layer, inputs, attrs):
+    """``keras.layers.Conv2D.call`` through tf_ucudnn: the convolution and its
+    bias as one op (``Ucudnn>Conv2DWithBias``), then the layer's activation."""
+    outputs = nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs,
+                                  layer.bias if layer.use_bias else None)
+    return outputs if layer.activation is None else layer.activation(outputs)
+
+
+def conv2d_transpose_call(layer, inputs, attrs):
+    """``keras.layers.Conv2DTranspose.call`` through tf_ucudnn: the
+    transposed convolution (a backward-data pass, ``Ucudnn>Conv2DBackpropInput``)
+    to the shape Keras computes (``output_padding`` included), then the bias
+    and the layer's activation."""
+    shape = [tf.shape(inputs)[i] if d is None else d for i, d in enumerate(inputs.shape)]
+    out_shape = compute_conv_transpose_output_shape(
+        shape, layer.kernel_size, layer.filters, layer.strides, layer.padding,
+        layer.output_padding, layer.data_format, layer.dilation_rate)
+    if any(tf.is_tensor(d) for d in out_shape):
+        out_shape = tf.stack([tf.cast(d, tf.int32) for d in out_shape])
+    outputs = nn.ucudnn_conv2d_transpose_op(inputs, layer.kernel, out_shape, attrs)
+    if layer.use_bias:
+        outputs = tf.nn.bias_add(outputs, tf.cast(layer.bias, outputs.dtype),
+                                 data_format=attrs["data_format"])
+    return outputs if layer.activation is None else layer.activation(outputs)
+
+
+class _Knobs:
+    """μ-cuDNN's knobs of a tf_ucudnn Keras layer: validated in ``__init__``,
+    kept as given in ``get_config``."""
+
+    def _init_knobs(self, workspace_limit, batch_size_policy, micro_batch_size):
+        # Validates the knobs now, not at the first call.
+        nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                        micro_batch_size=micro_batch_size)
+        self.workspace_limit = workspace_limit
+        self.batch_size_policy = batch_size_policy
+        self.micro_batch_size = micro_batch_size
+
+    def _knobs(self):
+        return dict(workspace_limit=self.workspace_limit,
+                    batch_size_policy=self.batch_size_policy,
+                    micro_batch_size=self.micro_batch_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self._knobs())
+        return config
+
+
+_KNOB_ARGS = """
+      workspace_limit: bytes of cuDNN workspace per kernel (forward,
+        backward-data and backward-filter each): an int or a string such as
+        ``"64MiB"`` (kept as given in ``get_config``), or ``"auto"`` (what the
+        GPU's allocator has free when the kernel is planned; each run takes
+        the fastest planned plan that fits what is free then); None uses
+        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
+        uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
+      micro_batch_size: None lets the planner decide; k > 0 forces
+        micro-batches of k samples."""
+
+
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
-class Conv2D(keras.layers.Conv2D):
-    """``keras.layers.Conv2D`` whose convolution runs through tf_ucudnn.
+class Conv2D(_Knobs, keras.layers.Conv2D):
+    __doc__ = """``keras.layers.Conv2D`` whose convolution runs through tf_ucudnn.
 
     Takes every ``keras.layers.Conv2D`` argument, with the same weights
     (``kernel``: ``[kernel_h, kernel_w, in_channels / groups, filters]``,
     ``bias``: ``[filters]``), so ``set_weights`` / ``get_weights`` move freely
     between the two. Plus μ-cuDNN's knobs:
 
-    Args:
-      workspace_limit: bytes of cuDNN workspace per kernel (forward,
-        backward-data and backward-filter each): an int or a string such as
-        ``"64MiB"`` (kept as given in ``get_config``); None uses
-        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
-      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
-        uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
-      micro_batch_size: None lets the planner decide; k > 0 forces
-        micro-batches of k samples.
+    Args:""" + _KNOB_ARGS + """
 
     With ``use_bias`` the convolution and the bias are one op
     (``tf_ucudnn.conv2d(..., bias=...)``): on the GPU the bias is added in the
@@ -48,29 +122,41 @@ class Conv2D(keras.layers.Conv2D):
     def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
                  micro_batch_size=None, **kwargs):
         super().__init__(*args, **kwargs)
-        # Validates the knobs now, not at the first call.
-        nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
-                        micro_batch_size=micro_batch_size)
-        self.workspace_limit = workspace_limit
-        self.batch_size_policy = batch_size_policy
-        self.micro_batch_size = micro_batch_size
+        self._init_knobs(workspace_limit, batch_size_policy, micro_batch_size)
 
     def convolution_op(self, inputs, kernel):
         return nn.conv2d(inputs, kernel, **conv2d_arguments(self), **self._knobs())
 
     def call(self, inputs):
-        outputs = nn.conv2d(inputs, self.kernel, **conv2d_arguments(self),
-                            bias=self.bias if self.use_bias else None, **self._knobs())
-        return outputs if self.activation is None else self.activation(outputs)
+        return conv2d_call(self, inputs, layer_attrs(self, **self._knobs()))
 
-    def _knobs(self):
-        return dict(workspace_limit=self.workspace_limit,
-                    batch_size_policy=self.batch_size_policy,
-                    micro_batch_size=self.micro_batch_size)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(workspace_limit=self.workspace_limit,
-                      batch_size_policy=self.batch_size_policy,
-                      micro_batch_size=self.micro_batch_size)
-        return config
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
+    __doc__ = """``keras.layers.Conv2DTranspose`` whose transposed convolution
+    runs through tf_ucudnn.
+
+    A transposed convolution is a backward-data pass: its micro-batches and
+    algorithms are planned as that pass's, and its gradients are the forward
+    and backward-filter passes of the convolution it transposes, each planned
+    in turn. Takes every ``keras.layers.Conv2DTranspose`` argument
+    (``output_padding`` included), with the same weights (``kernel``:
+    ``[kernel_h, kernel_w, filters, in_channels]``, ``bias``: ``[filters]``).
+    Plus μ-cuDNN's knobs:
+
+    Args:""" + _KNOB_ARGS + """
+
+    Models with this layer compile with XLA: on the GPU each pass becomes an
+    XLA custom call, as for :class:`Conv2D`.
+
+    Raises:
+      ValueError: a knob out of range (from ``__init__``).
+    """
+
+    def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
+                 micro_batch_size=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._init_knobs(workspace_limit, batch_size_policy, micro_batch_size)
+
+    def call(self, inputs):
+        return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))

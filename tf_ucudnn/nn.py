@@ -9,7 +9,7 @@ import tensorflow as tf
 from tf_ucudnn import database
 from tf_ucudnn._engine import ops as _ops
 from tf_ucudnn.planner import POLICIES, check_int
-from tf_ucudnn.units import to_bytes
+from tf_ucudnn.units import to_workspace_limit
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -116,21 +116,22 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
 
     Args:
       workspace_limit: bytes of workspace per kernel, an int or a string
-        such as ``"64MiB"`` (:func:`tf_ucudnn.units.parse_bytes`); None uses
-        UCUDNN_DEFAULT_WORKSPACE_LIMIT (default 64 MiB).
+        such as ``"64MiB"`` (:func:`tf_ucudnn.units.parse_bytes`), or
+        ``"auto"``; None uses UCUDNN_DEFAULT_WORKSPACE_LIMIT (default 64 MiB).
       batch_size_policy: "undivided", "powerOfTwo" or "all"; None uses
         UCUDNN_BATCH_SIZE_POLICY (default "powerOfTwo").
       micro_batch_size: None or 0 lets the planner decide; k > 0 forces
         micro-batches of k samples (the last one takes the remainder).
 
     Returns:
-      A dict with keys workspace_limit (bytes, -1 for the default),
+      A dict with keys workspace_limit (bytes, -1 for the default, -2 for
+        ``"auto"``),
       batch_size_policy, micro_batch_size.
 
     Raises:
       ValueError: a knob out of range, naming it.
     """
-    workspace_limit = -1 if workspace_limit is None else to_bytes(workspace_limit, "workspace_limit")
+    workspace_limit = -1 if workspace_limit is None else to_workspace_limit(workspace_limit)
     if batch_size_policy is None:
         batch_size_policy = ""
     elif batch_size_policy not in POLICIES:
@@ -199,8 +200,9 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
       bias: None, or ``[out_channels]`` of the input's dtype, added to every
         output element of its channel.
       workspace_limit: bytes of cuDNN workspace per kernel: an int or a
-        string such as ``"64MiB"`` or ``"1GiB"``; None uses
-        ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+        string such as ``"64MiB"`` or ``"1GiB"``; ``"auto"`` to follow the
+        GPU's free memory (:data:`tf_ucudnn.units.AUTO_WORKSPACE_LIMIT`);
+        None uses ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None uses
         ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
       micro_batch_size: None lets the planner decide; k > 0 forces micro-batches
@@ -271,6 +273,59 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
         return _ops.ucudnn_conv2d_backprop_input(
             input_sizes=_sizes(input_sizes, "input_sizes"), filter=filters,
             out_backprop=out_backprop, **attrs)
+
+
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                     data_format="NHWC", dilations=None, name=None, *, workspace_limit=None,
+                     batch_size_policy=None, micro_batch_size=None):
+    """Micro-batched transposed 2-D convolution: the same result as
+    ``tf.nn.conv2d_transpose``.
+
+    A transposed convolution is the backward-data pass of the convolution it
+    transposes: :func:`conv2d_backprop_input` with ``input`` as the output
+    gradient, planned and split into micro-batches as that pass is. Its
+    gradients are that convolution's forward pass (for ``input``) and its
+    backward-filter pass (for ``filters``). The arguments up to ``name`` are
+    ``tf.nn.conv2d_transpose``'s, in its order; μ-cuDNN's knobs are
+    keyword-only.
+
+    Args:
+      input: float32, float16 or bfloat16, ``[batch, height, width,
+        in_channels]`` (NHWC) or ``[batch, in_channels, height, width]`` (NCHW).
+      filters: ``[filter_height, filter_width, out_channels, in_channels]``
+        (``tf.nn.conv2d_transpose``'s and ``keras.layers.Conv2DTranspose``'s
+        kernel layout).
+      output_shape: 1-D integer tensor or list of 4: the result's shape, in
+        ``data_format`` order.
+      strides, padding, data_format, dilations, name: as :func:`conv2d`.
+      workspace_limit, batch_size_policy, micro_batch_size: as :func:`conv2d`.
+
+    Returns:
+      The output tensor, shaped ``output_shape``.
+
+    Raises:
+      ValueError: bad arguments known when the graph is built.
+      tf.errors.InvalidArgumentError: bad shapes found when the op runs
+        (an ``output_shape`` whose convolution does not give ``input``'s
+        shape, or channel mismatches).
+    """
+    with tf.name_scope(name or "ucudnn_conv2d_transpose"):
+        input = tf.convert_to_tensor(input)
+        filters = tf.convert_to_tensor(filters, dtype=input.dtype)
+        _check_rank(input, "input")
+        _check_rank(filters, "filters")
+        attrs = _conv_attrs(strides, padding, data_format, dilations,
+                            workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                            micro_batch_size=micro_batch_size)
+        return ucudnn_conv2d_transpose_op(input, filters, output_shape, attrs)
+
+
+def ucudnn_conv2d_transpose_op(input, filters, output_shape, attrs):  # noqa: A002
+    """A transposed convolution as the ``Ucudnn>Conv2DBackpropInput`` op, with
+    attributes from ``_conv_attrs`` (and optionally ``total_workspace``)."""
+    return _ops.ucudnn_conv2d_backprop_input(
+        input_sizes=_sizes(output_shape, "output_shape"), filter=filters, out_backprop=input,
+        **attrs)
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002

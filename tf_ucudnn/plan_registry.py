@@ -9,14 +9,17 @@ class PlanTable(list):
 
     Each record has: ``device``, ``pass`` (forward / backward-data /
     backward-filter), ``shape`` (the convolution), ``batch``, ``layout``,
-    ``dtype``, ``workspace_limit`` (bytes), ``policy`` (batch-size policy or
+    ``dtype``, ``workspace_limit`` (bytes; under ``workspace_limit="auto"``
+    the bytes the kernel planned within on a GPU, -2 on the CPU, which has no
+    workspace), ``policy`` (batch-size policy or
     ``forced k``), ``micro_batches`` (list of dicts ``size``, ``algo``,
     ``workspace_bytes``, ``time_ms``), ``workspace_bytes`` (max over
     micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU),
     ``planning_ms`` (wall-clock ms the kernel spent planning: benchmarking or
     reading the benchmark database, then Workspace Reuse; None on CPU and for
     Workspace Division's replans) and ``note`` (e.g. ``benchmarks from the
-    database``, ``benchmarked on GPUs 0, 1``).
+    database``, ``benchmarked on GPUs 0, 1``, ``workspace_limit=auto:
+    planned within N bytes``).
     """
 
     def to_string(self, max_width=120):

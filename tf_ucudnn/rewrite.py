@@ -26,14 +26,14 @@ written in (``layout_optimizer=True`` gives the pass back).
 XLA-compiled functions (``jit_compile=True``, and Keras' ``jit_compile="auto"``
 on a GPU) are compiled by XLA from their TF graph, which Grappler never sees.
 For Keras models the rewrite takes another route there: while it is on, the
-stock ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
-convolutions (and biases) through tf_ucudnn's op, whose XLA kernel is the
-micro-batched custom call, and the model's functions are traced again when
+stock ``keras.layers.Conv2D`` and ``keras.layers.Conv2DTranspose`` layers of
+a model compiled with XLA run their convolutions (and biases) through
+tf_ucudnn's ops, whose XLA kernels are the micro-batched custom calls, and the model's functions are traced again when
 that changes.
 Other ``jit_compile`` functions keep XLA's own convolutions.
 
 ``rewrite_model`` is the Keras-level alternative: a copy of a model whose
-``keras.layers.Conv2D`` layers are ``tf_ucudnn.layers.Conv2D``.
+``keras.layers.Conv2D`` and ``Conv2DTranspose`` layers are tf_ucudnn's.
 """
 
 import dataclasses
@@ -46,7 +46,7 @@ import keras
 from tensorflow.python.eager import context as _context
 
 from tf_ucudnn import _engine, database, nn
-from tf_ucudnn.units import to_bytes
+from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
 _DEVICE_TYPES = ("CPU", "GPU")
@@ -65,7 +65,7 @@ def _settings():
 class RewriteSettings:
     """What the rewrite gives every substituted kernel (None: the op's default)."""
 
-    workspace_limit: int = None    # bytes per kernel
+    workspace_limit: int = None    # bytes per kernel, or "auto"
     total_workspace: int = None    # bytes shared by the kernels of a device (Workspace Division)
     batch_size_policy: str = None  # undivided | powerOfTwo | all
     devices: tuple = None          # e.g. ("GPU",) or ("GPU:1",); None: every device
@@ -142,7 +142,8 @@ def _function_config(settings):
         custom = rewrite_options.custom_optimizers.add()
         custom.name = OPTIMIZER_NAME
         params = custom.parameter_map
-        params["workspace_limit"].i = -1 if settings.workspace_limit is None else settings.workspace_limit
+        params["workspace_limit"].i = (-1 if settings.workspace_limit is None else
+                                       to_workspace_limit(settings.workspace_limit))
         params["total_workspace"].i = -1 if settings.total_workspace is None else settings.total_workspace
         params["batch_size_policy"].s = (settings.batch_size_policy or "").encode()
         params["devices"].s = ",".join(settings.devices or ()).encode()
@@ -200,7 +201,10 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
 
     Args:
       workspace_limit: bytes of workspace per kernel (forward, backward-data,
-        backward-filter each), an int or a string such as ``"64MiB"``; None:
+        backward-filter each), an int or a string such as ``"64MiB"``;
+        ``"auto"``: what the GPU's allocator has free when a kernel is
+        planned, and at each run the fastest planned plan that fits what is
+        free then (:data:`tf_ucudnn.units.AUTO_WORKSPACE_LIMIT`); None:
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       total_workspace: bytes shared by all substituted kernels of a device (an
         int or e.g. ``"256MiB"``), divided among them by Workspace Division
@@ -242,7 +246,9 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
             raise ValueError("total_workspace must be positive (bytes); use workspace_limit=0 "
                              "for kernels without workspace")
     settings = RewriteSettings(
-        workspace_limit=None if knobs["workspace_limit"] < 0 else knobs["workspace_limit"],
+        workspace_limit=(None if knobs["workspace_limit"] == -1 else
+                         "auto" if knobs["workspace_limit"] == AUTO_WORKSPACE_LIMIT
+                         else knobs["workspace_limit"]),
         total_workspace=total_workspace,
         batch_size_policy=knobs["batch_size_policy"] or None,
         devices=_normalize_devices(devices),
@@ -305,34 +311,44 @@ def _install_xla_warning():
 
 
 def _xla_call(layer, settings, inputs):
-    """``keras.layers.Conv2D.call`` through tf_ucudnn, with the rewrite's
-    settings: the convolution and its bias in one op (as XLA fuses the bias
-    into its own convolutions), then the layer's activation."""
-    from tf_ucudnn.layers import conv2d_arguments
+    """A stock ``keras.layers.Conv2D`` or ``Conv2DTranspose``'s ``call``
+    through tf_ucudnn, with the rewrite's settings (for ``Conv2D`` the
+    convolution and its bias in one op, as XLA fuses the bias into its own
+    convolutions), then the layer's activation."""
+    from tf_ucudnn import layers
 
-    attrs = nn._conv_attrs(**conv2d_arguments(layer), workspace_limit=settings.workspace_limit,
-                           batch_size_policy=settings.batch_size_policy)
-    if settings.total_workspace is not None:
-        attrs["total_workspace"] = settings.total_workspace
-    outputs = nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs,
-                                  layer.bias if layer.use_bias else None)
-    return outputs if layer.activation is None else layer.activation(outputs)
+    call = (layers.conv2d_transpose_call if isinstance(layer, keras.layers.Conv2DTranspose)
+            else layers.conv2d_call)
+    attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
+                               batch_size_policy=settings.batch_size_policy,
+                               total_workspace=settings.total_workspace)
+    return call(layer, inputs, attrs)
+
+
+def _stock_layer_classes():
+    """The stock Keras layers that the rewrite's XLA route and
+    :func:`rewrite_model` replace, each with its tf_ucudnn layer."""
+    from tf_ucudnn import layers
+
+    return {keras.layers.Conv2D: layers.Conv2D,
+            keras.layers.Conv2DTranspose: layers.Conv2DTranspose}
 
 
 def _route_xla(model):
     """The XLA route of ``enable_rewrite``: Grappler never sees the body of an
     XLA-compiled function, so while the rewrite is on, the stock
-    ``keras.layers.Conv2D`` layers of a model compiled with XLA run their
-    convolution and bias through tf_ucudnn's op (whose XLA kernel is the
-    micro-batched custom call); when the rewrite is off again, or its settings change, they
+    ``keras.layers.Conv2D`` and ``Conv2DTranspose`` layers of a model compiled
+    with XLA run their convolution and bias through tf_ucudnn's ops (whose XLA
+    kernels are the micro-batched custom calls); when the rewrite is off again, or its settings change, they
     go back (or over) and the model's compiled functions are traced anew.
     Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
     settings = _settings()
     if settings is not None and not _covers_gpu(settings.devices):
         settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
     wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    stock = _stock_layer_classes()
     layers = [layer for layer in model._flatten_layers(include_self=False)
-              if type(layer) is keras.layers.Conv2D]
+              if type(layer) in stock]
     changed = False
     for layer in layers:
         if getattr(layer, "_tf_ucudnn_xla", None) == wanted:
@@ -348,27 +364,30 @@ def _route_xla(model):
         # Traced with the other convolution: trace again when next needed.
         model.train_function = model.test_function = model.predict_function = None
         if wanted is not None:
+            transposed = sum(isinstance(layer, keras.layers.Conv2DTranspose) for layer in layers)
             _log.info("tf_ucudnn.enable_rewrite: model %r is compiled with XLA; its %d "
-                      "keras.layers.Conv2D layers run tf_ucudnn's XLA kernels while the rewrite "
-                      "is on", model.name, len(layers))
+                      "keras.layers.Conv2D%s layers run tf_ucudnn's XLA kernels while the "
+                      "rewrite is on", model.name, len(layers) - transposed,
+                      f" and {transposed} keras.layers.Conv2DTranspose" if transposed else "")
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
-    ``tf_ucudnn.layers.Conv2D`` of the same configuration and weights.
+    ``tf_ucudnn.layers.Conv2D``, and each ``keras.layers.Conv2DTranspose`` by
+    ``tf_ucudnn.layers.Conv2DTranspose``, of the same configuration and weights.
 
     Works for Sequential and functional models, and for the Sequential and
     functional models nested in them, at any depth
     (``keras.models.clone_model(..., recursive=True)``); other layers are
-    cloned unchanged and keep their weights. Layers already
-    ``tf_ucudnn.layers.Conv2D`` keep their own knobs. Subclasses of
-    ``keras.layers.Conv2D`` (whose ``call`` may differ) and convolutions inside
+    cloned unchanged and keep their weights. Layers already tf_ucudnn's keep
+    their own knobs. Subclasses of ``keras.layers.Conv2D`` and
+    ``Conv2DTranspose`` (whose ``call`` may differ) and convolutions inside
     subclassed layers or models are left stock, with a warning naming them.
 
     Args:
       model: a built ``keras.Model`` (Sequential or functional).
       workspace_limit: bytes per kernel for the new layers, an int or a
-        string such as ``"64MiB"``; None: the op's default
+        string such as ``"64MiB"``, or ``"auto"``; None: the op's default
         (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
       batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
       verbose: 1 prints one line saying how many layers were replaced
@@ -389,13 +408,16 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     for outer in _nested_models(model):
         nested.update(id(layer) for layer in outer.layers)
 
+    stock = _stock_layer_classes()
+    ours = tuple(stock.values())
+
     def clone(layer):
         config = layer.get_config()
-        if type(layer) is keras.layers.Conv2D:
+        if type(layer) in stock:
             replaced.append(layer)
-            return layers.Conv2D.from_config(dict(config, workspace_limit=workspace_limit,
-                                                  batch_size_policy=batch_size_policy))
-        if isinstance(layer, keras.layers.Conv2D) and not isinstance(layer, layers.Conv2D):
+            return stock[type(layer)].from_config(dict(config, workspace_limit=workspace_limit,
+                                                       batch_size_policy=batch_size_policy))
+        if isinstance(layer, tuple(stock)) and not isinstance(layer, ours):
             skipped.append(f"{layer.name} ({type(layer).__name__})")
         else:
             skipped.extend(f"{inner.name} (inside {layer.name}, {type(layer).__name__})"
@@ -406,14 +428,18 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     new.set_weights(model.get_weights())
     if skipped:
         warnings.warn(f"tf_ucudnn.rewrite_model left {len(skipped)} convolution layer(s) stock: "
-                      f"{', '.join(skipped)}. It replaces keras.layers.Conv2D itself (not its "
-                      f"subclasses, whose call may differ) in Sequential and functional "
-                      f"models; to run those through tf_ucudnn, derive them from (or build "
-                      f"them with) tf_ucudnn.layers.Conv2D.", stacklevel=2)
+                      f"{', '.join(skipped)}. It replaces keras.layers.Conv2D and Conv2DTranspose "
+                      f"themselves (not their subclasses, whose call may differ) in Sequential "
+                      f"and functional models; to run those through tf_ucudnn, derive them from "
+                      f"(or build them with) tf_ucudnn.layers.Conv2D or Conv2DTranspose.",
+                      stacklevel=2)
     if verbose:
         inside = sum(id(layer) in nested for layer in replaced)
-        print(f"tf_ucudnn.rewrite_model: replaced {len(replaced)} keras.layers.Conv2D "
-              f"layer(s) with tf_ucudnn.layers.Conv2D"
+        transposed = sum(isinstance(layer, keras.layers.Conv2DTranspose) for layer in replaced)
+        print(f"tf_ucudnn.rewrite_model: replaced {len(replaced) - transposed} "
+              f"keras.layers.Conv2D layer(s) with tf_ucudnn.layers.Conv2D"
+              + (f" and {transposed} keras.layers.Conv2DTranspose with "
+                 f"tf_ucudnn.layers.Conv2DTranspose" if transposed else "")
               + (f" ({inside} in nested models)" if inside else "")
               + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
@@ -431,12 +457,12 @@ def _nested_models(model):
 
 
 def _stock_convolutions_within(layer):
-    """``keras.layers.Conv2D`` layers (and subclasses) held inside a layer that
-    clone_model copies as a whole (a subclassed layer or model)."""
+    """``keras.layers.Conv2D`` and ``Conv2DTranspose`` layers (and subclasses)
+    held inside a layer that clone_model copies as a whole (a subclassed layer
+    or model)."""
     flatten = getattr(layer, "_flatten_layers", None)  # Keras 3's walk over tracked sublayers
     if flatten is None:
         return []
-    from tf_ucudnn import layers
-
+    stock = _stock_layer_classes()
     return [inner for inner in flatten(include_self=False, recursive=True)
-            if isinstance(inner, keras.layers.Conv2D) and not isinstance(inner, layers.Conv2D)]
+            if isinstance(inner, tuple(stock)) and not isinstance(inner, tuple(stock.values()))]

@@ -81,6 +81,34 @@ def to_bytes(value, name):
     return count
 
 
+AUTO_WORKSPACE_LIMIT = -2
+"""The ops' ``workspace_limit`` attribute for ``"auto"``: each kernel plans
+within what its GPU's allocator can hand out when it is planned (less a
+margin of 1/16 of the allocator's memory limit, at least 64 MiB; at most
+8 GiB, TensorFlow's own default), and each run takes the fastest planned plan
+whose workspace is free at that moment."""
+
+
+def to_workspace_limit(value, name="workspace_limit"):
+    """A workspace limit argument as the ops take it: a byte count (as
+    :func:`to_bytes`) or ``"auto"`` (:data:`AUTO_WORKSPACE_LIMIT`).
+
+    Raises:
+      ValueError: naming ``name``: neither ``"auto"`` nor a byte count.
+    """
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return AUTO_WORKSPACE_LIMIT
+    try:
+        return to_bytes(value, name)
+    except ValueError as e:
+        raise ValueError(f"{e} (or 'auto': follow the GPU's free memory)") from None
+
+
+def format_workspace_limit(n):
+    """A workspace limit as :func:`format_bytes` prints it, or ``auto``."""
+    return "auto" if n == AUTO_WORKSPACE_LIMIT else format_bytes(n)
+
+
 def format_bytes(n):
     """Bytes as ``64 MiB``, ``1.5 MiB``, ``3 KiB`` or ``100 B`` (binary units, up to GiB)."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

@@ -103,10 +103,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
 
   int64_t limit = 0;
   TF_RETURN_IF_ERROR(ctx->GetAttr("workspace_limit", &limit));
-  if (limit < -1) {
+  if (limit < ucudnn::kAutoWorkspaceLimit) {
     return errors::InvalidArgument(
         "workspace_limit must be a non-negative number of bytes (or -1 for "
-        "UCUDNN_DEFAULT_WORKSPACE_LIMIT), got ",
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT, -2 for auto: what the GPU's allocator has free), got ",
         limit);
   }
   int64_t total = 0;
@@ -116,10 +116,10 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         "total_workspace must be a non-negative number of bytes (0 = no Workspace Division, "
         "-1 = UCUDNN_TOTAL_WORKSPACE_SIZE), got ", total);
   }
-  if (total > 0 && limit >= 0) {
+  if (total > 0 && limit != -1) {
     return errors::InvalidArgument(
-        "set either workspace_limit (", limit, " bytes per kernel) or total_workspace (", total,
-        " bytes shared by all kernels), not both");
+        "set either workspace_limit (", ucudnn::WorkspaceLimitName(limit),
+        " bytes per kernel) or total_workspace (", total, " bytes shared by all kernels), not both");
   }
   // The environment's total applies to ops that leave both knobs to it.
   if (total == -1) {

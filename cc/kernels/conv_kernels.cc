@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
+#include "cc/kernels/device_memory.h"
 #include "cc/kernels/engine/conv_runner.h"
 #include "cc/kernels/engine/cpu_backend.h"
 #include "cc/kernels/engine/knobs.h"
@@ -169,6 +170,9 @@ class TfScratchAllocator : public ucudnn::ScratchAllocator {
     return t.flat<uint8>().data();
   }
   void ReleaseAll() override { tensors_.clear(); }
+  ucudnn::FreeDeviceMemory FreeMemory() override {
+    return FreeMemoryOf(ctx_->device()->GetAllocator(AllocatorAttributes()));
+  }
   void Release(void* block) override {
     for (auto it = tensors_.begin(); it != tensors_.end(); ++it) {
       if (it->tensor_data().data() == block) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "cc/kernels/device_memory.h"
 #include "cc/kernels/engine/conv_runner.h"
 #include "cc/kernels/xla_conv_config.h"
 #include "xla/ffi/api/c_api.h"
@@ -33,8 +34,10 @@ using ucudnn::Pass;
 // serves cuDNN's workspace while it is free and large enough.
 class FfiScratch : public ucudnn::ScratchAllocator {
  public:
-  FfiScratch(ffi::ScratchAllocator* scratch, void* workspace, int64_t workspace_bytes)
-      : scratch_(scratch), workspace_(workspace), workspace_bytes_(workspace_bytes) {}
+  FfiScratch(ffi::ScratchAllocator* scratch, int device, void* workspace,
+             int64_t workspace_bytes)
+      : scratch_(scratch), device_(device), workspace_(workspace),
+        workspace_bytes_(workspace_bytes) {}
   void* Allocate(int64_t bytes) override {
     if (bytes <= 0) return nullptr;
     // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
@@ -55,9 +58,12 @@ class FfiScratch : public ucudnn::ScratchAllocator {
     if (block != nullptr && block == workspace_) workspace_lent_ = false;
   }
   void ReleaseAll() override { workspace_lent_ = false; }
+  // XLA's scratch allocator under TF is TF's allocator of the call's GPU.
+  ucudnn::FreeDeviceMemory FreeMemory() override { return FreeMemoryOf(TfGpuAllocator(device_)); }
 
  private:
   ffi::ScratchAllocator* scratch_;
+  int device_;               // CUDA ordinal
   void* workspace_;          // the call's workspace result, or nullptr
   int64_t workspace_bytes_;  // its size
   bool workspace_lent_ = false;
@@ -137,7 +143,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
     workspace_data = (*workspace)->untyped_data();
     workspace_bytes = static_cast<int64_t>((*workspace)->size_bytes());
   }
-  FfiScratch allocator(&scratch, workspace_data, workspace_bytes);
+  FfiScratch allocator(&scratch, device, workspace_data, workspace_bytes);
   return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
 }
 

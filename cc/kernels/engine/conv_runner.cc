@@ -1,5 +1,6 @@
 #include "cc/kernels/engine/conv_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -92,15 +93,17 @@ PlanRecord MakeRecord(const ConvRequest& q, const CudnnKernel& kernel, const Pla
   return r;
 }
 
-// Warns once per kernel that its plan's workspace could not be allocated.
-void WarnFallbackOnce(const KernelKey& key, const std::string& what) {
+// Logs once per kernel that it runs a smaller plan than planned: `level` "W"
+// where the plan's workspace could not be allocated, "I" where
+// workspace_limit=auto stepped down to what was free.
+void LogStepDownOnce(const KernelKey& key, const char* level, const std::string& what) {
   static std::mutex mu;
   static auto* seen = new std::set<KernelKey>();
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!seen->insert(key).second) return;
   }
-  std::fprintf(stderr, "W tf_ucudnn: %s\n", what.c_str());
+  std::fprintf(stderr, "%s tf_ucudnn: %s\n", level, what.c_str());
 }
 
 std::string JoinInts(const std::vector<int>& values) {
@@ -152,15 +155,23 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
+  // workspace_limit=auto holds only without Workspace Division (whose ops
+  // carry the total as their limit).
+  const bool auto_limit = q.workspace_limit == kAutoWorkspaceLimit;
   if (!kernel->planned()) {
     const auto start = std::chrono::steady_clock::now();
+    int64_t limit = q.workspace_limit;
+    if (auto_limit) {
+      const FreeDeviceMemory free = scratch->FreeMemory();
+      limit = AutoWorkspaceLimit(free.available, free.pool_limit);
+    }
     std::vector<BenchmarkPeer> peer_list;
     if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
     bool planned_now = false;
     // A Workspace Division group's kernel keeps every size: its Pareto front
     // reaches down to the least workspace.
     UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
-                                                 q.workspace_limit, tensors, scratch, peer_list,
+                                                 limit, tensors, scratch, peer_list,
                                                  /*small_sizes_where_limited=*/
                                                  q.total_workspace == 0, &planned_now));
     // Benchmark buffers go back before the plan's workspace is taken
@@ -168,6 +179,10 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     scratch->ReleaseAll();
     if (planned_now) {
       PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
+      r.workspace_limit = limit;
+      if (auto_limit) {
+        r.note = "workspace_limit=auto: planned within " + std::to_string(limit) + " bytes";
+      }
       r.planning_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
@@ -187,12 +202,33 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   // the group is first divided (after one step): meanwhile its members
   // benchmark one at a time within the whole budget and run holding (next
   // to) no workspace, so the budget holds from the first step on.
-  const Plan plan = q.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
-                                                                 : kernel->plan();
+  Plan plan = q.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
+                                                           : kernel->plan();
+  if (auto_limit && plan.workspace_bytes > 0) {
+    // The fastest planned plan whose workspace is free now (the filter's copy
+    // in cuDNN's layout is allocated before it), rather than a failed
+    // allocation: XLA's allocator retries a failed one before it gives up.
+    const FreeDeviceMemory free = scratch->FreeMemory();
+    const int64_t filter_copy =
+        tensors.filter_in_cudnn_layout ? 0 : q.params.filter_size() * DTypeSize(q.params.dtype);
+    const int64_t room = free.available - filter_copy;
+    if (free.available >= 0 && plan.workspace_bytes > room) {
+      const Plan fits = kernel->PlanFitting(std::max<int64_t>(room, 0));
+      if (!fits.empty()) {
+        LogStepDownOnce(key, "I",
+                        std::string("workspace_limit=auto: ") + std::to_string(free.available) +
+                            " bytes free for " + PassName(q.pass) + " " + q.params.ToString() +
+                            "; running a plan that needs " + std::to_string(fits.workspace_bytes) +
+                            " bytes instead of " + std::to_string(plan.workspace_bytes) +
+                            " (logged once per kernel)");
+        plan = fits;
+      }
+    }
+  }
   Plan ran;
   UCUDNN_RETURN_IF_ERROR(kernel->Run(handle, q.stream, plan, tensors, scratch, &ran));
   if (ran.workspace_bytes != plan.workspace_bytes) {
-    WarnFallbackOnce(key, "could not allocate " + std::to_string(plan.workspace_bytes) +
+    LogStepDownOnce(key, "W", "could not allocate " + std::to_string(plan.workspace_bytes) +
                               " bytes of workspace for " + PassName(q.pass) + " " +
                               q.params.ToString() + "; running a plan that needs " +
                               std::to_string(ran.workspace_bytes) + " bytes instead");

@@ -42,7 +42,10 @@ struct ConvRequest {
   std::string device_name;        // for plan records, e.g. "/device:GPU:0"
   bool allow_tf32 = true;
   bool deterministic = false;
-  int64_t workspace_limit = 0;    // bytes (the whole budget in a WD group)
+  // Bytes (the whole budget in a WD group), or kAutoWorkspaceLimit: plan
+  // within what `scratch` can hand out when the kernel is planned, and run the
+  // fastest planned plan that fits what it can hand out at each run.
+  int64_t workspace_limit = 0;
   BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
   int64_t micro_batch_size = 0;   // > 0: forced micro-batches of this size
   int64_t total_workspace = 0;    // > 0: the Workspace Division group's budget in bytes
@@ -61,7 +64,9 @@ using PeersProvider = std::function<Status(std::vector<BenchmarkPeer>* peers)>;
 // between planning and running, so a front end whose allocator can give
 // memory back early (TF's) holds only the plan's workspace while it runs.
 // If the plan's workspace cannot be allocated, a plan that fits runs instead,
-// and a warning says so once per kernel on stderr.
+// and a warning says so once per kernel on stderr. Under workspace_limit=auto
+// the plan is chosen from what is free before allocating, and a step down
+// from the planned plan is logged once per kernel.
 Status RunConvPass(const ConvRequest& request, const PassTensors& tensors,
                    ScratchAllocator* scratch, const PeersProvider& peers = nullptr);
 

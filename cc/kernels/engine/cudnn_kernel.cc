@@ -226,6 +226,12 @@ bool CudnnKernel::divided() const {
   return divided_;
 }
 
+Plan CudnnKernel::PlanFitting(int64_t bytes) const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  if (!benchmarked_) return Plan();
+  return PlanWithin(bytes);
+}
+
 Plan CudnnKernel::LeastWorkspacePlan() const {
   const std::vector<Plan> front = ParetoFront();
   return front.empty() ? Plan() : front.front();

@@ -92,6 +92,10 @@ class CudnnKernel {
   std::vector<Plan> ParetoFront() const;
   // The plan of the front that needs the least workspace (empty before planning).
   Plan LeastWorkspacePlan() const;
+  // The fastest plan of the benchmark table within `bytes` of workspace, as
+  // Workspace Reuse chooses it (a forced micro-batch size kept); empty before
+  // planning or where none fits.
+  Plan PlanFitting(int64_t bytes) const;
   // True once Replan has set a Workspace Division share.
   bool divided() const;
   int64_t planned_limit() const;
@@ -104,7 +108,8 @@ class CudnnKernel {
 
   // Runs `plan` over the whole mini-batch. If its workspace cannot be
   // allocated, runs the fastest plan of the benchmark table that can be
-  // (down to zero workspace). *ran is the plan that ran.
+  // (down to zero workspace). *ran is the plan that ran. The table's
+  // sizes are those of the policy (or the forced size) it was planned with.
   Status Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan,
              const PassTensors& tensors, ScratchAllocator* scratch, Plan* ran);
 

@@ -1,5 +1,6 @@
 #include "cc/kernels/engine/knobs.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -45,6 +46,18 @@ bool ParseBytes(const char* text, int64_t* out) {
   if (*end != '\0' || v < 0) return false;
   *out = static_cast<int64_t>(v);
   return true;
+}
+
+// Bytes (ParseBytes) or "auto" (kAutoWorkspaceLimit), surrounding whitespace allowed.
+bool ParseWorkspaceLimit(const char* text, int64_t* out) {
+  std::string s(text);
+  const size_t first = s.find_first_not_of(" \t\n\v\f\r");
+  const size_t last = s.find_last_not_of(" \t\n\v\f\r");
+  if (first != std::string::npos && s.substr(first, last - first + 1) == "auto") {
+    *out = kAutoWorkspaceLimit;
+    return true;
+  }
+  return ParseBytes(text, out);
 }
 
 }  // namespace
@@ -129,8 +142,18 @@ Status ReadXlaPadChannels(bool* pad) {
 
 Status ReadDefaultWorkspaceLimit(int64_t* bytes) {
   *bytes = kDefaultWorkspaceLimit;
-  return ReadKnob("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "a non-negative number of bytes, got",
-                  ParseBytes, bytes);
+  return ReadKnob("UCUDNN_DEFAULT_WORKSPACE_LIMIT",
+                  "a non-negative number of bytes or auto, got", ParseWorkspaceLimit, bytes);
+}
+
+int64_t AutoWorkspaceLimit(int64_t available, int64_t pool_limit) {
+  if (available < 0) return kDefaultWorkspaceLimit;
+  const int64_t margin = std::max<int64_t>(64LL << 20, std::max<int64_t>(pool_limit, 0) / 16);
+  return std::min(kAutoWorkspaceCap, std::max<int64_t>(available - margin, 0));
+}
+
+std::string WorkspaceLimitName(int64_t limit) {
+  return limit == kAutoWorkspaceLimit ? "auto" : std::to_string(limit);
 }
 
 Status ReadTotalWorkspaceSize(int64_t* bytes) {

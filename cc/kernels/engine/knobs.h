@@ -20,6 +20,25 @@ namespace ucudnn {
 // μ-cuDNN's default per-kernel workspace limit (UCUDNN_DEFAULT_WORKSPACE_LIMIT).
 constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB
 
+// workspace_limit = "auto" (the op attribute's value, and
+// UCUDNN_DEFAULT_WORKSPACE_LIMIT=auto): a kernel plans within what its
+// device's allocator can hand out when it is planned (AutoWorkspaceLimit), and
+// each run takes the fastest planned plan whose workspace is free at that
+// moment (RunConvPass).
+constexpr int64_t kAutoWorkspaceLimit = -2;
+// What "auto" never exceeds: TensorFlow's own default cuDNN workspace limit
+// (TF_CUDNN_WORKSPACE_LIMIT_IN_MB unset).
+constexpr int64_t kAutoWorkspaceCap = 8LL << 30;  // 8 GiB
+// The limit "auto" plans within, in bytes, given what the device's allocator
+// can hand out now (`available`, < 0 unknown) and its whole pool
+// (`pool_limit`, bytes): `available` less a margin of 1/16 of the pool and at
+// least 64 MiB (other ops may allocate while a kernel benchmarks, and the
+// benchmark's own buffers come first), within [0, kAutoWorkspaceCap]; the
+// fixed default (kDefaultWorkspaceLimit) when `available` is unknown.
+int64_t AutoWorkspaceLimit(int64_t available, int64_t pool_limit);
+// "auto" for kAutoWorkspaceLimit, else the bytes in decimal.
+std::string WorkspaceLimitName(int64_t limit);
+
 // Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES):
 // - kAuto (the default): graph-API engines at every micro-batch size they are
 //   benchmarked at (8 samples and up, or the whole mini-batch), and the legacy
@@ -125,7 +144,7 @@ Status ReadXlaPadChannels(bool* pad);
 // The environment's defaults of op attributes, read (when a kernel is
 // created) only where an op leaves the attribute to them, so that a bad value
 // fails only the ops that use it. Unset or empty: the default.
-Status ReadDefaultWorkspaceLimit(int64_t* bytes);      // UCUDNN_DEFAULT_WORKSPACE_LIMIT
+Status ReadDefaultWorkspaceLimit(int64_t* bytes);      // UCUDNN_DEFAULT_WORKSPACE_LIMIT (or "auto")
 Status ReadTotalWorkspaceSize(int64_t* bytes);         // UCUDNN_TOTAL_WORKSPACE_SIZE (0: unset)
 Status ReadBatchSizePolicy(BatchSizePolicy* policy);   // UCUDNN_BATCH_SIZE_POLICY
 

@@ -111,9 +111,30 @@ int main() {
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "-1", 1);
   Check(!ReadDefaultWorkspaceLimit(&limit).ok(), "a negative workspace limit is refused");
+  setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " auto ", 1);
+  Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kAutoWorkspaceLimit,
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT=auto follows free memory");
+  CheckRefused("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "autos",
+               [&] { return ReadDefaultWorkspaceLimit(&limit); },
+               "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a non-negative number of bytes or auto, "
+               "got 'autos'");
   unsetenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kDefaultWorkspaceLimit,
         "unset: 64 MiB");
+
+  // workspace_limit=auto: free memory less a margin, within [0, 8 GiB].
+  const int64_t MiB = 1 << 20, GiB = 1LL << 30;
+  Check(AutoWorkspaceLimit(-1, 16 * GiB) == kDefaultWorkspaceLimit,
+        "auto with free memory unknown: the fixed default");
+  Check(AutoWorkspaceLimit(4 * GiB, 16 * GiB) == 3 * GiB,
+        "auto keeps 1/16 of a 16 GiB pool free: 4 GiB free gives 3 GiB");
+  Check(AutoWorkspaceLimit(512 * MiB, 512 * MiB) == 448 * MiB,
+        "auto keeps at least 64 MiB free");
+  Check(AutoWorkspaceLimit(32 * MiB, 8 * GiB) == 0, "auto with less free than the margin: 0");
+  Check(AutoWorkspaceLimit(100 * GiB, 140 * GiB) == kAutoWorkspaceCap,
+        "auto never exceeds TF's default limit, 8 GiB");
+  Check(WorkspaceLimitName(kAutoWorkspaceLimit) == "auto" && WorkspaceLimitName(1024) == "1024",
+        "WorkspaceLimitName");
 
   // UCUDNN_BENCHMARK_DEVICES.
   bool all = false;

@@ -14,6 +14,13 @@
 
 namespace ucudnn {
 
+// What a device's allocator can hand out now, for workspace_limit=auto
+// (bytes; -1: the front end cannot tell).
+struct FreeDeviceMemory {
+  int64_t available = -1;   // the largest block it could allocate now
+  int64_t pool_limit = -1;  // all it may ever hold (its memory limit)
+};
+
 // Device memory that lives until the op's Compute returns (stream-ordered).
 class ScratchAllocator {
  public:
@@ -32,6 +39,9 @@ class ScratchAllocator {
   // Gives back one block that Allocate returned (stream-ordered, as
   // ReleaseAll). The default keeps it until ReleaseAll or the call's end.
   virtual void Release(void* block) {}
+  // What the allocator behind this one can hand out now (workspace_limit=auto).
+  // The default cannot tell.
+  virtual FreeDeviceMemory FreeMemory() { return FreeDeviceMemory(); }
 };
 
 // Another GPU that benchmarks some of a kernel's micro-batch sizes

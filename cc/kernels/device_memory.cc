@@ -1,0 +1,58 @@
+#if GOOGLE_CUDA
+
+#include "cc/kernels/device_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "tensorflow/core/common_runtime/gpu/gpu_id_manager.h"
+#include "tensorflow/core/common_runtime/gpu/gpu_process_state.h"
+#include "tensorflow/core/protobuf/config.pb.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+
+ucudnn::FreeDeviceMemory FreeMemoryOf(Allocator* allocator) {
+  ucudnn::FreeDeviceMemory free;
+  if (allocator == nullptr) return free;
+  const std::optional<AllocatorStats> stats = allocator->GetStats();
+  if (!stats.has_value() || !stats->bytes_limit.has_value()) return free;
+  const int64_t limit = *stats->bytes_limit;
+  const int64_t unused = std::max<int64_t>(limit - stats->bytes_in_use, 0);
+  int64_t block = unused;
+  if (stats->pool_bytes.has_value()) {
+    // A pool (BFC): its largest free chunk, or a new region in the part of
+    // the limit it has not reserved yet (memory growth).
+    block = std::max<int64_t>(stats->largest_free_block_bytes, limit - *stats->pool_bytes);
+  }
+  free.available = std::min(block, unused);
+  free.pool_limit = limit;
+  return free;
+}
+
+Allocator* TfGpuAllocator(int ordinal) {
+  static std::mutex mu;
+  static auto* found = new std::map<int, Allocator*>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = found->find(ordinal);
+  if (it != found->end()) return it->second;
+  Allocator* allocator = nullptr;
+  // TF device ids are dense from 0; the first one unknown to the manager ends them.
+  for (int id = 0; id < 64 && allocator == nullptr; ++id) {
+    tsl::PlatformDeviceId platform;
+    if (!GpuIdManager::TfToPlatformDeviceId(tsl::TfDeviceId(id), &platform).ok()) break;
+    if (platform.value() != ordinal) continue;
+    // The device exists, so its allocator does: this returns it.
+    allocator = GPUProcessState::singleton()->GetGPUAllocator(GPUOptions(), tsl::TfDeviceId(id),
+                                                              /*total_bytes=*/0, {});
+  }
+  if (allocator != nullptr) (*found)[ordinal] = allocator;
+  return allocator;
+}
+
+}  // namespace ucudnn_tf
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA
