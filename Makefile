@@ -54,12 +54,17 @@ test-onednn: build
 bench: build
 	$(VPY) -m tf_ucudnn bench
 
-wheel: build
-	rm -rf build/pip dist && mkdir -p build/pip dist
+# The wheel, tagged manylinux by auditwheel: TensorFlow's own libraries are
+# excluded (the op library must use the installed TensorFlow's), everything
+# else it needs is in every manylinux policy's list (libc, libstdc++, libgcc_s).
+wheel: build $(VENV)/.done
+	rm -rf build/pip build/wheel-raw dist && mkdir -p build/pip build/wheel-raw dist
 	cp pip_package/pyproject.toml pip_package/setup.py README.md LICENSE build/pip/
 	cp -r tf_ucudnn build/pip/
 	find build/pip -name __pycache__ -prune -exec rm -rf {} +
-	$(VPY) -m pip wheel -q --no-deps -w dist build/pip
+	$(VPY) -m pip wheel -q --no-deps -w build/wheel-raw build/pip
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist \
+	  --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 build/wheel-raw/*.whl
 
 # The wheel in a fresh virtual environment, with the test suite run against the
 # installed package (not this checkout), its `tf-ucudnn` command included.

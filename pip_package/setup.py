@@ -6,15 +6,12 @@ platform (linux_x86_64) but for any Python 3, since it uses no Python C API
 (TensorFlow loads it with ``tf.load_op_library`` and ctypes). So the tag is
 ``py3-none-linux_x86_64``, not the ``cp3X-cp3X`` of an extension module.
 
-Not manylinux: ``auditwheel show`` (auditwheel 6.8) reports the wheel as
-consistent with ``linux_x86_64`` only, because the library needs
+`make wheel` then runs ``auditwheel repair`` on it: the library needs
 ``libtensorflow_framework.so.2`` and ``libtensorflow_cc.so.2``, which no
-manylinux policy lists; and they must not be bundled, since they have to be
-the very libraries of the installed TensorFlow. Its glibc and libstdc++ symbol
-versions alone would allow ``manylinux_2_34_x86_64`` on a Debian 12 build:
-``auditwheel repair --exclude`` of those two (with patchelf) retags it so,
-which would be the way to a wheel that PyPI accepts; `make wheel` does not, as
-that tag would rest on skipping auditwheel's check of the libraries that matter.
+manylinux policy lists and which must not be bundled (they have to be the
+very libraries of the installed TensorFlow), so those two are excluded
+(``--exclude``); its other needs, glibc, libstdc++ and libgcc_s, fix the tag
+(``manylinux_2_34_x86_64`` when built on Debian 12).
 """
 
 from setuptools import Distribution, setup

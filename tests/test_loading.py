@@ -1,6 +1,7 @@
 """Importing tf_ucudnn: a missing op library or one built for another TensorFlow
 gives an ImportError that says what to do."""
 
+import importlib.metadata
 import os
 import shutil
 import tempfile
@@ -41,3 +42,19 @@ class LoadingTest(tf.test.TestCase):
         built = lines[-1].split()[-1]
         self.assertIn(f"built for TensorFlow {built}", lines[0])
         self.assertIn("2.99.0", lines[0])
+
+
+class WheelTagTest(tf.test.TestCase):
+
+    def test_an_installed_wheel_is_tagged_manylinux(self):
+        """The installed wheel (make wheel-test) carries auditwheel's manylinux
+        tag: TensorFlow's libraries excluded, the rest within the policy."""
+        try:
+            wheel = importlib.metadata.distribution("tf_ucudnn").read_text("WHEEL")
+        except importlib.metadata.PackageNotFoundError:
+            wheel = None
+        if wheel is None:
+            self.skipTest("tf_ucudnn runs from a checkout, not an installed wheel")
+        tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines()
+                if line.startswith("Tag:")]
+        self.assertTrue(tags and all("-manylinux_" in t for t in tags), wheel)
