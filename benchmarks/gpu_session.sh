@@ -1,20 +1,28 @@
 #!/bin/bash
-# One GPU session's measurements, in the order they were run for the notes.
-# On the device machine after ../shared/gpu/stage.sh's parts (see ../shared/gpu/README.md):
-#   bash benchmarks/gpu_session.sh setup|tests|graph|misses|models|deepbench|overhead|planning|planning_profile|
-#                                 deepbench_eager|exhaustive|speakerid|stock_engine|engine_table|op_overhead|
-#                                 transposed|overhead_graph|xla_tests|xla_models|xla_memory|
-#                                 xla_pair|xla_profile|wd_vs_wr|deepbench_eager_half|
-#                                 layout_tests|models_layout|overhead_legacy|models_targets|step_profile|
-#                                 model_planning|deepbench_dtype|pass_times|pass_gpu|xla_bias|xla_workspace|
-#                                 stem_channels|xla_pad|xla_pair_beside_tests|tests_but_xla|xla_search
-# Results go to $OUT (or ./gpu_out). The committed ones are in docs/results/<experiment>/,
-# under the names below with _h200 added; docs/benchmarks.md says which mode made which figure.
+# Runs one measurement of docs/benchmarks.md on a GPU machine, from the repository root:
+#
+#   bash benchmarks/gpu_session.sh MODE [ARGS...]      (OUT=DIR: where results go, default ./gpu_out)
+#
+# The machine needs Linux x86_64 with an NVIDIA GPU and cuDNN 9, and `python3` with TensorFlow 2.21
+# and this checkout's op library built (make build, then run from this checkout) or tf_ucudnn
+# installed from its wheel. GPU_ENV=FILE: a shell file sourced first, e.g. one that activates that
+# Python's environment. Wheels in .whl/ (highspy, Workspace Division's solver; CUPTI for the
+# profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
+# under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
+#
+# MODE: setup|tests|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+#       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
+#       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
+#       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
+#       overhead_graph|op_overhead|xla_models|xla_pair|xla_pair_beside_tests|xla_pad|xla_bias|
+#       xla_workspace|xla_search|xla_memory|xla_profile
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-source /root/tfgpu/env.sh
-if [ -d .whl ]; then  # extra wheels sent along: highspy (Workspace Division's solver; the staged
-                      # wheels carry PuLP but not highspy), CUPTI for profiles
+echo "gpu_session.sh ${1:-}: results in $OUT/" >&2
+if [ -n "${GPU_ENV:-}" ]; then
+  source "$GPU_ENV"
+fi
+if [ -d .whl ]; then  # extra wheels sent along with the checkout
   [ -d /tmp/site ] || pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-}
 else
@@ -53,7 +61,7 @@ case "$1" in
     CUDA_MODULE_LOADING=EAGER timeout "${3:-560}" python3 -m tf_ucudnn.bench --set deepbench \
       --limits 64MiB,256MiB --iters 5 --layers "$layers" --json "$OUT/deepbench_eager_$half.json" 2>&1 \
       | grep -v WARNING | tee "$OUT/deepbench_eager_$half.log" ;;
-  deepbench_dtype)  # issue 18 §3: deepbench_eager's halves at DTYPE (float16|bfloat16) and one
+  deepbench_dtype)  # half precision: deepbench_eager's halves at DTYPE (float16|bfloat16) and one
                     # limit: DTYPE A|B|LAYERS [LIMITS] [TIMEOUT] [ITERS] [TAG]; a comma list of
                     # layers instead of A|B reruns those (files deepbench_DTYPE_TAG.*)
     half=${3:-A}; tag=${7:-$half}
@@ -88,7 +96,7 @@ case "$1" in
       --overhead --iters 20 --json "$OUT/overhead_legacy.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/overhead_legacy.log"
     bash "$0" overhead_graph "${3:-240}" ;;
-  models_targets)  # issue 18's targets table for MODEL [PRECISION]: stock TF at 8 GiB and
+  models_targets)  # whole training steps of MODEL [PRECISION]: stock TF at 8 GiB and
                    # 64 MiB, the rewrite at 64 MiB (and with the layout optimizer on, for
                    # float32), and the first step cold and with a warm benchmark database
     # [TIMEOUT] [MODES]: MODES replaces the settings (e.g. stock,rewrite); RUNS=K: K processes
@@ -168,7 +176,7 @@ case "$1" in
         --json "$OUT/pass_gpu_$2_stock$mib.json" 2>&1 \
         | grep -v "WARNING\|^I0000\|^W0000\|^E0000\|^To enable" | tee "$OUT/pass_gpu_$2_stock$mib.log"
     done ;;
-  speakerid)  # target 1's last miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
+  speakerid)  # DeepBench's float32 miss at 64 MiB under UCUDNN_GRAPH_SEARCH=exhaustive: every
               # candidate as timed at each size (no pruning), then the layer against stock TF
     export UCUDNN_GRAPH_SEARCH=exhaustive
     UCUDNN_GRAPH_PRUNE_FACTOR=0 python3 benchmarks/engine_table.py --sizes 256,128,64,32,16,8 2>&1 \

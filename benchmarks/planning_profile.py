@@ -34,7 +34,7 @@ counts a candidate pruned at a smaller size as not kept out, which a search
 that starts at the whole batch cannot know. Built, 12 of ResNet-50's 59
 kernels stopped at the whole batch (the replay said 35), slow engines had
 their screening runs at the whole batch, and the cold first step went from
-12.49 to 16.72 s (docs/benchmarks.md §3).
+12.49 to 16.72 s (docs/notebook.md, 2026-11-24).
 """
 import collections
 import gzip

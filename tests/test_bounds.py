@@ -1,4 +1,4 @@
-"""Issue 19 §11: integer arguments beyond int64 (or int32 for the size
+"""Integer arguments beyond int64 (or int32 for the size
 tensors) and non-integers are ValueErrors that name the argument, never an
 OverflowError, a silent truncation (3.5 -> 3) or a wrap (2**64 + 8 -> 8)."""
 

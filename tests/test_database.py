@@ -283,8 +283,8 @@ def _run_cli(*args, cwd=None, **env):
 
 
 class DatabaseSafetyTest(tf.test.TestCase):
-    """Issue 19 §5-§8, issue 15 §3: other programs' files, read-only files,
-    malformed records, and what the command line may create."""
+    """The database meets other programs' files, read-only files and malformed
+    records without harm, and the command line creates only what it may."""
 
     def setUp(self):
         super().setUp()

@@ -66,7 +66,7 @@ class FuzzTest(tf.test.TestCase):
         self.assertLessEqual(rel_l2(got, want), 1e-5, str(c))
 
 
-# Shape arithmetic near the int32 and int64 limits (issue 19): sizes from
+# Shape arithmetic near the int32 and int64 limits: sizes from
 # size tensors and attributes, and zero-element tensors whose other
 # dimensions are huge. Every call must return (with TF's output shape) or
 # raise InvalidArgumentError / ValueError: never abort (TensorShape's CHECK),

@@ -1,4 +1,4 @@
-"""Issue 19's hardening of the ops: inputs that used to kill the process, and
+"""Hardening of the ops: inputs that used to kill the process, and
 zero-size inputs.
 
 - 0 input channels (0 groups) was a division by zero (SIGFPE) in all three
@@ -280,7 +280,7 @@ expect(tf.errors.InvalidArgumentError, {_GROUPS!r},
 
 class PlannerMemoryTest(tf.test.TestCase):
     """Planning allocates by the answer and the allowed sizes, never per sample
-    of N (issue 19: N = 10**7 took 11 GB and 70 s; powerOfTwo sizes of 2**40
+    of N (N = 10**7 once took 11 GB and 70 s; powerOfTwo sizes of 2**40
     raised MemoryError)."""
 
     def test_power_of_two_sizes_of_2_40(self):
@@ -333,9 +333,10 @@ class PlannerMemoryTest(tf.test.TestCase):
 # Unit roundoff of the element types: 2^-8 (bfloat16), 2^-11 (float16).
 _UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
 
-# Issue 19 measured on the CPU, bfloat16, N = 128: relative error 2.9e-3
-# undivided, 1.2e-2 with micro-batches of 1 (float16: 3.6e-4 -> 1.5e-3),
-# because every micro-batch's partial sum was rounded to the element type.
+# Measured on the CPU when partial sums were rounded, bfloat16, N = 128:
+# relative error 2.9e-3 undivided, 1.2e-2 with micro-batches of 1 (float16:
+# 3.6e-4 -> 1.5e-3), because every micro-batch's partial sum was rounded to
+# the element type.
 _ACCUMULATION_CHILD = """
 import json
 import numpy as np

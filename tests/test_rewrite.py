@@ -103,7 +103,7 @@ class RewriteTestCase(tf.test.TestCase):
 
 
 class RewriteThreadsTest(RewriteTestCase):
-    """Issue 19 §9: the rewrite is per thread, as TF's function-call options are."""
+    """The rewrite is per thread, as TF's function-call options are."""
 
     def in_thread(self, fn):
         """fn() in a new thread (joined): its result, or its exception raised here."""
@@ -630,7 +630,7 @@ BLOCK_SPECS = [tf.TensorSpec([8, 16, 16, 3]), tf.TensorSpec([3, 3, 3, 8]), tf.Te
 
 
 class LayoutUnderRewriteTest(parameterized.TestCase, RewriteTestCase):
-    """Issue 18 §1: convolutions under the rewrite run in the model's layout,
+    """Convolutions under the rewrite run in the model's layout,
     with no layout-optimizer transposes around them."""
 
     def optimized(self, dtype=tf.float32, data_format="NHWC", specs=None):
@@ -812,7 +812,7 @@ def train_keras_cnn_with_policy(policy, seed=3):
 
 @pytest.mark.gpu
 class LayoutUnderRewriteGpuTest(parameterized.TestCase, RewriteTestCase):
-    """Issue 18 §1 on a real GPU: a Keras NHWC model trained under the rewrite
+    """On a real GPU: a Keras NHWC model trained under the rewrite
     runs tf_ucudnn's convolutions in NHWC, with no layout-optimizer transposes."""
 
     @parameterized.named_parameters(("float32", "float32", 1e-4),

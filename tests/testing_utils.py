@@ -86,7 +86,7 @@ def registered_op_names():
 # outputs are stored with 11 resp. 8 significant bits (unit roundoff 2^-11 ≈
 # 4.9e-4 resp. 2^-8 ≈ 3.9e-3), so the result of a float32 computation on the
 # same (already rounded) inputs differs by about that much after the final
-# rounding. Backward-filter micro-batches add up in float32 (issue 19); a
+# rounding. Backward-filter micro-batches add up in float32; a
 # little more where a GPU plan has no room for the float32 sum and stores
 # partial filter gradients in the narrow type between micro-batches.
 TOLERANCE = {tf.float32: 1e-5, tf.float16: 1e-3, tf.bfloat16: 1e-2}

@@ -106,7 +106,7 @@ struct GraphCandidate {
 // graph_candidates.cc) and reused at every size of every kernel of that kind.
 // An engine that does not run a shape fails its plan there and is left out;
 // the few size-specific knob variants of the list are not proposed elsewhere
-// (docs/benchmarks.md §3: no plan of ResNet-50 or InceptionV3 used one).
+// (docs/benchmarks.md §7: no plan of ResNet-50 or InceptionV3 used one).
 struct FallbackEngines {
   bool listed = false;                  // queried
   std::vector<GraphCandidate> allowed;  // what `numerics` allows, in the list's order

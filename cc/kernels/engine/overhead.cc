@@ -1,5 +1,5 @@
 // Execution overhead of a one-micro-batch plan against one direct cuDNN call
-// (the benchmark's --overhead; issue target: at most 3 % more).
+// (the benchmark's --overhead; the aim: at most 3 % more).
 #if GOOGLE_CUDA
 
 #include <algorithm>
