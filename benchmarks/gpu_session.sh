@@ -10,14 +10,14 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
 #       overhead_graph|op_overhead|xla_models|xla_pair|xla_pair_beside_tests|xla_pad|xla_bias|
 #       xla_workspace|xla_search|xla_memory|xla_profile
 set -u
-OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 echo "gpu_session.sh ${1:-}: results in $OUT/" >&2
 if [ -n "${GPU_ENV:-}" ]; then
   source "$GPU_ENV"
@@ -36,6 +36,26 @@ case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
             | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
+  wheel_tests)  # the GPU suite against tf_ucudnn installed from dist/*.whl (make wheel), run
+                # outside the checkout; with two GPUs, test_xla.py and test_nn.py on the second
+    limit=${2:-560}; site=/tmp/wheel_site; rm -rf "$site" /tmp/wheel_tests && mkdir -p /tmp/wheel_tests
+    python3 -m pip install -q --no-index --no-deps --target "$site" dist/*.whl || exit 1
+    cp -r tests /tmp/wheel_tests/ && grep -v '^pythonpath' pytest.ini > /tmp/wheel_tests/pytest.ini
+    PYTHONPATH=$site:$(echo "$PYTHONPATH" | tr ':' '\n' | grep -vx "$PWD" | paste -sd:)
+    cd /tmp/wheel_tests
+    python3 -c "import tf_ucudnn, os; print('tf_ucudnn from', os.path.dirname(tf_ucudnn.__file__))" \
+      | tee "$OUT/wheel_tests.log"
+    run() { timeout "$limit" python3 -m pytest "$@" -m gpu -q -rf -p no:cacheprovider 2>&1 \
+              | grep -v "^E    \|^I0000\|^W0000" | tail -60; }
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      CUDA_VISIBLE_DEVICES=0 run tests --ignore tests/test_xla.py --ignore tests/test_nn.py \
+        > "$OUT/wheel_tests_gpu0.log" &
+      CUDA_VISIBLE_DEVICES=1 run tests/test_xla.py tests/test_nn.py > "$OUT/wheel_tests_gpu1.log" &
+      wait
+      tail -n 15 "$OUT"/wheel_tests_gpu*.log
+    else
+      run tests | tee -a "$OUT/wheel_tests.log"
+    fi ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
