@@ -24,8 +24,10 @@ JSON path without ``.json``) draws ``PREFIX_speedup.png`` (speedup per layer
 and limit) and ``PREFIX_plans.png`` (the chosen micro-batches and algorithms
 per layer) with matplotlib; ``--plot JSON`` redraws them from a saved JSON on
 any machine. ``--models alexnet,resnet18,vgg16`` runs the model mode instead
-(:mod:`tf_ucudnn.bench.models`); ``--overhead`` measures what the engine adds
-to one cuDNN call (:mod:`tf_ucudnn.bench.overhead`).
+(:mod:`tf_ucudnn.bench.models`); ``--models unet,edsr --memory-cap 8GiB``
+finds the largest mini-batch that trains under a GPU memory cap and its
+throughput, per setting (:mod:`tf_ucudnn.bench.memory_cap`); ``--overhead``
+measures what the engine adds to one cuDNN call (:mod:`tf_ucudnn.bench.overhead`).
 
 Without a GPU the benchmark does not run: a CPU self-check of tf_ucudnn
 against ``tf.nn.conv2d`` runs instead and the exit status is non-zero.
