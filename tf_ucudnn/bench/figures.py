@@ -129,11 +129,12 @@ def _gib(n):
 def draw_memory_cap(report, prefix):
     """Writes ``PREFIX_memory_cap.png``: images/s against N per (model, cap).
 
-    One panel per model and cap (in the order of ``report["sweeps"]``), one
-    line per setting through the mini-batch sizes that trained (the median
-    of their runs' step times), N on a log-2 axis. Each size that failed is marked at
-    the height of the setting's largest size below it that trained (0 if
-    none did): ``x`` out of memory, a triangle another failure or a timeout.
+    One panel per model (rows) and cap (columns), in the order of
+    ``report["sweeps"]``; one line per setting through the mini-batch sizes
+    that trained (N / the median of their runs' step times), N on a log-2
+    axis. Each size that failed is marked at the height of the setting's
+    largest size below it that trained (0 if none did): ``x`` out of
+    memory, a triangle another failure or a timeout.
 
     Args:
       report: a memory-cap benchmark's JSON as a dict (``sweeps``, each with
@@ -146,49 +147,40 @@ def draw_memory_cap(report, prefix):
     Raises:
       ImportError: matplotlib is not installed.
     """
-    import statistics
-
     plt = _pyplot()
-    panels = []
+    models, caps = [], []
     for sweep in report["sweeps"]:
-        if (sweep["model"], sweep["cap"]) not in panels:
-            panels.append((sweep["model"], sweep["cap"]))
+        for seen, value in ((models, sweep["model"]), (caps, sweep["cap"])):
+            if value not in seen:
+                seen.append(value)
     settings = []
     for sweep in report["sweeps"]:
         label = memory_cap.setting_label(sweep["mode"], sweep["limit"])
         if label not in settings:
             settings.append(label)
     colour = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(settings)}
-    columns = min(3, len(panels)) or 1
-    rows = math.ceil(len(panels) / columns) or 1
+    rows, columns = max(1, len(models)), max(1, len(caps))
     fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
-    for ax, (model, cap) in zip(axes.flat, panels):
-        for sweep in report["sweeps"]:
-            if (sweep["model"], sweep["cap"]) != (model, cap):
-                continue
-            label, runs = memory_cap.setting_label(sweep["mode"], sweep["limit"]), sweep["runs"]
-            sizes = sorted({r["batch"] for r in runs})
-            ok = {n: 1e3 * n / statistics.median(r["step_ms"] for r in runs if r["batch"] == n)
-                  for n in sizes if all(r["status"] == "ok" for r in runs if r["batch"] == n)}
-            xs = sorted(ok)
-            ax.plot(xs, [ok[n] for n in xs], "o-", color=colour[label], label=label, markersize=4)
-            for n in sizes:
-                if n in ok:
-                    continue
-                status = next(r["status"] for r in runs if r["batch"] == n and r["status"] != "ok")
-                below = [m for m in xs if m < n]
-                ax.plot([n], [ok[max(below)] if below else 0.0], "x" if status == "oom" else "v",
-                        color=colour[label], markersize=9, markeredgewidth=2)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("mini-batch size N")
-        ax.set_ylabel("images/s")
-        ax.set_title(f"{model}, GPU memory capped at {_gib(cap)}", fontsize=9)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in axes.flat:
         ax.set_visible(False)
+    for sweep in report["sweeps"]:
+        model, cap = sweep["model"], sweep["cap"]
+        ax = axes[models.index(model)][caps.index(cap)]
+        if not ax.get_visible():
+            ax.set_visible(True)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("mini-batch size N")
+            ax.set_ylabel("images/s")
+            ax.set_title(f"{model}, GPU memory capped at {_gib(cap)}", fontsize=9)
+            ax.grid(True, alpha=0.3)
+        label = memory_cap.setting_label(sweep["mode"], sweep["limit"])
+        _plot_sweep(ax, sweep["runs"], label=label, colour=colour[label])
+    for ax in axes.flat:
+        if ax.get_visible():
+            ax.legend(fontsize=7)
     gpus = ", ".join(report.get("environment", {}).get("gpus") or []) or "?"
-    fig.suptitle(f"Training throughput under a GPU memory cap ({gpus}); x: out of memory",
+    fig.suptitle(f"Training throughput under a GPU memory cap ({gpus}); x: out of memory, "
+                 "triangle: another failure or a timeout",
                  fontsize=10)
     fig.tight_layout()
     path = f"{prefix}_memory_cap.png"
@@ -196,3 +188,23 @@ def draw_memory_cap(report, prefix):
     plt.close(fig)
     return [path]
 
+
+def _plot_sweep(ax, runs, *, label, colour):
+    """One sweep's line: images/s (N / the median step time) at each N that
+    trained in all its runs; a marker at each N that failed, at the height of
+    the largest N below it that trained (0 if none): ``x`` out of memory, a
+    triangle another failure or a timeout."""
+    import statistics
+
+    sizes = sorted({r["batch"] for r in runs})
+    ok = {n: 1e3 * n / statistics.median(r["step_ms"] for r in runs if r["batch"] == n)
+          for n in sizes if all(r["status"] == "ok" for r in runs if r["batch"] == n)}
+    xs = sorted(ok)
+    ax.plot(xs, [ok[n] for n in xs], "o-", color=colour, label=label, markersize=4)
+    for n in sizes:
+        if n in ok:
+            continue
+        status = next(r["status"] for r in runs if r["batch"] == n and r["status"] != "ok")
+        below = [m for m in xs if m < n]
+        ax.plot([n], [ok[max(below)] if below else 0.0], "x" if status == "oom" else "v",
+                color=colour, markersize=9, markeredgewidth=2)
