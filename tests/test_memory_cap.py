@@ -7,6 +7,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -359,6 +360,26 @@ class OptionsTest(tf.test.TestCase):
         self.assertEqual(saved["args"]["limits"], ["auto"])
         self.assertEqual([r["largest_batch"] for r in saved["summary"]], [48, 48])
         self.assertTrue(os.path.exists(path[:-len(".json")] + "_memory_cap.png"))
+
+
+class WorkerStartTest(tf.test.TestCase):
+
+    def test_the_worker_s_imports_leave_the_devices_configurable(self):
+        """The worker caps the GPU after importing its modules (tf_ucudnn included): they
+        must not start TensorFlow's devices, or the cap would fail. Shown on the CPU,
+        whose logical devices can be split only before the devices start."""
+        code = ("import tf_ucudnn.bench.memory_cap\n"
+                "import tensorflow as tf\n"
+                "cpu, = tf.config.list_physical_devices('CPU')\n"
+                "tf.config.set_logical_device_configuration(\n"
+                "    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+                "print('logical CPUs', len(tf.config.list_logical_devices('CPU')))\n")
+        env = memory_cap.harness.with_package_on_path(dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                                           CUDA_VISIBLE_DEVICES=""))
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertIn("logical CPUs 2", done.stdout)
 
 
 class RealWorkerTest(tf.test.TestCase):

@@ -365,8 +365,9 @@ def _run_memory_cap(args, on_gpu, argv):
           f"TensorFlow {environment['tensorflow']}, cuDNN {environment.get('cudnn', '-')}; caps "
           f"{', '.join(format_bytes(c) for c in args.memory_cap)}; modes "
           f"{', '.join(modes)}; tf_ucudnn at {', '.join(map(memory_cap.limit_label, limits))}; "
-          f"model.fit, {args.steps_per_epoch} steps x {args.epochs} epochs per run; sweeps on "
-          f"{len(gpus) or 1} GPU{'s' if len(gpus) > 1 else ''} at once", flush=True)
+          f"model.fit, {args.epochs} x {args.steps_per_epoch} timed steps per run; "
+          + (f"sweeps in parallel on GPUs {', '.join(gpus)}" if len(gpus) > 1 else
+             "one sweep at a time"), flush=True)
     sweeps = memory_cap.run_memory_cap(
         args.models, args.memory_cap, modes=modes, limits=limits, start_batch=args.start_batch,
         max_batch=args.max_batch, bisect_steps=args.bisect_steps,
