@@ -250,8 +250,9 @@ class ReportTest(tf.test.TestCase):
         with open(path) as f:
             saved = json.load(f)
         self.assertEqual(saved, report)
-        self.assertEqual(set(saved), {"kind", "environment", "args", "sweeps", "summary"})
-        self.assertEqual(saved["kind"], "memory_cap")
+        self.assertEqual(set(saved), {"kind", "complete", "environment", "args", "sweeps",
+                                      "summary"})
+        self.assertEqual((saved["kind"], saved["complete"]), ("memory_cap", True))
         sweep = saved["sweeps"][1]
         self.assertEqual(set(sweep), {"model", "cap", "mode", "limit", "runs"})
         self.assertEqual(sweep["limit"], "auto")
@@ -346,13 +347,18 @@ class OptionsTest(tf.test.TestCase):
 
     def test_the_command_writes_the_json_and_the_figure(self):
         path = os.path.join(tempfile.mkdtemp(), "cap.json")
+        saved_while_running = []
 
         def launcher(sweep, batch, **kwargs):
+            if os.path.exists(path):
+                with open(path) as f:
+                    saved = json.load(f)
+                saved_while_running.append((saved["complete"], len(saved["sweeps"])))
             return fake_run(batch, 48)
 
         with mock.patch.object(memory_cap, "launch", launcher):
             rc = quietly(bench.main, ["--models", "vgg16", "--memory-cap", "8GiB", "--modes",
-                                      "stock,ucudnn", "--limits", "auto", "--gpus", "0,1",
+                                      "stock,ucudnn", "--limits", "auto", "--gpus", "0",
                                       "--json", path, "--allow-cpu"])
         self.assertEqual(rc, 0)
         with open(path) as f:
@@ -360,6 +366,22 @@ class OptionsTest(tf.test.TestCase):
         self.assertEqual(saved["args"]["limits"], ["auto"])
         self.assertEqual([r["largest_batch"] for r in saved["summary"]], [48, 48])
         self.assertTrue(os.path.exists(path[:-len(".json")] + "_memory_cap.png"))
+        # Sweeps run one at a time here: the second's runs saw the first saved.
+        self.assertIn((False, 1), saved_while_running)
+        self.assertTrue(saved["complete"])
+
+    def test_a_fault_of_the_launcher_is_one_run_s_error_not_the_benchmark_s_end(self):
+        def launcher(sweep, batch, **kwargs):
+            if sweep["mode"] == "stock":
+                raise json.JSONDecodeError("Expecting value", "RESULT {", 8)
+            return fake_run(batch, 48)
+
+        sweeps = quietly(memory_cap.run_memory_cap, ["vgg16"], [8 * GiB],
+                         modes=["stock", "ucudnn"], launcher=launcher, progress=False)
+        stock, ours = sweeps
+        self.assertEqual([r["status"] for r in stock["runs"]], ["error"])
+        self.assertIn("launching the worker: JSONDecodeError", stock["runs"][0]["message"])
+        self.assertEqual(memory_cap.summarize(sweeps)[1]["largest_batch"], 48)
 
 
 class WorkerStartTest(tf.test.TestCase):

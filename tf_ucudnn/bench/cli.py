@@ -368,16 +368,24 @@ def _run_memory_cap(args, on_gpu, argv):
           f"model.fit, {args.epochs} x {args.steps_per_epoch} timed steps per run; "
           + (f"sweeps in parallel on GPUs {', '.join(gpus)}" if len(gpus) > 1 else
              "one sweep at a time"), flush=True)
+    settings = dict(
+        models=args.models, caps=args.memory_cap, modes=modes, limits=limits,
+        start_batch=args.start_batch, max_batch=args.max_batch, bisect_steps=args.bisect_steps,
+        steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
+        precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv))
+
+    def save_so_far(done):  # an interrupted run keeps the sweeps that finished
+        with open(args.json, "w") as f:
+            json.dump(memory_cap.report(done, environment=environment, args=settings,
+                                        complete=False), f, indent=2)
+
     sweeps = memory_cap.run_memory_cap(
         args.models, args.memory_cap, modes=modes, limits=limits, start_batch=args.start_batch,
         max_batch=args.max_batch, bisect_steps=args.bisect_steps,
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
-        timeout=args.worker_timeout, precision=args.precision)
-    result = memory_cap.report(sweeps, environment=environment, args=dict(
-        models=args.models, caps=args.memory_cap, modes=modes, limits=limits,
-        start_batch=args.start_batch, max_batch=args.max_batch, bisect_steps=args.bisect_steps,
-        steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
-        precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv)))
+        timeout=args.worker_timeout, precision=args.precision,
+        on_sweep=save_so_far if args.json else None)
+    result = memory_cap.report(sweeps, environment=environment, args=settings)
     if args.json:
         harness.write_json(args.json, result)
         if not args.png:

@@ -563,12 +563,13 @@ def print_table(rows):
     print(table.render(header, cells, align="lllrlrrrrrr"))
 
 
-def report(sweeps, *, environment, args):
-    """The JSON report of a run: ``kind`` (:data:`KIND`), ``environment``
+def report(sweeps, *, environment, args, complete=True):
+    """The JSON report of a run: ``kind`` (:data:`KIND`), ``complete``
+    (False while sweeps are still running), ``environment``
     (:func:`tf_ucudnn.bench.harness.describe_environment`), ``args`` (the
     settings), ``sweeps`` (:func:`run_sweep`'s results, every run in each)
     and ``summary`` (:func:`summarize`)."""
-    return dict(kind=KIND, environment=environment, args=args, sweeps=sweeps,
+    return dict(kind=KIND, complete=complete, environment=environment, args=args, sweeps=sweeps,
                 summary=summarize(sweeps))
 
 
@@ -590,7 +591,7 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
                    max_batch=DEFAULT_MAX_BATCH, bisect_steps=DEFAULT_BISECT_STEPS,
                    steps_per_epoch=DEFAULT_STEPS_PER_EPOCH, epochs=DEFAULT_EPOCHS, runs=1,
                    gpus=None, timeout=1800, precision="float32", launcher=None,
-                   progress=True):
+                   progress=True, on_sweep=None):
     """Runs every sweep, in parallel over ``gpus``; prints progress and the table.
 
     Args:
@@ -607,6 +608,8 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
         steps_per_epoch=, epochs=, precision=)`` returns a run dict; None:
         :func:`launch` (tests pass a fake).
       progress: show a progress bar over the sweeps (``keras.utils.Progbar``).
+      on_sweep: called with the list of finished sweeps each time one
+        finishes (the command saves them, so that an interrupted run keeps them).
 
     Returns:
       :func:`run_sweep`'s results, in the order of :func:`sweeps_of`.
@@ -629,14 +632,21 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
 
     def run_one(sweep, gpu):
         def measure(s, batch):
-            return launcher(s, batch, gpu=gpu, timeout=timeout, steps_per_epoch=steps_per_epoch,
-                            epochs=epochs, precision=precision)
+            try:
+                return launcher(s, batch, gpu=gpu, timeout=timeout,
+                                steps_per_epoch=steps_per_epoch, epochs=epochs,
+                                precision=precision)
+            except Exception as e:  # noqa: BLE001: the parent's own fault ends this run only
+                return dict(status="error", gpu=gpu,
+                            message=f"launching the worker: {type(e).__name__}: {e}"[-600:])
 
         result = run_sweep(sweep, measure, start_batch=start_batch, max_batch=max_batch,
                            bisect_steps=bisect_steps, runs=runs, on_run=on_run)
         result["gpu"] = gpu
         with lock:
             finished.append(result)
+            if on_sweep:
+                on_sweep(list(finished))
             if bar is not None:
                 bar.update(len(finished))
                 sys.stdout.write("\n")
