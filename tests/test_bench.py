@@ -191,6 +191,8 @@ class NoGpuTest(tf.test.TestCase):
         self.assertEqual(bench.main(["--models", "vgg16"]), bench.EXIT_NO_GPU)
         self.assertEqual(bench.main([]), bench.EXIT_NO_GPU)
         self.assertEqual(bench.main(["--overhead"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["--models", "vgg16", "--memory-cap", "8GiB"]),
+                         bench.EXIT_NO_GPU)
 
 
 class EnvironmentRecordTest(tf.test.TestCase):
