@@ -54,8 +54,11 @@ class ArgumentsTest(tf.test.TestCase):
                 with self.assertRaises(SystemExit):
                     bench.parse_args(bad)
 
-    def test_every_model_takes_its_input_size_and_gives_1000_logits(self):
-        for name in bench_models.MODELS:
+    def test_every_classifier_takes_its_input_size_and_gives_1000_logits(self):
+        classifiers = [name for name, spec in bench_models.MODEL_SPECS.items()
+                       if spec.task == "classification"]
+        self.assertLen(classifiers, 6)
+        for name in classifiers:
             with self.subTest(model=name):
                 model = bench_models.build_model(name)
                 size = bench_models.INPUT_SIZE.get(name, 224)
@@ -75,6 +78,59 @@ class ArgumentsTest(tf.test.TestCase):
         self.assertFalse(any(c.use_bias for c in convs(bare)))
         self.assertEqual(full.count_params() - bare.count_params(),
                          sum(c.filters for c in convs(full)))
+
+    def test_the_memory_bound_models_take_and_give_their_task_s_shapes(self):
+        # name: (input, output) at the model's own size; the head: 9 anchors x (20 + 4).
+        want = {"unet": ((512, 512, 3), (512, 512, 2)),
+                "resnet50-640": ((640, 640, 3), (20, 20, 216)),
+                "edsr": ((128, 128, 3), (512, 512, 3))}
+        for name, (inputs, outputs) in want.items():
+            with self.subTest(model=name):
+                model = bench_models.build_model(name)
+                self.assertEqual(tuple(model.input_shape), (None, *inputs))
+                self.assertEqual(tuple(model.output_shape), (None, *outputs))
+                x, y = bench_models.synthetic_batch(name, 2, model.output_shape)
+                self.assertEqual(x.shape, (2, *inputs))
+                target = {"unet": (2, 512, 512), "resnet50-640": (2, 20, 20, 216),
+                          "edsr": (2, 512, 512, 3)}[name]
+                self.assertEqual(y.shape, target)
+
+    def test_unet_is_ronneberger_s_layers(self):
+        import keras
+
+        model = bench_models.build_model("unet", input_size=32)
+        self.assertEqual(tuple(model.output_shape), (None, 32, 32, 2))
+        convs = [l for l in model.layers if type(l) is keras.layers.Conv2D]
+        ups = [l for l in model.layers if isinstance(l, keras.layers.Conv2DTranspose)]
+        self.assertEqual([c.filters for c in convs],
+                         [64] * 2 + [128] * 2 + [256] * 2 + [512] * 2 + [1024] * 2
+                         + [512] * 2 + [256] * 2 + [128] * 2 + [64] * 2 + [2])
+        self.assertEqual([(u.filters, u.kernel_size, u.strides) for u in ups],
+                         [(f, (2, 2), (2, 2)) for f in (512, 256, 128, 64)])
+        self.assertEqual(model.count_params(), 31031810)  # the paper's "31 million"
+
+    def test_edsr_baseline_upscales_by_4_through_two_sub_pixel_stages(self):
+        model = bench_models.build_model("edsr", input_size=16)
+        self.assertEqual(tuple(model.output_shape), (None, 64, 64, 3))
+        shuffles = [l for l in model.layers if type(l).__name__ == "DepthToSpace"]
+        self.assertLen(shuffles, 2)
+        self.assertLen([l for l in model.layers if type(l).__name__ == "Conv2D"],
+                       1 + 2 * 16 + 1 + 2 + 1)
+        x = np.arange(2 * 2 * 4, dtype=np.float32).reshape(1, 2, 2, 4)
+        self.assertAllEqual(shuffles[0](tf.constant(x)), tf.nn.depth_to_space(x, 2))
+
+    def test_each_model_trains_on_its_synthetic_batch_with_its_loss(self):
+        """One CPU step of the small EDSR at N=2, with model mode's loss and data: the loss
+        is L1 against a [0, 1) target, so finite and positive."""
+        model = bench_models.build_model("edsr", input_size=8)
+        model.compile(optimizer="sgd", loss=bench_models.loss_for("edsr"), jit_compile=False)
+        x, y = bench_models.synthetic_batch("edsr", 2, model.output_shape, input_size=8)
+        loss = model.train_on_batch(x, y)
+        self.assertTrue(0 < float(loss) < 10, f"L1 loss {loss}")
+        for name, kind in (("vgg16", "SparseCategoricalCrossentropy"),
+                           ("unet", "SparseCategoricalCrossentropy"),
+                           ("resnet50-640", "MeanSquaredError"), ("edsr", "MeanAbsoluteError")):
+            self.assertEqual(type(bench_models.loss_for(name)).__name__, kind, name)
 
     def test_unknown_model_name_raises_value_error(self):
         with self.assertRaisesRegex(ValueError, "unknown model"):
@@ -135,6 +191,8 @@ class NoGpuTest(tf.test.TestCase):
         self.assertEqual(bench.main(["--models", "vgg16"]), bench.EXIT_NO_GPU)
         self.assertEqual(bench.main([]), bench.EXIT_NO_GPU)
         self.assertEqual(bench.main(["--overhead"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["--models", "vgg16", "--memory-cap", "8GiB"]),
+                         bench.EXIT_NO_GPU)
 
 
 class EnvironmentRecordTest(tf.test.TestCase):

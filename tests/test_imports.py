@@ -4,6 +4,13 @@ Every module of tf_ucudnn is parsed with ``ast`` (nothing is imported), and
 each import of a tf_ucudnn module, at module level or inside a function,
 is an edge. A circle means that two modules cannot be read, tested or
 loaded one without the other.
+
+Python also runs a package's ``__init__`` before any module of the package,
+so what the ``__init__`` imports when it is loaded runs before each of its
+modules: :func:`load_graph` adds those edges (module-level imports only; an
+import in a function runs when the function is called), and a circle there
+means that loading one module of a package loads it again through its
+package (``python -m pkg.mod`` then runs ``pkg.mod`` twice).
 """
 
 import ast
@@ -42,16 +49,29 @@ def _resolve(module, level, current, is_package):
     return ".".join(base + ([module] if module else []))
 
 
-def import_graph(modules):
+def _module_level(tree):
+    """The nodes of ``tree`` that run when the module is loaded: all but the
+    bodies of functions (a class's body runs, its methods' do not)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(child for child in ast.iter_child_nodes(node)
+                       if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                 ast.Lambda)))
+
+
+def import_graph(modules, module_level_only=False):
     """``{module: {imported tf_ucudnn modules}}``: ``import a.b``, ``from a
-    import b`` (b a module, else a itself) and relative forms, wherever they are."""
+    import b`` (b a module, else a itself) and relative forms, wherever they
+    are (with ``module_level_only``: outside functions)."""
     graph = {}
     for name, path in modules.items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         is_package = path.endswith("__init__.py")
         edges = set()
-        for node in ast.walk(tree):
+        for node in (_module_level(tree) if module_level_only else ast.walk(tree)):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -67,6 +87,17 @@ def import_graph(modules):
                 if target and target != name:
                     edges.add(target)
         graph[name] = edges
+    return graph
+
+
+def load_graph(modules):
+    """What loading each module runs: its module-level imports, and its
+    package (Python loads ``a/__init__.py`` before ``a.b``)."""
+    graph = import_graph(modules, module_level_only=True)
+    for name in modules:
+        package = name.rpartition(".")[0]
+        if package in modules:
+            graph[name].add(package)
     return graph
 
 
@@ -104,19 +135,27 @@ class ImportGraphTest(tf.test.TestCase):
         cycle = find_cycle(graph)
         self.assertIsNone(cycle, f"import circle: {' -> '.join(cycle or [])}")
 
+    def test_loading_a_module_does_not_load_it_again_through_its_package(self):
+        cycle = find_cycle(load_graph(package_modules()))
+        self.assertIsNone(cycle, f"circle when loading: {' -> '.join(cycle or [])}")
+
     def test_every_module_is_seen(self):
         modules = package_modules()
         for name in ("tf_ucudnn", "tf_ucudnn._engine", "tf_ucudnn.database", "tf_ucudnn.nn"):
             self.assertIn(name, modules)
 
-    def _graph_of(self, files):
+    def _modules_of(self, files):
+        """``package_modules`` of a package ``pkg`` made of ``files`` ({path: source})."""
         root = os.path.join(tempfile.mkdtemp(), "pkg")
         for name, text in files.items():
             path = os.path.join(root, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(text)
-        return import_graph(package_modules(root, "pkg"))
+        return package_modules(root, "pkg")
+
+    def _graph_of(self, files):
+        return import_graph(self._modules_of(files))
 
     def test_the_checker_finds_a_circle_through_a_function_level_import(self):
         graph = self._graph_of({"__init__.py": "", "a.py": "from pkg import b\n",
@@ -129,3 +168,18 @@ class ImportGraphTest(tf.test.TestCase):
                                 "b.py": "import os\n"})
         self.assertEqual(graph, {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set()})
         self.assertIsNone(find_cycle(graph))
+
+    def test_the_checker_finds_a_module_importing_a_name_of_its_package(self):
+        graph = self._graph_of({"__init__.py": "", "sub/__init__.py": "from pkg.sub.a import f\n",
+                                "sub/a.py": "def f():\n    from pkg.sub import VALUE\n"})
+        self.assertEqual(find_cycle(graph), ["pkg.sub", "pkg.sub.a", "pkg.sub"])
+
+    def test_the_load_checker_finds_a_package_that_loads_its_modules(self):
+        files = {"__init__.py": "", "sub/__init__.py": "from pkg.sub.a import f\n",
+                 "sub/a.py": "from pkg.sub import b\n", "sub/b.py": "import os\n"}
+        self.assertIsNone(find_cycle(self._graph_of(files)))  # no import circle as such
+        self.assertEqual(find_cycle(load_graph(self._modules_of(files))),
+                         ["pkg.sub", "pkg.sub.a", "pkg.sub"])
+        # Bound lazily, in a function, the package loads nothing with its modules.
+        files["sub/__init__.py"] = "def __getattr__(name):\n    from pkg.sub.a import f\n"
+        self.assertIsNone(find_cycle(load_graph(self._modules_of(files))))

@@ -24,8 +24,10 @@ JSON path without ``.json``) draws ``PREFIX_speedup.png`` (speedup per layer
 and limit) and ``PREFIX_plans.png`` (the chosen micro-batches and algorithms
 per layer) with matplotlib; ``--plot JSON`` redraws them from a saved JSON on
 any machine. ``--models alexnet,resnet18,vgg16`` runs the model mode instead
-(:mod:`tf_ucudnn.bench.models`); ``--overhead`` measures what the engine adds
-to one cuDNN call (:mod:`tf_ucudnn.bench.overhead`).
+(:mod:`tf_ucudnn.bench.models`); ``--models unet,edsr --memory-cap 8GiB``
+finds the largest mini-batch that trains under a GPU memory cap and its
+throughput, per setting (:mod:`tf_ucudnn.bench.memory_cap`); ``--overhead``
+measures what the engine adds to one cuDNN call (:mod:`tf_ucudnn.bench.overhead`).
 
 Without a GPU the benchmark does not run: a CPU self-check of tf_ucudnn
 against ``tf.nn.conv2d`` runs instead and the exit status is non-zero.
@@ -34,17 +36,38 @@ The modules: :mod:`~tf_ucudnn.bench.harness` (timing, the environment, JSON:
 public, for ``benchmarks/`` too), :mod:`~tf_ucudnn.bench.layers` (layer sets,
 the passes, the layer mode's workers), :mod:`~tf_ucudnn.bench.report` (its
 table and summary), :mod:`~tf_ucudnn.bench.models`,
-:mod:`~tf_ucudnn.bench.overhead`, :mod:`~tf_ucudnn.bench.figures` and
-:mod:`~tf_ucudnn.bench.cli` (the options, ``main``).
+:mod:`~tf_ucudnn.bench.memory_cap`, :mod:`~tf_ucudnn.bench.overhead`,
+:mod:`~tf_ucudnn.bench.figures` and :mod:`~tf_ucudnn.bench.cli` (the options,
+``main``). This package binds the names below from them on first use:
+importing it imports none of its modules.
 """
 
-from tf_ucudnn.bench.cli import EXIT_NO_GPU, main, parse_args
-from tf_ucudnn.bench.harness import (PASSES, describe_environment, geometric_mean,
-                                     relative_error, sync_devices, time_ms, write_json)
-from tf_ucudnn.bench.layers import (DEEPBENCH_CSV, QUICK_LAYERS, ConvLayer, layer_set,
-                                    make_passes, random_tensors, read_layers, select_layers)
+import importlib as _importlib
 
-__all__ = ["DEEPBENCH_CSV", "EXIT_NO_GPU", "PASSES", "QUICK_LAYERS", "ConvLayer",
-           "describe_environment", "geometric_mean", "layer_set", "main", "make_passes",
-           "parse_args", "random_tensors", "read_layers", "relative_error", "select_layers",
-           "sync_devices", "time_ms", "write_json"]
+# The public names and the module of each. They are bound on first use (PEP 562), so that
+# importing this package imports none of its modules: a worker started as
+# `python -m tf_ucudnn.bench.models` finds its module unimported (runpy runs it once, as
+# __main__), and `from tf_ucudnn.bench import harness` imports the harness alone.
+_EXPORTS = {
+    "cli": ("EXIT_NO_GPU", "main", "parse_args"),
+    "harness": ("PASSES", "describe_environment", "geometric_mean", "relative_error",
+                "sync_devices", "time_ms", "write_json"),
+    "layers": ("DEEPBENCH_CSV", "QUICK_LAYERS", "ConvLayer", "layer_set", "make_passes",
+               "random_tensors", "read_layers", "select_layers"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name):
+    """Binds a public name from its module the first time it is read."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

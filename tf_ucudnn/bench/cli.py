@@ -1,18 +1,18 @@
 """``tf-ucudnn bench`` and ``python -m tf_ucudnn.bench``: the options and the
-dispatch to the layer, model and overhead modes."""
+dispatch to the layer, model, memory-cap and overhead modes."""
 
 import argparse
 import json
 import os
 import sys
 
-from tf_ucudnn.bench import harness, layers as layer_bench
+from tf_ucudnn.bench import harness, layers as layer_bench, memory_cap
 from tf_ucudnn.bench.harness import PASSES
 from tf_ucudnn.bench.layers import (LAYER_SETS, QUICK_LAYERS, REFERENCE_LIMIT, layer_set,
                                     read_layers, select_layers)
-from tf_ucudnn.bench.models import MODELS, MODES, PRECISIONS
+from tf_ucudnn.bench.models import MODEL_SPECS, MODELS, MODES, PRECISIONS
 from tf_ucudnn.cli_args import at_least, positive_int
-from tf_ucudnn.units import parse_bytes
+from tf_ucudnn.units import format_bytes, parse_bytes
 
 DEFAULT_LIMITS = "64MiB,256MiB"
 
@@ -41,7 +41,8 @@ def _model_list(text):
 
 
 def _mode_list(text):
-    return _names(text, "--modes", MODES)
+    """Modes of the model mode or of the memory-cap mode (parse_args checks which)."""
+    return _names(text, "--modes", tuple(dict.fromkeys(MODES + memory_cap.MODES)))
 
 
 def _limit_list(text):
@@ -59,6 +60,37 @@ def _limit_list(text):
 
 def _optional_limit_list(text):
     return _limit_list(text) if text.strip() else []
+
+
+def _limit_or_auto_list(text):
+    """--limits: whole MiB, or ``auto`` (parse_args allows it with --memory-cap only)."""
+    tokens = [t.strip() for t in text.split(",") if t.strip()]
+    if not tokens:
+        raise argparse.ArgumentTypeError("need at least one limit")
+    return [memory_cap.AUTO if t.lower() == memory_cap.AUTO else _limit_list(t)[0]
+            for t in tokens]
+
+
+def _cap_list(text):
+    """--memory-cap: memory caps, whole MiB (TF's memory_limit is in MiB)."""
+    try:
+        caps = [parse_bytes(t) for t in text.split(",") if t.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if not caps or any(c == 0 or c % (1 << 20) for c in caps):
+        raise argparse.ArgumentTypeError(
+            f"memory caps must be a comma list of whole, positive MiB such as 8GiB,16GiB, "
+            f"got {text!r}")
+    return caps
+
+
+def _gpu_list(text):
+    """--gpus: CUDA_VISIBLE_DEVICES values (indices or UUIDs), one sweep at a time on each."""
+    gpus = [t.strip() for t in text.split(",") if t.strip()]
+    if not gpus or len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"--gpus must be a comma list of distinct GPUs such as "
+                                         f"0,1, got {text!r}")
+    return gpus
 
 def parse_args(argv=None):
     """Parses the benchmark's command line.
@@ -91,9 +123,15 @@ def parse_args(argv=None):
     parser.add_argument("--plot", metavar="JSON",
                         help="only draw the figures of a saved --json result (no GPU needed)")
     parser.add_argument("--models", type=_model_list, default=None,
-                        help="model mode: comma list of alexnet, resnet18, vgg16, resnet50, "
-                             "inceptionv3; one training step per setting (stock TF and tf_ucudnn's rewrite at "
-                             "--limits, Workspace Division at --totals, stock TF at 8 GiB)")
+                        help=f"model mode: comma list of {', '.join(MODELS)}; one training "
+                             "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
+                             "Workspace Division at --totals, stock TF at 8 GiB); with "
+                             "--memory-cap, the memory-cap mode's models")
+    parser.add_argument("--memory-cap", type=_cap_list, default=None, metavar="SIZE[,SIZE...]",
+                        help="memory-cap mode (with --models): per model, cap (e.g. 8GiB,16GiB: "
+                             "TF's GPU allocator is capped at it) and --modes setting, the "
+                             "largest mini-batch that trains with model.fit and the best "
+                             "images/s (tf_ucudnn.bench.memory_cap)")
     parser.add_argument("--precision", default="float32",
                         choices=PRECISIONS,
                         help="model mode: the Keras dtype policy of every run (default float32)")
@@ -101,7 +139,8 @@ def parse_args(argv=None):
                         help="model mode: only these settings, a comma list of "
                              "stock, rewrite, rewrite-layout, rewrite-wd, stock-xla, ucudnn-xla, "
                              "ucudnn-xla-buffer (default: all but rewrite-layout and "
-                             "ucudnn-xla-buffer)")
+                             "ucudnn-xla-buffer); memory-cap mode: of stock, stock-xla, ucudnn, "
+                             "ucudnn-xla (default all four)")
     parser.add_argument("--xla", action="store_true",
                         help="model mode: also stock TF compiled with XLA and tf_ucudnn under XLA "
                              "(rewrite_model, jit_compile=True) at --limits")
@@ -116,14 +155,39 @@ def parse_args(argv=None):
                         help="model mode: also time planning cold and with a warm database")
     parser.add_argument("--runs", type=positive_int, default=1,
                         help="model mode: processes per setting (and cold/warm planning "
-                             "pairs); the table gives their medians (default 1)")
+                             "pairs); the table gives their medians (default 1); memory-cap "
+                             "mode: processes per mini-batch size (it trains if all do)")
+    parser.add_argument("--start-batch", type=positive_int, default=None,
+                        help="memory-cap mode: each sweep's first mini-batch size (default "
+                             "the model's: " + ", ".join(f"{name} {spec.start_batch}" for name, spec
+                                                         in MODEL_SPECS.items()) + ")")
+    parser.add_argument("--max-batch", type=positive_int, default=memory_cap.DEFAULT_MAX_BATCH,
+                        help="memory-cap mode: the largest mini-batch size tried (default "
+                             f"{memory_cap.DEFAULT_MAX_BATCH})")
+    parser.add_argument("--bisect-steps", type=at_least(0), default=memory_cap.DEFAULT_BISECT_STEPS,
+                        help="memory-cap mode: bisection steps between the largest size that "
+                             "trained and the smallest that failed, after doubling (default "
+                             f"{memory_cap.DEFAULT_BISECT_STEPS})")
+    parser.add_argument("--steps-per-epoch", type=positive_int,
+                        default=memory_cap.DEFAULT_STEPS_PER_EPOCH,
+                        help="memory-cap mode: steps per timed epoch, S (default "
+                             f"{memory_cap.DEFAULT_STEPS_PER_EPOCH})")
+    parser.add_argument("--epochs", type=positive_int, default=memory_cap.DEFAULT_EPOCHS,
+                        help="memory-cap mode: timed epochs, R; the step time is the median "
+                             f"epoch / S (default {memory_cap.DEFAULT_EPOCHS})")
+    parser.add_argument("--gpus", type=_gpu_list, default=None,
+                        help="memory-cap mode: GPUs (CUDA_VISIBLE_DEVICES values) to run sweeps "
+                             "on in parallel, one sweep per GPU (default: CUDA_VISIBLE_DEVICES, "
+                             "else every GPU nvidia-smi lists)")
     parser.add_argument("--layers", default="all",
                         help="comma list of model/layer, layer or model names, or 'all' "
                              "(default); layers of equal shape are measured once")
     parser.add_argument("--batch", type=positive_int, default=None,
                         help=f"mini-batch size N (default 256; {layer_bench.QUICK_BATCH} with --quick)")
-    parser.add_argument("--limits", type=_limit_list, default=None,
-                        help="comma list of workspace limits, whole MiB (default 64MiB,256MiB)")
+    parser.add_argument("--limits", type=_limit_or_auto_list, default=None,
+                        help="comma list of workspace limits, whole MiB (default 64MiB,256MiB); "
+                             "memory-cap mode: tf_ucudnn's, whole MiB or auto (free memory), "
+                             "default 64MiB")
     parser.add_argument("--data-format", choices=("NCHW", "NHWC"), default="NHWC",
                         help="layout of the tensors given to both (default NHWC, what Keras "
                              "models use). Stock TF's layout optimizer may transpose float32 "
@@ -155,10 +219,12 @@ def parse_args(argv=None):
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    _check_mode_options(parser, args)
     args.limits_given = args.limits is not None
     if args.limits is None:
-        args.limits = DEFAULT_LIMITS
-    for name, parse in (("limits", _limit_list), ("totals", _optional_limit_list), ("passes", _pass_list)):
+        args.limits = (list(memory_cap.DEFAULT_LIMITS) if args.memory_cap
+                       else _limit_list(DEFAULT_LIMITS))
+    for name, parse in (("totals", _optional_limit_list), ("passes", _pass_list)):
         if isinstance(getattr(args, name), str):
             setattr(args, name, parse(getattr(args, name)))
     args.batch_given = args.batch
@@ -167,6 +233,19 @@ def parse_args(argv=None):
     if args.quick and args.iters == 10:
         args.iters = 2
     return args
+
+def _check_mode_options(parser, args):
+    """Options whose values depend on the mode: --modes' names and --limits auto."""
+    if args.memory_cap and not args.models:
+        parser.error("--memory-cap needs --models")
+    allowed = memory_cap.MODES if args.memory_cap else MODES
+    if args.modes and any(m not in allowed for m in args.modes):
+        parser.error(f"--modes{' with --memory-cap' if args.memory_cap else ''} must be a comma "
+                     f"list of {', '.join(allowed)}, got {','.join(args.modes)}")
+    if not args.memory_cap and memory_cap.AUTO in (args.limits or []):
+        parser.error("--limits auto is for --memory-cap only (the other modes set "
+                     "TF_CUDNN_WORKSPACE_LIMIT_IN_MB, a number)")
+
 
 def _no_gpu():
     message = ("tf_ucudnn.bench: no GPU found. The benchmark compares cuDNN algorithms under "
@@ -206,6 +285,8 @@ def main(argv=None):
     on_gpu = bool(tf.config.list_physical_devices("GPU"))
     if not on_gpu and not args.allow_cpu:
         return _no_gpu()
+    if args.memory_cap:
+        return _run_memory_cap(args, on_gpu, argv=sys.argv[1:] if argv is None else argv)
     if args.models:
         return _run_models(args, on_gpu)
     try:
@@ -272,3 +353,50 @@ def _run_models(args, on_gpu):
             precision=args.precision, totals=args.totals, runs=args.runs, results=results,
             summary=models.summarize(results)))
     return 1 if any("error" in r for r in results) else 0
+
+
+def _run_memory_cap(args, on_gpu, argv):
+    """Memory-cap mode (tf_ucudnn.bench.memory_cap); writes --json and the figure if asked."""
+    gpus = args.gpus or memory_cap.visible_gpus()
+    environment = harness.describe_environment(on_gpu)
+    modes = args.modes or list(memory_cap.MODES)
+    limits = args.limits
+    print(f"tf_ucudnn.bench --memory-cap: {', '.join(environment['gpus']) or 'no GPU'}; "
+          f"TensorFlow {environment['tensorflow']}, cuDNN {environment.get('cudnn', '-')}; caps "
+          f"{', '.join(format_bytes(c) for c in args.memory_cap)}; modes "
+          f"{', '.join(modes)}; tf_ucudnn at {', '.join(map(memory_cap.limit_label, limits))}; "
+          f"model.fit, {args.epochs} x {args.steps_per_epoch} timed steps per run; "
+          + (f"sweeps in parallel on GPUs {', '.join(gpus)}" if len(gpus) > 1 else
+             "one sweep at a time"), flush=True)
+    settings = dict(
+        models=args.models, caps=args.memory_cap, modes=modes, limits=limits,
+        start_batch=args.start_batch, max_batch=args.max_batch, bisect_steps=args.bisect_steps,
+        steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
+        precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv))
+
+    def save_so_far(done):  # an interrupted run keeps the sweeps that finished
+        with open(args.json, "w") as f:
+            json.dump(memory_cap.report(done, environment=environment, args=settings,
+                                        complete=False), f, indent=2)
+
+    sweeps = memory_cap.run_memory_cap(
+        args.models, args.memory_cap, modes=modes, limits=limits, start_batch=args.start_batch,
+        max_batch=args.max_batch, bisect_steps=args.bisect_steps,
+        steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
+        timeout=args.worker_timeout, precision=args.precision,
+        on_sweep=save_so_far if args.json else None)
+    result = memory_cap.report(sweeps, environment=environment, args=settings)
+    if args.json:
+        harness.write_json(args.json, result)
+        if not args.png:
+            args.png = os.path.splitext(args.json)[0]
+    if args.png:
+        from tf_ucudnn.bench import figures
+
+        try:
+            for path in figures.draw(result, args.png):
+                print(f"wrote {path}")
+        except ImportError as e:
+            print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
+    failed = [r for s in sweeps for r in s["runs"] if r["status"] in ("error", "timeout")]
+    return 1 if failed else 0

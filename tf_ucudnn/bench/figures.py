@@ -1,4 +1,6 @@
-"""Figures of a layer benchmark (``tf-ucudnn bench --json``), drawn with matplotlib.
+"""Figures of a benchmark's JSON (``tf-ucudnn bench --json``), drawn with matplotlib.
+
+:func:`draw` picks by the report's ``kind``. A layer benchmark's:
 
 * ``PREFIX_speedup.png``: speedup of tf_ucudnn over stock TF per layer, one
   bar per workspace limit, as the DeepBench figure of Oyama et al. 2018
@@ -6,22 +8,41 @@
 * ``PREFIX_plans.png``: per layer and pass, the plan tf_ucudnn chose at the
   smallest limit: the mini-batch as a bar split into its micro-batches,
   coloured by cuDNN algorithm.
+
+A memory-cap benchmark's (``kind`` ``"memory_cap"``, :func:`draw_memory_cap`):
+
+* ``PREFIX_memory_cap.png``: per model and memory cap, images/s against the
+  mini-batch size, one line per setting; an ``x`` where a size ran out of
+  memory, a triangle where it failed otherwise or timed out.
 """
 
 import math
+
+from tf_ucudnn.bench import memory_cap
 
 
 def _short(name):
     return name.split("/", 1)[-1]
 
 
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def draw(report, prefix):
-    """Writes the two PNG figures of a benchmark report.
+    """Writes the PNG figures of a benchmark report.
 
     Args:
-      report: the benchmark's JSON as a dict (``results``, ``device``,
-        ``settings``).
-      prefix: path prefix; ``_speedup.png`` and ``_plans.png`` are appended.
+      report: the benchmark's JSON as a dict: a layer benchmark's
+        (``results``, ``device``, ``settings``), or a memory-cap benchmark's
+        (``kind`` ``"memory_cap"``: :func:`draw_memory_cap`).
+      prefix: path prefix; ``_speedup.png`` and ``_plans.png`` are appended
+        (``_memory_cap.png`` for a memory-cap benchmark).
 
     Returns:
       The paths written.
@@ -29,11 +50,9 @@ def draw(report, prefix):
     Raises:
       ImportError: matplotlib is not installed.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    if report.get("kind") == memory_cap.KIND:
+        return draw_memory_cap(report, prefix)
+    plt = _pyplot()
     rows = report["results"]
     settings = report.get("settings", {})
     limits = sorted({r["limit"] for r in rows})
@@ -101,3 +120,91 @@ def draw(report, prefix):
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
     return paths
+
+
+def _gib(n):
+    return f"{n / 2**30:g} GiB" if n % (1 << 30) == 0 else f"{n / 2**20:g} MiB"
+
+
+def draw_memory_cap(report, prefix):
+    """Writes ``PREFIX_memory_cap.png``: images/s against N per (model, cap).
+
+    One panel per model (rows) and cap (columns), in the order of
+    ``report["sweeps"]``; one line per setting through the mini-batch sizes
+    that trained (N / the median of their runs' step times), N on a log-2
+    axis. Each size that failed is marked at the height of the setting's
+    largest size below it that trained (0 if none did): ``x`` out of
+    memory, a triangle another failure or a timeout.
+
+    Args:
+      report: a memory-cap benchmark's JSON as a dict (``sweeps``, each with
+        ``model``, ``cap``, ``mode``, ``limit`` and ``runs``; ``environment``).
+      prefix: path prefix; ``_memory_cap.png`` is appended.
+
+    Returns:
+      The path written, in a list.
+
+    Raises:
+      ImportError: matplotlib is not installed.
+    """
+    plt = _pyplot()
+    models, caps = [], []
+    for sweep in report["sweeps"]:
+        for seen, value in ((models, sweep["model"]), (caps, sweep["cap"])):
+            if value not in seen:
+                seen.append(value)
+    settings = []
+    for sweep in report["sweeps"]:
+        label = memory_cap.setting_label(sweep["mode"], sweep["limit"])
+        if label not in settings:
+            settings.append(label)
+    colour = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(settings)}
+    rows, columns = max(1, len(models)), max(1, len(caps))
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for sweep in report["sweeps"]:
+        model, cap = sweep["model"], sweep["cap"]
+        ax = axes[models.index(model)][caps.index(cap)]
+        if not ax.get_visible():
+            ax.set_visible(True)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("mini-batch size N")
+            ax.set_ylabel("images/s")
+            ax.set_title(f"{model}, GPU memory capped at {_gib(cap)}", fontsize=9)
+            ax.grid(True, alpha=0.3)
+        label = memory_cap.setting_label(sweep["mode"], sweep["limit"])
+        _plot_sweep(ax, sweep["runs"], label=label, colour=colour[label])
+    for ax in axes.flat:
+        if ax.get_visible():
+            ax.legend(fontsize=7)
+    gpus = ", ".join(report.get("environment", {}).get("gpus") or []) or "?"
+    fig.suptitle(f"Training throughput under a GPU memory cap ({gpus}); x: out of memory, "
+                 "triangle: another failure or a timeout",
+                 fontsize=10)
+    fig.tight_layout()
+    path = f"{prefix}_memory_cap.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [path]
+
+
+def _plot_sweep(ax, runs, *, label, colour):
+    """One sweep's line: images/s (N / the median step time) at each N that
+    trained in all its runs; a marker at each N that failed, at the height of
+    the largest N below it that trained (0 if none): ``x`` out of memory, a
+    triangle another failure or a timeout."""
+    import statistics
+
+    sizes = sorted({r["batch"] for r in runs})
+    ok = {n: 1e3 * n / statistics.median(r["step_ms"] for r in runs if r["batch"] == n)
+          for n in sizes if all(r["status"] == "ok" for r in runs if r["batch"] == n)}
+    xs = sorted(ok)
+    ax.plot(xs, [ok[n] for n in xs], "o-", color=colour, label=label, markersize=4)
+    for n in sizes:
+        if n in ok:
+            continue
+        status = next(r["status"] for r in runs if r["batch"] == n and r["status"] != "ok")
+        below = [m for m in xs if m < n]
+        ax.plot([n], [ok[max(below)] if below else 0.0], "x" if status == "oom" else "v",
+                color=colour, markersize=9, markeredgewidth=2)

@@ -1,10 +1,15 @@
 """Model mode of the benchmark: one Keras training step per model and setting.
 
 ``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
-times one training step (SGD, softmax cross-entropy, 224x224x3 inputs;
-299x299x3 for InceptionV3) of models built from ``keras.layers.Conv2D``
-(VGG-16, ResNet-50 and InceptionV3 are ``keras.applications``' with
-``weights=None``), each setting in its own process:
+times one training step (SGD on one random mini-batch) of models built from
+``keras.layers.Conv2D`` (VGG-16, ResNet-50 and InceptionV3 are
+``keras.applications``' with ``weights=None``), each setting in its own
+process. Each model's :class:`ModelSpec` (:data:`MODEL_SPECS`) says what it
+takes and is trained against: the classifiers 224x224x3 images (299x299x3 for
+InceptionV3) and softmax cross-entropy on 1000 classes; ``unet`` 512x512x3
+images and per-pixel cross-entropy; ``resnet50-640`` 640x640x3 images and
+mean squared error on its head; ``edsr`` 128x128x3 crops and L1 on a
+512x512x3 image. The settings:
 
 * ``stock`` at each limit and total: ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB``;
 * ``rewrite`` at each limit: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``
@@ -35,6 +40,8 @@ step varies by seconds on an H200 (InceptionV3 ``mixed_float16``: 14.2 and
 18.1 s for stock TF in two processes of one session).
 """
 
+import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -46,42 +53,161 @@ from tf_ucudnn import table
 from tf_ucudnn.bench import harness
 from tf_ucudnn.units import format_bytes
 
-MODELS = ("alexnet", "resnet18", "vgg16", "resnet50", "inceptionv3", "resnet50-nobias")
-DEFAULT_BATCH = {"alexnet": 256, "resnet18": 256, "vgg16": 64, "resnet50": 128, "inceptionv3": 64,
-                 "resnet50-nobias": 128}
-INPUT_SIZE = {"inceptionv3": 299}  # pixels (height = width); 224 for the others
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """How a benchmark model is fed and trained.
+
+    Attributes:
+      input_size: the input's height and width, pixels (3 channels, NHWC).
+      task: what the model is trained against (:data:`TASKS`):
+        ``"classification"``: integer labels, shape ``[N]``, in
+        ``[0, classes)``; ``"segmentation"``: integer labels per pixel,
+        shape ``[N, H, W]``; ``"detection"``: a float target of the head's
+        shape; ``"super-resolution"``: a float image of the output's shape.
+      batch: the model mode's mini-batch size (``--models`` without ``--batch``).
+      start_batch: the memory-cap sweep's first mini-batch size, sized for a
+        cap of 8 to 16 GiB (:mod:`tf_ucudnn.bench.memory_cap`).
+    """
+
+    input_size: int
+    task: str
+    batch: int
+    start_batch: int
+
+
+TASKS = ("classification", "segmentation", "detection", "super-resolution")
+
+MODEL_SPECS = {
+    "alexnet": ModelSpec(224, "classification", batch=256, start_batch=128),
+    "resnet18": ModelSpec(224, "classification", batch=256, start_batch=128),
+    "vgg16": ModelSpec(224, "classification", batch=64, start_batch=32),
+    "resnet50": ModelSpec(224, "classification", batch=128, start_batch=64),
+    "inceptionv3": ModelSpec(299, "classification", batch=64, start_batch=32),
+    "resnet50-nobias": ModelSpec(224, "classification", batch=128, start_batch=64),
+    "unet": ModelSpec(512, "segmentation", batch=8, start_batch=4),
+    "resnet50-640": ModelSpec(640, "detection", batch=16, start_batch=8),
+    "edsr": ModelSpec(128, "super-resolution", batch=16, start_batch=8),
+}
+MODELS = tuple(MODEL_SPECS)
+DEFAULT_BATCH = {name: spec.batch for name, spec in MODEL_SPECS.items()}
+INPUT_SIZE = {name: spec.input_size for name, spec in MODEL_SPECS.items()}  # pixels, H = W
 REFERENCE_LIMIT = 8 << 30
+CLASSES = 1000  # the classifiers' logits
+UNET_CLASSES = 2  # Ronneberger et al. 2015: cell and background
+DETECTION_ANCHORS, DETECTION_CLASSES = 9, 20  # the head: 9 x (20 + 4) channels per position
+EDSR_SCALE = 4  # EDSR's output is 4 times its input's height and width
 
 
-def build_model(name):
-    """A Keras model of ``keras.layers.Conv2D`` layers, NHWC images in
-    (224x224x3; 299x299x3 for InceptionV3, see :data:`INPUT_SIZE`), 1000
-    logits out.
+def model_spec(name):
+    """The :class:`ModelSpec` of a model of :data:`MODELS`.
+
+    Raises:
+      ValueError: an unknown name.
+    """
+    if name not in MODEL_SPECS:
+        raise ValueError(f"unknown model {name!r}; models are {', '.join(MODELS)}")
+    return MODEL_SPECS[name]
+
+
+def loss_for(name):
+    """The Keras loss a model of :data:`MODELS` is trained with: softmax
+    cross-entropy on logits (per image, or per pixel for ``unet``), mean
+    squared error for ``resnet50-640``'s head, L1 for ``edsr`` (as Lim et al.
+    2017 train it)."""
+    import keras
+
+    task = model_spec(name).task
+    if task in ("classification", "segmentation"):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    if task == "detection":
+        return keras.losses.MeanSquaredError()
+    return keras.losses.MeanAbsoluteError()
+
+
+def synthetic_batch(name, batch, output_shape, *, input_size=None, seed=0):
+    """One random mini-batch for a model of :data:`MODELS`, as numpy arrays.
 
     Args:
-      name: ``"alexnet"`` (the torchvision variant's convolutions),
-        ``"resnet18"`` (basic blocks with batch normalization), ``"vgg16"``
-        (``keras.applications.VGG16(weights=None)``), ``"resnet50"``
-        (``keras.applications.ResNet50(weights=None)``) or ``"inceptionv3"``
-        (``keras.applications.InceptionV3(weights=None)``); or
-        ``"resnet50-nobias"``: ResNet-50 with ``use_bias=False`` in every
+      name: the model's name.
+      batch: the mini-batch size N.
+      output_shape: the model's output shape (``model.output_shape``; the
+        batch dimension is ignored): the labels' classes or the target's shape.
+      input_size: the input's height and width; None: the model's
+        (:data:`MODEL_SPECS`).
+      seed: numpy's seed.
+
+    Returns:
+      ``(x, y)``: float32 images ``[N, H, W, 3]`` (standard normal) and the
+      target: int32 labels ``[N]`` (classification) or ``[N, H, W]``
+      (segmentation) below the output's channel count, or a float32 array of
+      the output's shape, standard normal (detection) or uniform in [0, 1)
+      (super-resolution).
+    """
+    import numpy as np
+
+    task = model_spec(name).task
+    size = input_size or model_spec(name).input_size
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, size, size, 3), dtype=np.float32)
+    shape = (batch, *output_shape[1:])
+    if task == "classification":
+        y = rng.integers(0, shape[-1], (batch,), dtype=np.int32)
+    elif task == "segmentation":
+        y = rng.integers(0, shape[-1], shape[:-1], dtype=np.int32)
+    elif task == "detection":
+        y = rng.standard_normal(shape, dtype=np.float32)
+    else:
+        y = rng.random(shape, dtype=np.float32)
+    return x, y
+
+
+def build_model(name, input_size=None):
+    """A Keras model of ``keras.layers.Conv2D`` layers, NHWC images in.
+
+    Args:
+      name: a classifier of 224x224x3 images (299x299x3 for InceptionV3) with
+        1000 logits out: ``"alexnet"`` (the torchvision variant's
+        convolutions), ``"resnet18"`` (basic blocks with batch
+        normalization), ``"vgg16"`` (``keras.applications.VGG16(weights=None)``),
+        ``"resnet50"`` (``keras.applications.ResNet50(weights=None)``) or
+        ``"inceptionv3"`` (``keras.applications.InceptionV3(weights=None)``);
+        or ``"resnet50-nobias"``: ResNet-50 with ``use_bias=False`` in every
         convolution. Batch normalization follows each of them and absorbs a
         bias, so the model computes the same functions; it measures what a
         convolution's bias costs where it cannot join the convolution's
         kernel (an XLA custom call), docs/benchmarks.md §5.
+        Or a model whose activations, not its weights, fill a GPU's memory:
+        ``"unet"`` (:func:`unet`: 512x512x3 in, 2 logits per pixel out),
+        ``"resnet50-640"`` (:func:`detection_backbone`: 640x640x3 in, a
+        20x20x216 head out) or ``"edsr"`` (:func:`edsr`: 128x128x3 in,
+        512x512x3 out).
+      input_size: the input's height and width, pixels; None: the model's
+        own (:data:`MODEL_SPECS`). Smaller sizes build the same layers for
+        tests (``unet``: a multiple of 16; the ``keras.applications``
+        models: at least 32, InceptionV3 75; AlexNet at least 63).
 
     Raises:
       ValueError: an unknown name.
     """
     import keras
 
+    model_spec(name)
     L = keras.layers
+    shape = None if input_size is None else (input_size, input_size, 3)
+    size = input_size or INPUT_SIZE[name]
+    if name == "unet":
+        return unet((size, size, 3))
+    if name == "resnet50-640":
+        return detection_backbone((size, size, 3))
+    if name == "edsr":
+        return edsr((size, size, 3))
     if name == "vgg16":
-        return keras.applications.VGG16(weights=None)
+        return keras.applications.VGG16(weights=None, input_shape=shape)
     if name == "resnet50":
-        return keras.applications.ResNet50(weights=None)
+        return keras.applications.ResNet50(weights=None, input_shape=shape)
     if name == "inceptionv3":
-        return keras.applications.InceptionV3(weights=None)
+        return keras.applications.InceptionV3(weights=None, input_shape=shape)
     if name == "resnet50-nobias":
         def without_bias(layer):
             config = layer.get_config()
@@ -89,9 +215,10 @@ def build_model(name):
                 config["use_bias"] = False
             return layer.__class__.from_config(config)
 
-        return keras.models.clone_model(keras.applications.ResNet50(weights=None),
+        return keras.models.clone_model(keras.applications.ResNet50(weights=None,
+                                                                    input_shape=shape),
                                         clone_function=without_bias)
-    inputs = keras.Input((224, 224, 3))
+    inputs = keras.Input((size, size, 3))
     if name == "alexnet":
         x = L.Conv2D(64, 11, strides=4, padding="same", activation="relu")(inputs)
         x = L.MaxPooling2D(3, 2)(x)
@@ -103,7 +230,7 @@ def build_model(name):
         x = L.Flatten()(x)
         x = L.Dense(4096, activation="relu")(x)
         x = L.Dense(4096, activation="relu")(x)
-    elif name == "resnet18":
+    else:  # resnet18
         x = L.Conv2D(64, 7, strides=2, padding="same", use_bias=False)(inputs)
         x = L.ReLU()(L.BatchNormalization()(x))
         x = L.MaxPooling2D(3, 2, padding="same")(x)
@@ -116,9 +243,141 @@ def build_model(name):
                 x = L.BatchNormalization()(L.Conv2D(filters, 1, strides=stride, use_bias=False)(x))
             x = L.ReLU()(x + y)
         x = L.GlobalAveragePooling2D()(x)
-    else:
-        raise ValueError(f"unknown model {name!r}; models are {', '.join(MODELS)}")
-    return keras.Model(inputs, L.Dense(1000)(x))
+    return keras.Model(inputs, L.Dense(CLASSES)(x))
+
+
+def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64):
+    """U-Net (Ronneberger et al. 2015) with SAME padding, for segmentation.
+
+    Four down stages of two 3x3 convolutions + ReLU and a 2x2 max-pool
+    (64, 128, 256, 512 filters), two 3x3 convolutions of 1024 at the bottom,
+    four up stages of a 2x2, stride-2 ``keras.layers.Conv2DTranspose``, the
+    concatenation with the stage's skip and two 3x3 convolutions, then a 1x1
+    convolution to the classes' logits (float32 under a mixed policy).
+
+    Args:
+      input_shape: ``(H, W, 3)``, H and W multiples of 16.
+      classes: logits per pixel.
+      base_filters: the first stage's filters (doubled per stage).
+
+    Returns:
+      A ``keras.Model``: ``[N, H, W, 3]`` to ``[N, H, W, classes]``.
+    """
+    import keras
+
+    L = keras.layers
+
+    def twice(x, filters):
+        for _ in range(2):
+            x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        return x
+
+    inputs = keras.Input(input_shape)
+    x, skips = inputs, []
+    for stage in range(4):
+        x = twice(x, base_filters << stage)
+        skips.append(x)
+        x = L.MaxPooling2D(2)(x)
+    x = twice(x, base_filters << 4)
+    for stage in reversed(range(4)):
+        x = L.Conv2DTranspose(base_filters << stage, 2, strides=2)(x)
+        x = twice(L.Concatenate()([skips[stage], x]), base_filters << stage)
+    return keras.Model(inputs, L.Conv2D(classes, 1, dtype="float32")(x), name="unet")
+
+
+def detection_backbone(input_shape=(640, 640, 3), anchors=DETECTION_ANCHORS,
+                       classes=DETECTION_CLASSES):
+    """A detector's backbone and head: ResNet-50 at 640x640 and a small
+    convolutional head, as single-stage detectors (RetinaNet, SSD) train them.
+
+    ``keras.applications.ResNet50(include_top=False, weights=None)``
+    (stride 32), then a 3x3 convolution of 256 + ReLU and a 1x1 convolution
+    to ``anchors * (classes + 4)`` channels (class logits and box offsets per
+    anchor; float32 under a mixed policy).
+
+    Args:
+      input_shape: ``(H, W, 3)``, H and W at least 32.
+      anchors: anchors per position.
+      classes: object classes.
+
+    Returns:
+      A ``keras.Model``: ``[N, H, W, 3]`` to ``[N, H/32, W/32, anchors * (classes + 4)]``
+      (640x640: 20x20x216).
+    """
+    import keras
+
+    L = keras.layers
+    base = keras.applications.ResNet50(include_top=False, weights=None, input_shape=input_shape)
+    x = L.Conv2D(256, 3, padding="same", activation="relu")(base.output)
+    head = L.Conv2D(anchors * (classes + 4), 1, dtype="float32")(x)
+    return keras.Model(base.input, head, name="resnet50_640")
+
+
+def edsr(input_shape=(128, 128, 3), features=64, blocks=16, scale=EDSR_SCALE):
+    """EDSR-baseline (Lim et al. 2017), the super-resolution network.
+
+    A 3x3 convolution to ``features`` channels; ``blocks`` residual blocks
+    (3x3 convolution, ReLU, 3x3 convolution, added to the block's input;
+    the baseline scales no residual); a 3x3 convolution added to the first
+    convolution's output (the global skip); per factor 2 of ``scale`` a
+    sub-pixel stage (3x3 convolution to ``4 * features`` channels and
+    ``tf.nn.depth_to_space`` by 2); a 3x3 convolution to 3 channels
+    (float32 under a mixed policy).
+
+    Args:
+      input_shape: ``(H, W, 3)``: low-resolution crops.
+      features: channels of the body.
+      blocks: residual blocks.
+      scale: the upscaling factor, a power of 2.
+
+    Returns:
+      A ``keras.Model``: ``[N, H, W, 3]`` to ``[N, scale*H, scale*W, 3]``.
+
+    Raises:
+      ValueError: ``scale`` not a power of 2.
+    """
+    import keras
+
+    if scale < 1 or scale & (scale - 1):
+        raise ValueError(f"scale must be a power of 2, got {scale}")
+    L = keras.layers
+    inputs = keras.Input(input_shape)
+    head = L.Conv2D(features, 3, padding="same")(inputs)
+    x = head
+    for _ in range(blocks):
+        y = L.Conv2D(features, 3, padding="same", activation="relu")(x)
+        x = L.Add()([x, L.Conv2D(features, 3, padding="same")(y)])
+    x = L.Add()([head, L.Conv2D(features, 3, padding="same")(x)])
+    for _ in range(scale.bit_length() - 1):
+        x = L.Conv2D(4 * features, 3, padding="same")(x)
+        x = _depth_to_space_layer()(2)(x)
+    return keras.Model(inputs, L.Conv2D(3, 3, padding="same", dtype="float32")(x), name="edsr")
+
+
+@functools.cache
+def _depth_to_space_layer():
+    """The Keras layer class of ``tf.nn.depth_to_space`` (sub-pixel
+    convolution's shuffle): ``[N, H, W, r*r*C]`` to ``[N, r*H, r*W, C]``."""
+    import keras
+    import tensorflow as tf
+
+    class DepthToSpace(keras.layers.Layer):
+        def __init__(self, block_size, **kwargs):
+            super().__init__(**kwargs)
+            self.block_size = block_size
+
+        def call(self, x):
+            return tf.nn.depth_to_space(x, self.block_size)
+
+        def compute_output_shape(self, shape):
+            r = self.block_size
+            return (shape[0], *(None if d is None else d * r for d in shape[1:3]),
+                    shape[3] // (r * r))
+
+        def get_config(self):
+            return dict(super().get_config(), block_size=self.block_size)
+
+    return DepthToSpace
 
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -126,6 +385,9 @@ PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir=None):
     """One (model, mode, limit) in this process; returns the result dict.
+
+    The model is trained on one random mini-batch (:func:`synthetic_batch`)
+    with its loss (:func:`loss_for`).
 
     ``precision`` is a Keras dtype policy from :data:`PRECISIONS`; with
     ``mixed_float16`` the loss is scaled (``keras.optimizers.LossScaleOptimizer``).
@@ -159,14 +421,12 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         # The stock model's weights would stay on the GPU until Python's cycle
         # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
         gc.collect()
-    size = INPUT_SIZE.get(model_name, 224)
-    x = tf.random.normal([batch, size, size, 3], seed=1)
-    y = tf.random.uniform([batch], 0, 1000, tf.int32, seed=2)
+    x, y = (tf.constant(a) for a in synthetic_batch(model_name, batch, model.output_shape))
     optimizer = keras.optimizers.SGD(0.01)
     scaled = precision == "mixed_float16"
     if scaled:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_fn = loss_for(model_name)
 
     @tf.function(jit_compile="xla" in mode)
     def step():

@@ -1,0 +1,429 @@
+"""The memory-cap benchmark's CPU-side parts: the batch-size search, failure
+bookkeeping, the summary, the JSON and its figure, parallel sweeps over GPUs,
+the options, and one real run of the worker on the CPU."""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from unittest import mock
+
+import tensorflow as tf
+
+from tf_ucudnn import bench
+from tf_ucudnn.bench import memory_cap
+
+GiB, MiB = 1 << 30, 1 << 20
+
+
+def threshold_trains(largest, status="oom"):
+    """A fake run of N: ``"ok"`` up to ``largest``, else ``status``; records the sizes tried."""
+    tried = []
+
+    def trains(n):
+        tried.append(n)
+        return "ok" if n <= largest else status
+
+    return trains, tried
+
+
+def fake_run(batch, largest, *, ms_per_image=1.0, fixed_ms=10.0):
+    """A fake worker's run dict: trains up to ``largest``, step time fixed + per image."""
+    if batch > largest:
+        return dict(status="oom", message="ResourceExhaustedError: OOM when allocating tensor")
+    step_ms = fixed_ms + ms_per_image * batch
+    return dict(status="ok", step_ms=step_ms, step_ms_repeats=[step_ms] * 3,
+                images_per_s=1e3 * batch / step_ms, first_step_s=2.0, peak_bytes=batch * MiB,
+                steady_peak_bytes=batch * MiB, loss=1.0)
+
+
+def quietly(fn, *args, **kwargs):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args, **kwargs)
+
+
+class BatchSearchTest(tf.test.TestCase):
+    """search_batch: doubling, then a few bisection steps, down from a start that fails."""
+
+    def test_doubling_then_bisecting_brackets_the_threshold(self):
+        trains, tried = threshold_trains(100)
+        found = memory_cap.search_batch(trains, start=32, max_batch=4096, bisect_steps=2)
+        # 32, 64 train; 128 fails; 96 trains; 112 fails.
+        self.assertEqual(found, (96, 112), f"tried {tried}")
+        self.assertEqual(tried, [32, 64, 128, 96, 112])
+
+    def test_more_bisection_steps_reach_the_threshold(self):
+        trains, tried = threshold_trains(100)
+        found = memory_cap.search_batch(trains, start=32, bisect_steps=10)
+        self.assertEqual(found, (100, 101), f"tried {tried}")
+        trains, tried = threshold_trains(100)
+        self.assertEqual(memory_cap.search_batch(trains, start=32, bisect_steps=0), (64, 128))
+        self.assertEqual(tried, [32, 64, 128])
+
+    def test_a_start_that_fails_halves_until_one_trains(self):
+        trains, tried = threshold_trains(5)
+        found = memory_cap.search_batch(trains, start=32, bisect_steps=2)
+        self.assertEqual(found, (5, 6), f"tried {tried}")
+        self.assertEqual(tried, [32, 16, 8, 4, 6, 5])
+        trains, tried = threshold_trains(0)
+        self.assertEqual(memory_cap.search_batch(trains, start=8), (None, 1))
+        self.assertEqual(tried, [8, 4, 2, 1])
+
+    def test_a_timeout_at_the_start_searches_down_but_an_error_ends_the_search(self):
+        trains, tried = threshold_trains(3, status="timeout")
+        self.assertEqual(memory_cap.search_batch(trains, start=8, bisect_steps=0), (2, 4))
+        trains, tried = threshold_trains(3, status="error")
+        self.assertEqual(memory_cap.search_batch(trains, start=8), (None, 8))
+        self.assertEqual(tried, [8])
+
+    def test_max_batch_bounds_the_doubling(self):
+        trains, tried = threshold_trains(10_000)
+        self.assertEqual(memory_cap.search_batch(trains, start=32, max_batch=100), (100, None))
+        self.assertEqual(tried, [32, 64, 100])
+        trains, tried = threshold_trains(10_000)
+        self.assertEqual(memory_cap.search_batch(trains, start=500, max_batch=100), (100, None))
+        self.assertEqual(tried, [100])
+
+    def test_bad_arguments_are_refused(self):
+        trains, _ = threshold_trains(1)
+        for kwargs in (dict(start=0), dict(start=1, max_batch=0),
+                       dict(start=1, bisect_steps=-1)):
+            with self.subTest(**kwargs), self.assertRaisesRegex(ValueError, "need start"):
+                memory_cap.search_batch(trains, **kwargs)
+
+
+class FailureBookkeepingTest(tf.test.TestCase):
+    """oom, error and timeout: from the worker's exception, its output, or its clock."""
+
+    def test_messages_that_read_as_out_of_memory(self):
+        for message in ("ResourceExhaustedError: OOM when allocating tensor with shape[64,64]",
+                        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.1GiB",
+                        "Allocator (GPU_0_bfc) ran out of memory trying to allocate",
+                        "CUDA_ERROR_OUT_OF_MEMORY: out of memory", "CUDNN_STATUS_ALLOC_FAILED",
+                        "failed to allocate 1.00G (1073741824 bytes) from device"):
+            self.assertEqual(memory_cap.failure_status(message), "oom", message)
+        for message in ("ValueError: unknown model", "Segmentation fault", "", None,
+                        "InvalidArgumentError: room for improvement"):
+            self.assertEqual(memory_cap.failure_status(message), "error", message)
+
+    def test_the_worker_reports_resource_exhausted_as_oom_and_other_exceptions_as_error(self):
+        raised = {
+            "oom": tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor"),
+            # XLA's allocation failure as another status: its message says so.
+            "oom ": tf.errors.InternalError(None, None, "RESOURCE_EXHAUSTED: Out of memory"),
+            "error": ValueError("workspace_limit must be a byte count, got 'auto'"),
+        }
+        for want, exception in raised.items():
+            with self.subTest(exception=type(exception).__name__), \
+                    mock.patch.object(memory_cap, "_train", side_effect=exception):
+                result = memory_cap.run_worker("vgg16", "ucudnn", "auto", 8 * GiB, 64)
+            self.assertEqual(result["status"], want.strip(), result)
+            self.assertIn(type(exception).__name__, result["message"])
+            self.assertIn("note", result)
+
+    def test_a_result_line_wins_over_the_exit_status_and_stderr_decides_otherwise(self):
+        ok = dict(status="oom", message="OOM when allocating tensor")
+        out = "noise\nRESULT " + json.dumps(ok) + "\n"
+        self.assertEqual(memory_cap.parse_worker_output(-6, out, "Aborted"), ok)
+        died = memory_cap.parse_worker_output(
+            -6, "", "F0000 cuda_driver.cc] CUDA_ERROR_OUT_OF_MEMORY: out of memory\nAborted")
+        self.assertEqual(died["status"], "oom")
+        self.assertTrue(died["message"].startswith("exit status -6: "), died)
+        failed = memory_cap.parse_worker_output(1, "", "x" * 5000 + "\nTypeError: bad")
+        self.assertEqual(failed["status"], "error")
+        self.assertTrue(failed["message"].endswith("TypeError: bad"))
+        self.assertLessEqual(len(failed["message"]), 700)
+
+    def test_launch_records_a_timeout_and_pins_the_worker_to_its_gpu(self):
+        sweep = dict(model="vgg16", cap=8 * GiB, mode="ucudnn", limit="auto")
+        seen = {}
+
+        def slow(cmd, env, **kwargs):
+            seen.update(cmd=cmd, env=env, timeout=kwargs["timeout"])
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+
+        with mock.patch.object(memory_cap.subprocess, "run", side_effect=slow):
+            result = memory_cap.launch(sweep, 32, gpu="1", timeout=5)
+        self.assertEqual(result["status"], "timeout")
+        self.assertEqual(result["message"], "timed out after 5 s")
+        self.assertEqual(seen["env"]["CUDA_VISIBLE_DEVICES"], "1")
+        spec = json.loads(seen["cmd"][-1])
+        self.assertEqual((spec["limit"], spec["cap"], spec["batch"]), ("auto", 8 * GiB, 32))
+
+        def done(cmd, env, **kwargs):
+            return subprocess.CompletedProcess(cmd, 0, "RESULT " + json.dumps(fake_run(8, 16)),
+                                               "")
+
+        with mock.patch.object(memory_cap.subprocess, "run", side_effect=done):
+            result = memory_cap.launch(sweep, 8, gpu=None, timeout=5)
+        self.assertEqual(result["status"], "ok")
+        self.assertIsNone(result["gpu"])
+
+
+class SweepTest(tf.test.TestCase):
+
+    def test_runs_per_size_train_only_if_all_do_and_a_failure_skips_the_rest(self):
+        calls = []
+
+        def measure(sweep, batch):
+            calls.append(batch)
+            # 64 trains in its first process only: it does not count as trained.
+            if batch == 64 and calls.count(64) == 2:
+                return dict(status="oom", message="OOM")
+            return fake_run(batch, 100, ms_per_image=len(calls) % 2 + 1)
+
+        sweep = dict(model="vgg16", cap=8 * GiB, mode="stock", limit=None)
+        result = memory_cap.run_sweep(sweep, measure, start_batch=32, max_batch=4096,
+                                      bisect_steps=1, runs=3)
+        # 32 x3; 64 ok then oom (third skipped); bisect 48 x3.
+        self.assertEqual(calls, [32, 32, 32, 64, 64, 48, 48, 48])
+        self.assertEqual([(r["batch"], r["run"]) for r in result["runs"]][3:5], [(64, 0), (64, 1)])
+        row, = memory_cap.summarize([result])
+        self.assertEqual((row["largest_batch"], row["failed_batch"], row["failure"]),
+                         (48, 64, "oom"), row)
+        # 48's step times (calls 6 to 8): 10 + 48 x (1, 2, 1) ms; the median 58 ms.
+        self.assertEqual([r["step_ms"] for r in result["runs"][-3:]], [58.0, 106.0, 58.0])
+        self.assertAlmostEqual(row["step_ms"], 58.0)
+        self.assertAlmostEqual(row["best_images_per_s"], 48e3 / 58.0)
+
+    def test_the_summary_gives_the_largest_size_the_best_throughput_and_ratios_to_stock(self):
+        def sweep(mode, limit, largest, ms_per_image, fixed_ms=10.0, cap=8 * GiB):
+            s = dict(model="vgg16", cap=cap, mode=mode, limit=limit)
+            return memory_cap.run_sweep(
+                s, lambda _, n: fake_run(n, largest, ms_per_image=ms_per_image, fixed_ms=fixed_ms),
+                start_batch=16, max_batch=512, bisect_steps=2)
+
+        sweeps = [sweep("stock", None, 40, 1.0),  # 16, 32 ok; 64 oom; 48 oom; 40 ok
+                  sweep("stock-xla", None, 32, 0.5),  # 16, 32; 64, 48, 40 oom
+                  sweep("ucudnn", 64 * MiB, 100, 0.8),  # 16..64; 128 oom; 96 ok; 112 oom
+                  sweep("ucudnn-xla", "auto", 0, 1.0),  # nothing trains
+                  sweep("stock", None, 20, 1.0, cap=16 * GiB)]  # another cap: its own stock
+        rows = {(r["setting"], r["cap"]): r for r in memory_cap.summarize(sweeps)}
+        stock, xla = rows[("stock", 8 * GiB)], rows[("stock-xla", 8 * GiB)]
+        ours, none = rows[("ucudnn 64 MiB", 8 * GiB)], rows[("ucudnn-xla auto", 8 * GiB)]
+        self.assertEqual((stock["largest_batch"], stock["failed_batch"]), (40, 48))
+        self.assertEqual((xla["largest_batch"], xla["failed_batch"]), (32, 40))
+        self.assertEqual((ours["largest_batch"], ours["failed_batch"]), (96, 112))
+        # img/s = 1000 N / (10 + k N): stock-xla's best is 32 / 26 ms, ours 96 / 86.8 ms.
+        self.assertEqual(xla["best_batch"], 32)
+        self.assertAlmostEqual(xla["best_images_per_s"], 32e3 / 26)
+        self.assertAlmostEqual(stock["best_images_per_s"], 40e3 / 50)
+        self.assertAlmostEqual(ours["images_per_s_vs_stock"], (96e3 / 86.8) / (32e3 / 26))
+        self.assertAlmostEqual(ours["batch_vs_stock"], 96 / 40)
+        self.assertAlmostEqual(stock["batch_vs_stock"], 1.0)
+        self.assertEqual((none["largest_batch"], none["failed_batch"], none["failure"]),
+                         (None, 1, "oom"))
+        self.assertIsNone(none["images_per_s_vs_stock"])
+        self.assertAlmostEqual(rows[("stock", 16 * GiB)]["batch_vs_stock"], 1.0)
+        self.assertEqual(stock["peak_bytes"], 40 * MiB)
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            memory_cap.print_table(memory_cap.summarize(sweeps))
+        lines = out.getvalue().splitlines()
+        self.assertLen(lines, 2 + len(sweeps))
+        ours_line = " ".join(lines[4].split())
+        self.assertIn(f"vgg16 8 GiB ucudnn 64 MiB 96 112 oom {96e3 / 86.8:.1f} 96 "
+                      f"{(96e3 / 86.8) / (32e3 / 26):.2f}x 2.40x 2.00 0.09", ours_line)
+        self.assertIn("ucudnn-xla auto none 1 oom", " ".join(lines[5].split()))
+
+
+class ReportTest(tf.test.TestCase):
+
+    def _report(self):
+        sweeps = [memory_cap.run_sweep(dict(model="unet", cap=8 * GiB, mode=mode, limit=limit),
+                                       lambda _, n, k=k: fake_run(n, k), bisect_steps=1)
+                  for mode, limit, k in (("stock", None, 6), ("ucudnn", "auto", 20),
+                                         ("ucudnn-xla", 256 * MiB, 2))]
+        return memory_cap.report(sweeps, environment=dict(gpus=["NVIDIA H100"]),
+                                 args=dict(models=["unet"], caps=[8 * GiB]))
+
+    def test_the_json_round_trips_with_every_run_and_the_summary(self):
+        report = self._report()
+        path = os.path.join(tempfile.mkdtemp(), "cap.json")
+        quietly(bench.write_json, path, report)
+        with open(path) as f:
+            saved = json.load(f)
+        self.assertEqual(saved, report)
+        self.assertEqual(set(saved), {"kind", "complete", "environment", "args", "sweeps",
+                                      "summary"})
+        self.assertEqual((saved["kind"], saved["complete"]), ("memory_cap", True))
+        sweep = saved["sweeps"][1]
+        self.assertEqual(set(sweep), {"model", "cap", "mode", "limit", "runs"})
+        self.assertEqual(sweep["limit"], "auto")
+        # unet starts at 4: 4, 8, 16 train, 32 fails, 24 fails.
+        self.assertEqual([r["batch"] for r in sweep["runs"]], [4, 8, 16, 32, 24])
+        self.assertEqual(saved["summary"], memory_cap.summarize(saved["sweeps"]))
+        self.assertEqual([r["setting"] for r in saved["summary"]],
+                         ["stock", "ucudnn auto", "ucudnn-xla 256 MiB"])
+
+    def test_the_figure_is_drawn_from_a_saved_json(self):
+        path = os.path.join(tempfile.mkdtemp(), "cap.json")
+        quietly(bench.write_json, path, self._report())
+        self.assertEqual(quietly(bench.main, ["--plot", path]), 0)
+        png = path[:-len(".json")] + "_memory_cap.png"
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+class ParallelSweepsTest(tf.test.TestCase):
+
+    def test_two_gpus_run_distinct_sweeps_at_once_and_every_sweep_once(self):
+        lock = threading.Lock()
+        busy, overlap, launched = set(), [], []
+
+        def launcher(sweep, batch, *, gpu, timeout, steps_per_epoch, epochs, precision):
+            key = (sweep["model"], sweep["cap"], sweep["mode"], sweep["limit"])
+            with lock:
+                self.assertNotIn(gpu, busy, "two processes at once on one GPU")
+                busy.add(gpu)
+                launched.append((key, batch, gpu))
+                overlap.append(len(busy))
+            time.sleep(0.01)
+            with lock:
+                busy.discard(gpu)
+            return fake_run(batch, 8)
+
+        sweeps = quietly(memory_cap.run_memory_cap, ["edsr"], [8 * GiB, 16 * GiB],
+                         limits=[64 * MiB, "auto"], gpus=["0", "1"], launcher=launcher,
+                         progress=False, bisect_steps=0)
+        self.assertLen(sweeps, 2 * 6)  # 2 caps x (stock, stock-xla, ucudnn x2, ucudnn-xla x2)
+        keys = [(s["model"], s["cap"], s["mode"], s["limit"]) for s in sweeps]
+        self.assertLen(set(keys), len(keys))
+        self.assertEqual(keys, [(s["model"], s["cap"], s["mode"], s["limit"]) for s in
+                                memory_cap.sweeps_of(["edsr"], [8 * GiB, 16 * GiB],
+                                                     limits=[64 * MiB, "auto"])])
+        for key in keys:  # edsr starts at 8: 8 trains, 16 fails; one GPU per sweep
+            runs = [(batch, gpu) for k, batch, gpu in launched if k == key]
+            self.assertEqual([b for b, _ in runs], [8, 16], key)
+            self.assertLen({gpu for _, gpu in runs}, 1, key)
+        self.assertEqual({gpu for _, _, gpu in launched}, {"0", "1"})
+        self.assertEqual(max(overlap), 2, "the two GPUs never ran at once")
+        self.assertEqual({s["gpu"] for s in sweeps}, {"0", "1"})
+
+    def test_visible_gpus_without_starting_tensorflow(self):
+        self.assertEqual(memory_cap.visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}), ["2", "3"])
+        self.assertEqual(memory_cap.visible_gpus({"CUDA_VISIBLE_DEVICES": ""}), [])
+        self.assertEqual(memory_cap.visible_gpus({"CUDA_VISIBLE_DEVICES": "-1"}), [])
+        fake = os.path.join(tempfile.mkdtemp(), "nvidia-smi")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\nprintf '0\\n1\\n'\n")
+        os.chmod(fake, 0o755)
+        self.assertEqual(memory_cap.visible_gpus({}, nvidia_smi=fake), ["0", "1"])
+        self.assertEqual(memory_cap.visible_gpus({}, nvidia_smi=fake + ".missing"), [])
+
+
+class OptionsTest(tf.test.TestCase):
+
+    def test_caps_limits_and_the_sweep_options(self):
+        args = bench.parse_args(["--models", "vgg16,unet", "--memory-cap", "8GiB,16GiB",
+                                 "--limits", "64MiB,auto", "--gpus", "0,1"])
+        self.assertEqual(args.memory_cap, [8 * GiB, 16 * GiB])
+        self.assertEqual(args.limits, [64 * MiB, "auto"])
+        self.assertEqual(args.gpus, ["0", "1"])
+        self.assertEqual((args.max_batch, args.bisect_steps, args.steps_per_epoch, args.epochs),
+                         (4096, 2, 5, 3))
+        args = bench.parse_args(["--models", "edsr", "--memory-cap", "12GiB", "--modes",
+                                 "ucudnn,stock", "--start-batch", "3"])
+        self.assertEqual((args.limits, args.modes, args.start_batch),
+                         ([64 * MiB], ["ucudnn", "stock"], 3))
+        self.assertEqual(bench.parse_args([]).limits, [64 * MiB, 256 * MiB])
+
+    def test_options_of_one_mode_are_refused_in_the_other(self):
+        for bad in (["--models", "vgg16", "--memory-cap", "8GiB", "--modes", "rewrite"],
+                    ["--models", "vgg16", "--modes", "ucudnn"],
+                    ["--limits", "auto"], ["--memory-cap", "8GiB"],
+                    ["--models", "vgg16", "--memory-cap", "1.5MiB"],
+                    ["--models", "vgg16", "--memory-cap", "8GiB", "--gpus", "0,0"],
+                    ["--models", "vgg16", "--memory-cap", "8GiB", "--limits", "auto,1.5MiB"]):
+            with self.subTest(bad=bad), self.assertRaises(SystemExit), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                bench.parse_args(bad)
+
+    def test_the_command_writes_the_json_and_the_figure(self):
+        path = os.path.join(tempfile.mkdtemp(), "cap.json")
+        saved_while_running = []
+
+        def launcher(sweep, batch, **kwargs):
+            if os.path.exists(path):
+                with open(path) as f:
+                    saved = json.load(f)
+                saved_while_running.append((saved["complete"], len(saved["sweeps"])))
+            return fake_run(batch, 48)
+
+        with mock.patch.object(memory_cap, "launch", launcher):
+            rc = quietly(bench.main, ["--models", "vgg16", "--memory-cap", "8GiB", "--modes",
+                                      "stock,ucudnn", "--limits", "auto", "--gpus", "0",
+                                      "--json", path, "--allow-cpu"])
+        self.assertEqual(rc, 0)
+        with open(path) as f:
+            saved = json.load(f)
+        self.assertEqual(saved["args"]["limits"], ["auto"])
+        self.assertEqual([r["largest_batch"] for r in saved["summary"]], [48, 48])
+        self.assertTrue(os.path.exists(path[:-len(".json")] + "_memory_cap.png"))
+        # Sweeps run one at a time here: the second's runs saw the first saved.
+        self.assertIn((False, 1), saved_while_running)
+        self.assertTrue(saved["complete"])
+
+    def test_a_fault_of_the_launcher_is_one_run_s_error_not_the_benchmark_s_end(self):
+        def launcher(sweep, batch, **kwargs):
+            if sweep["mode"] == "stock":
+                raise json.JSONDecodeError("Expecting value", "RESULT {", 8)
+            return fake_run(batch, 48)
+
+        sweeps = quietly(memory_cap.run_memory_cap, ["vgg16"], [8 * GiB],
+                         modes=["stock", "ucudnn"], launcher=launcher, progress=False)
+        stock, ours = sweeps
+        self.assertEqual([r["status"] for r in stock["runs"]], ["error"])
+        self.assertIn("launching the worker: JSONDecodeError", stock["runs"][0]["message"])
+        self.assertEqual(memory_cap.summarize(sweeps)[1]["largest_batch"], 48)
+
+
+class WorkerStartTest(tf.test.TestCase):
+
+    def test_the_worker_s_imports_leave_the_devices_configurable(self):
+        """The worker caps the GPU after importing its modules (tf_ucudnn included): they
+        must not start TensorFlow's devices, or the cap would fail. Shown on the CPU,
+        whose logical devices can be split only before the devices start."""
+        code = ("import tf_ucudnn.bench.memory_cap\n"
+                "import tensorflow as tf\n"
+                "cpu, = tf.config.list_physical_devices('CPU')\n"
+                "tf.config.set_logical_device_configuration(\n"
+                "    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+                "print('logical CPUs', len(tf.config.list_logical_devices('CPU')))\n")
+        env = memory_cap.harness.with_package_on_path(dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                                           CUDA_VISIBLE_DEVICES=""))
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertIn("logical CPUs 2", done.stdout)
+
+
+class RealWorkerTest(tf.test.TestCase):
+    """run_worker itself on the CPU: a small EDSR trained at N=2 with model.fit."""
+
+    def test_a_tiny_model_trains_and_the_cap_is_a_no_op_without_a_gpu(self):
+        if tf.config.list_physical_devices("GPU"):
+            self.skipTest("a GPU is visible: the cap would start it in this process")
+        start = time.perf_counter()
+        result = memory_cap.run_worker("edsr", "stock", None, 8 * GiB, 2, steps_per_epoch=2,
+                                       epochs=2, input_size=8)
+        self.assertEqual(result["status"], "ok", result.get("message"))
+        self.assertIn("no GPU", result["note"])
+        self.assertLen(result["step_ms_repeats"], 2)
+        self.assertGreater(result["step_ms"], 0)
+        self.assertAlmostEqual(result["images_per_s"], 2e3 / result["step_ms"])
+        self.assertGreater(result["first_step_s"], 0)
+        self.assertIsNone(result["peak_bytes"])
+        self.assertLess(time.perf_counter() - start, 30)
+        json.dumps(result)  # what the worker prints
+
+
+def test_the_worker_entry_point_refuses_other_arguments(capsys):
+    assert memory_cap._worker_main([]) == 2
+    assert "--memory-cap" in capsys.readouterr().err
