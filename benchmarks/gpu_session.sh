@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -56,6 +56,28 @@ case "$1" in
     else
       run tests | tee -a "$OUT/wheel_tests.log"
     fi ;;
+  memory_cap)  # MODEL CAP [START MAX SECONDS]: the memory-cap sweep of one model at one cap on the
+               # GPUs visible: stock XLA, tf_ucudnn at auto with and without XLA, then tf_ucudnn
+               # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish)
+    model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
+    common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
+            --bisect-steps 1 --worker-timeout 240)
+    for run in "stock-xla" "ucudnn,ucudnn-xla auto" "ucudnn 64MiB" "stock"; do
+      set -- $run; left=$((budget - (SECONDS - t0)))
+      [ "$left" -gt 60 ] || { echo "memory_cap $model: no time left for $run" >&2; break; }
+      name="memcap_${model}_${cap}_${1//,/+}${2:+_$2}"
+      timeout "$left" python3 -m tf_ucudnn.bench "${common[@]}" --modes "$1" ${2:+--limits "$2"} \
+        --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    done ;;
+  memory_cap_pair)  # MODEL_A MODEL_B CAP [START_A START_B SECONDS]: memory_cap of two models at
+                    # once, one per GPU; the JSON and logs of both in one tarball
+    budget=${7:-540}
+    CUDA_VISIBLE_DEVICES=0 bash "$0" memory_cap "$2" "$4" "${5:-32}" 512 "$budget" &
+    CUDA_VISIBLE_DEVICES=1 bash "$0" memory_cap "$3" "$4" "${6:-4}" 512 "$budget" &
+    wait
+    tail -n 12 "$OUT"/memcap_*.log
+    (cd "$OUT" && tar czf memcap_pair.tgz memcap_*.json memcap_*.log memcap_*.png 2>/dev/null \
+      && rm -f memcap_*.json memcap_*.log memcap_*.png) ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
