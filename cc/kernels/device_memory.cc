@@ -22,9 +22,10 @@ ucudnn::FreeDeviceMemory FreeMemoryOf(Allocator* allocator) {
   const int64_t limit = *stats->bytes_limit;
   const int64_t unused = std::max<int64_t>(limit - stats->bytes_in_use, 0);
   int64_t block = unused;
-  if (stats->pool_bytes.has_value()) {
-    // A pool (BFC): its largest free chunk, or a new region in the part of
-    // the limit it has not reserved yet (memory growth).
+  if (stats->pool_bytes.has_value() && stats->largest_free_block_bytes > 0) {
+    // A pool (BFC) that reports its largest free chunk: that, or a new region
+    // in the part of the limit it has not reserved yet (memory growth). One
+    // that reports none (0 with bytes unused) is taken at its unused bytes.
     block = std::max<int64_t>(stats->largest_free_block_bytes, limit - *stats->pool_bytes);
   }
   free.available = std::min(block, unused);

@@ -178,10 +178,11 @@ def draw_memory_cap(report, prefix):
     for ax in axes.flat:
         if ax.get_visible():
             ax.legend(fontsize=7)
-    gpus = ", ".join(report.get("environment", {}).get("gpus") or []) or "?"
-    fig.suptitle(f"Training throughput under a GPU memory cap ({gpus}); x: out of memory, "
-                 "triangle: another failure or a timeout",
-                 fontsize=10)
+    # One name per GPU model ("NVIDIA H200, 580.159.04" per GPU in the environment).
+    gpus = ", ".join(dict.fromkeys(g.split(",")[0] for g in
+                                   report.get("environment", {}).get("gpus") or [])) or "?"
+    fig.suptitle(f"Training throughput under a GPU memory cap, {gpus}\n"
+                 "x: out of memory; triangle: another failure or a timeout", fontsize=10)
     fig.tight_layout()
     path = f"{prefix}_memory_cap.png"
     fig.savefig(path, dpi=120)

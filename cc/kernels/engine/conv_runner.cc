@@ -161,9 +161,10 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   if (!kernel->planned()) {
     const auto start = std::chrono::steady_clock::now();
     int64_t limit = q.workspace_limit;
+    FreeDeviceMemory free_at_planning;
     if (auto_limit) {
-      const FreeDeviceMemory free = scratch->FreeMemory();
-      limit = AutoWorkspaceLimit(free.available, free.pool_limit);
+      free_at_planning = scratch->FreeMemory();
+      limit = AutoWorkspaceLimit(free_at_planning.available, free_at_planning.pool_limit);
     }
     std::vector<BenchmarkPeer> peer_list;
     if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
@@ -181,7 +182,9 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
       PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
       r.workspace_limit = limit;
       if (auto_limit) {
-        r.note = "workspace_limit=auto: planned within " + std::to_string(limit) + " bytes";
+        r.note = "workspace_limit=auto: planned within " + std::to_string(limit) + " bytes (" +
+                 std::to_string(free_at_planning.available) + " of " +
+                 std::to_string(free_at_planning.pool_limit) + " free)";
       }
       r.planning_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
