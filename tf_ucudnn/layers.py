@@ -60,10 +60,12 @@ def conv2d_transpose_call(layer, inputs, attrs):
 
 
 class _Knobs:
-    """μ-cuDNN's knobs of a tf_ucudnn Keras layer: validated in ``__init__``,
-    kept as given in ``get_config``."""
+    """μ-cuDNN's knobs of a tf_ucudnn Keras layer (before the Keras layer in
+    its bases): validated in ``__init__``, kept as given in ``get_config``."""
 
-    def _init_knobs(self, workspace_limit, batch_size_policy, micro_batch_size):
+    def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
+                 micro_batch_size=None, **kwargs):
+        super().__init__(*args, **kwargs)
         # Validates the knobs now, not at the first call.
         nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                         micro_batch_size=micro_batch_size)
@@ -119,11 +121,6 @@ class Conv2D(_Knobs, keras.layers.Conv2D):
       ValueError: a knob out of range (from ``__init__``).
     """
 
-    def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
-                 micro_batch_size=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_knobs(workspace_limit, batch_size_policy, micro_batch_size)
-
     def convolution_op(self, inputs, kernel):
         return nn.conv2d(inputs, kernel, **conv2d_arguments(self), **self._knobs())
 
@@ -152,11 +149,6 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
     Raises:
       ValueError: a knob out of range (from ``__init__``).
     """
-
-    def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
-                 micro_batch_size=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_knobs(workspace_limit, batch_size_policy, micro_batch_size)
 
     def call(self, inputs):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))

@@ -386,17 +386,8 @@ def _run_memory_cap(args, on_gpu, argv):
         timeout=args.worker_timeout, precision=args.precision,
         on_sweep=save_so_far if args.json else None)
     result = memory_cap.report(sweeps, environment=environment, args=settings)
-    if args.json:
-        harness.write_json(args.json, result)
-        if not args.png:
-            args.png = os.path.splitext(args.json)[0]
-    if args.png:
-        from tf_ucudnn.bench import figures
+    from tf_ucudnn.bench import figures
 
-        try:
-            for path in figures.draw(result, args.png):
-                print(f"wrote {path}")
-        except ImportError as e:
-            print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
+    figures.save_report(result, args.json, args.png)
     failed = [r for s in sweeps for r in s["runs"] if r["status"] in ("error", "timeout")]
     return 1 if failed else 0

@@ -17,8 +17,9 @@ A memory-cap benchmark's (``kind`` ``"memory_cap"``, :func:`draw_memory_cap`):
 """
 
 import math
+import os
 
-from tf_ucudnn.bench import memory_cap
+from tf_ucudnn.bench import harness, memory_cap
 
 
 def _short(name):
@@ -209,3 +210,20 @@ def _plot_sweep(ax, runs, *, label, colour):
         below = [m for m in xs if m < n]
         ax.plot([n], [ok[max(below)] if below else 0.0], "x" if status == "oom" else "v",
                 color=colour, markersize=9, markeredgewidth=2)
+
+
+def save_report(report, json_path=None, png_prefix=None):
+    """Writes a benchmark's ``report`` as ``--json`` and ``--png`` ask: the
+    JSON at ``json_path`` (if given) and the figures of :func:`draw` at
+    ``png_prefix`` (default with a JSON: its path without ``.json``); without
+    matplotlib the figures are skipped with a note."""
+    if json_path:
+        harness.write_json(json_path, report)
+        png_prefix = png_prefix or os.path.splitext(json_path)[0]
+    if not png_prefix:
+        return
+    try:
+        for path in draw(report, png_prefix):
+            print(f"wrote {path}")
+    except ImportError as e:
+        print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")

@@ -536,16 +536,7 @@ def run(args, layers, data_format, on_gpu, argv):
                   notes=notes, layers=[l.to_json() for l in layers], results=rows,
                   summary=summary, errors=errors, check_failures=check_failures,
                   workers=workers)
-    if args.json:
-        harness.write_json(args.json, result)
-        if not args.png:
-            args.png = os.path.splitext(args.json)[0]
-    if args.png:
-        from tf_ucudnn.bench import figures
+    from tf_ucudnn.bench import figures
 
-        try:
-            for path in figures.draw(result, args.png):
-                print(f"wrote {path}")
-        except ImportError as e:
-            print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
+    figures.save_report(result, args.json, args.png)
     return 1 if errors or check_failures else 0
