@@ -487,13 +487,13 @@ class TransposedConvolutionRewriteTest(RewriteTestCase):
         for m in (model, twin):
             m.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse", jit_compile=True)
         traced = []
-        original = tf_ucudnn.nn.ucudnn_conv2d_transpose_op
+        original = tf_ucudnn.nn.ucudnn_conv2d_backprop_input_op
 
         def spy(*args, **kwargs):
             traced.append(args[3])
             return original(*args, **kwargs)
 
-        with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_transpose_op", spy):
+        with mock.patch.object(tf_ucudnn.nn, "ucudnn_conv2d_backprop_input_op", spy):
             with tf_ucudnn.enable_rewrite(workspace_limit="auto"):
                 with self.assertLogs("tf_ucudnn", level="INFO") as logs:
                     ours = model.fit(x, y, batch_size=8, shuffle=False, verbose=0)

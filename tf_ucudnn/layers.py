@@ -52,7 +52,8 @@ def conv2d_transpose_call(layer, inputs, attrs):
         layer.output_padding, layer.data_format, layer.dilation_rate)
     if any(tf.is_tensor(d) for d in out_shape):
         out_shape = tf.stack([tf.cast(d, tf.int32) for d in out_shape])
-    outputs = nn.ucudnn_conv2d_transpose_op(inputs, layer.kernel, out_shape, attrs)
+    outputs = nn.ucudnn_conv2d_backprop_input_op(out_shape, layer.kernel, inputs, attrs,
+                                                 sizes_name="output_shape")
     if layer.use_bias:
         outputs = tf.nn.bias_add(outputs, tf.cast(layer.bias, outputs.dtype),
                                  data_format=attrs["data_format"])

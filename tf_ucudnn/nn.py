@@ -270,9 +270,7 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return _ops.ucudnn_conv2d_backprop_input(
-            input_sizes=_sizes(input_sizes, "input_sizes"), filter=filters,
-            out_backprop=out_backprop, **attrs)
+        return ucudnn_conv2d_backprop_input_op(input_sizes, filters, out_backprop, attrs)
 
 
 def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
@@ -317,14 +315,18 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # n
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return ucudnn_conv2d_transpose_op(input, filters, output_shape, attrs)
+        return ucudnn_conv2d_backprop_input_op(output_shape, filters, input, attrs,
+                                               sizes_name="output_shape")
 
 
-def ucudnn_conv2d_transpose_op(input, filters, output_shape, attrs):  # noqa: A002
-    """A transposed convolution as the ``Ucudnn>Conv2DBackpropInput`` op, with
-    attributes from ``_conv_attrs`` (and optionally ``total_workspace``)."""
+def ucudnn_conv2d_backprop_input_op(input_sizes, filters, out_backprop, attrs, *,
+                                    sizes_name="input_sizes"):
+    """The ``Ucudnn>Conv2DBackpropInput`` op (backward-data, or a transposed
+    convolution of ``out_backprop``) with attributes from ``_conv_attrs`` (and
+    optionally ``total_workspace``); ``sizes_name`` names ``input_sizes`` in
+    errors (``output_shape`` for a transposed convolution)."""
     return _ops.ucudnn_conv2d_backprop_input(
-        input_sizes=_sizes(output_shape, "output_shape"), filter=filters, out_backprop=input,
+        input_sizes=_sizes(input_sizes, sizes_name), filter=filters, out_backprop=out_backprop,
         **attrs)
 
 
