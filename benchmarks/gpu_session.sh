@@ -36,33 +36,44 @@ case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
             | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
-  wheel_tests)  # the GPU suite against tf_ucudnn installed from dist/*.whl (make wheel), run
-                # outside the checkout; with two GPUs, test_xla.py and test_nn.py on the second
-    limit=${2:-560}; site=/tmp/wheel_site; rm -rf "$site" /tmp/wheel_tests && mkdir -p /tmp/wheel_tests
+  wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
+                # dist/*.whl (make wheel), run outside the checkout. `first` is test_bench.py to
+                # test_plans.py, `second` the rest; `all` with two GPUs runs them one per GPU. A test
+                # stuck for 240 s prints every thread's stack (pytest's faulthandler_timeout).
+    limit=${2:-560}; part=${3:-all}; site=/tmp/wheel_site_$part; dir=/tmp/wheel_tests_$part
+    rm -rf "$site" "$dir" && mkdir -p "$dir"
     python3 -m pip install -q --no-index --no-deps --target "$site" dist/*.whl || exit 1
-    cp -r tests /tmp/wheel_tests/ && grep -v '^pythonpath' pytest.ini > /tmp/wheel_tests/pytest.ini
+    cp -r tests "$dir/" && grep -v '^pythonpath' pytest.ini > "$dir/pytest.ini"
     PYTHONPATH=$site:$(echo "$PYTHONPATH" | tr ':' '\n' | grep -vx "$PWD" | paste -sd:)
-    cd /tmp/wheel_tests
+    cd "$dir"
     python3 -c "import tf_ucudnn, os; print('tf_ucudnn from', os.path.dirname(tf_ucudnn.__file__))" \
-      | tee "$OUT/wheel_tests.log"
-    run() { timeout "$limit" python3 -m pytest "$@" -m gpu -q -rf -p no:cacheprovider 2>&1 \
-              | grep -v "^E    \|^I0000\|^W0000" | tail -60; }
-    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-      CUDA_VISIBLE_DEVICES=0 run tests --ignore tests/test_xla.py --ignore tests/test_nn.py \
-        > "$OUT/wheel_tests_gpu0.log" &
-      CUDA_VISIBLE_DEVICES=1 run tests/test_xla.py tests/test_nn.py > "$OUT/wheel_tests_gpu1.log" &
-      wait
-      tail -n 15 "$OUT"/wheel_tests_gpu*.log
-    else
-      run tests | tee -a "$OUT/wheel_tests.log"
-    fi ;;
+      | tee "$OUT/wheel_tests_$part.log"
+    second=$(ls tests/test_*.py | awk -F/ '$2 > "test_plans.py"')
+    first=$(ls tests/test_*.py | awk -F/ '$2 <= "test_plans.py"')
+    run() { timeout "$limit" python3 -m pytest "$@" -m gpu -q -rf -p no:cacheprovider \
+              -o faulthandler_timeout=240 2>&1 | grep -v "^E    \|^I0000\|^W0000" | tail -150; }
+    case $part in
+      first) run $first >> "$OUT/wheel_tests_$part.log" ;;
+      second) run $second >> "$OUT/wheel_tests_$part.log" ;;
+      *) if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+           CUDA_VISIBLE_DEVICES=0 run $first > "$OUT/wheel_tests_first.log" &
+           CUDA_VISIBLE_DEVICES=1 run $second > "$OUT/wheel_tests_second.log" &
+           wait
+         else
+           run tests >> "$OUT/wheel_tests_all.log"
+         fi ;;
+    esac
+    tail -n 15 "$OUT"/wheel_tests_*.log ;;
   memory_cap)  # MODEL CAP [START MAX SECONDS]: the memory-cap sweep of one model at one cap on the
                # GPUs visible: stock XLA, tf_ucudnn at auto with and without XLA, then tf_ucudnn
-               # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish)
+               # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish);
+               # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
             --bisect-steps 1 --worker-timeout 240)
-    for run in "stock-xla" "ucudnn,ucudnn-xla auto" "ucudnn 64MiB" "stock"; do
+    runs=${MEMCAP_RUNS:-"stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock"}
+    IFS=';' read -ra runs <<< "$runs"
+    for run in "${runs[@]}"; do
       set -- $run; left=$((budget - (SECONDS - t0)))
       [ "$left" -gt 60 ] || { echo "memory_cap $model: no time left for $run" >&2; break; }
       name="memcap_${model}_${cap}_${1//,/+}${2:+_$2}"

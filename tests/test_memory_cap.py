@@ -271,6 +271,55 @@ class ReportTest(tf.test.TestCase):
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
 
+class MergeReportsTest(tf.test.TestCase):
+
+    def _one(self, mode, limit, k, gpu):
+        sweep = memory_cap.run_sweep(dict(model="unet", cap=8 * GiB, mode=mode, limit=limit),
+                                     lambda _, n, k=k: fake_run(n, k), bisect_steps=1)
+        return memory_cap.report([sweep], environment=dict(gpus=[gpu]),
+                                 args=dict(modes=[mode]))
+
+    def test_merged_summary_takes_ratios_across_the_reports(self):
+        stock = self._one("stock", None, 6, "NVIDIA H200 (GPU 0)")
+        ours = self._one("ucudnn", "auto", 20, "NVIDIA H200 (GPU 1)")
+        merged = memory_cap.merge_reports([stock, ours])
+        self.assertEqual([s["mode"] for s in merged["sweeps"]], ["stock", "ucudnn"])
+        self.assertEqual(merged["environment"]["gpus"],
+                         ["NVIDIA H200 (GPU 0)", "NVIDIA H200 (GPU 1)"])
+        self.assertEqual(merged["args"], dict(merged=[dict(modes=["stock"]),
+                                                      dict(modes=["ucudnn"])]))
+        alone = ours["summary"][0]
+        row = merged["summary"][1]
+        self.assertIsNone(alone["batch_vs_stock"])  # no stock sweep in its own report
+        self.assertEqual(row["batch_vs_stock"],
+                         row["largest_batch"] / merged["summary"][0]["largest_batch"])
+        self.assertGreater(row["batch_vs_stock"], 1.0)
+
+    def test_a_repeated_sweep_or_another_kind_of_report_is_refused(self):
+        stock = self._one("stock", None, 6, "NVIDIA H200")
+        with self.assertRaisesRegex(ValueError, "repeats the sweep"):
+            memory_cap.merge_reports([stock, stock])
+        with self.assertRaisesRegex(ValueError, "not a memory-cap report"):
+            memory_cap.merge_reports([stock, dict(results=[])])
+
+    def test_plot_of_several_jsons_writes_one_merged_json_and_figure(self):
+        folder = tempfile.mkdtemp()
+        paths = []
+        for name, args in (("a", ("stock", None, 6)), ("b", ("ucudnn", "auto", 20))):
+            paths.append(os.path.join(folder, f"{name}.json"))
+            quietly(bench.write_json, paths[-1], self._one(*args, "NVIDIA H200"))
+        merged_path = os.path.join(folder, "merged.json")
+        self.assertEqual(quietly(bench.main, ["--plot", *paths, "--json", merged_path]), 0)
+        with open(merged_path) as f:
+            merged = json.load(f)
+        self.assertEqual([r["setting"] for r in merged["summary"]], ["stock", "ucudnn auto"])
+        with open(os.path.join(folder, "merged_memory_cap.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        with open(paths[0], "w") as f:
+            json.dump(dict(results=[]), f)
+        self.assertEqual(quietly(bench.main, ["--plot", *paths]), 1)
+
+
 class ParallelSweepsTest(tf.test.TestCase):
 
     def test_two_gpus_run_distinct_sweeps_at_once_and_every_sweep_once(self):

@@ -120,8 +120,10 @@ def parse_args(argv=None):
     parser.add_argument("--png", metavar="PREFIX",
                         help="write PREFIX_speedup.png and PREFIX_plans.png (default with "
                              "--json: the JSON path without .json)")
-    parser.add_argument("--plot", metavar="JSON",
-                        help="only draw the figures of a saved --json result (no GPU needed)")
+    parser.add_argument("--plot", metavar="JSON", nargs="+",
+                        help="only draw the figures of a saved --json result (no GPU needed); "
+                             "several memory-cap results are merged into one table and figure "
+                             "(and one JSON with --json)")
     parser.add_argument("--models", type=_model_list, default=None,
                         help=f"model mode: comma list of {', '.join(MODELS)}; one training "
                              "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
@@ -258,6 +260,29 @@ def _no_gpu():
     print(message)
     return EXIT_NO_GPU if ok else 1
 
+def _plot(args):
+    from tf_ucudnn.bench import figures
+
+    saved = []
+    for path in args.plot:
+        with open(path) as f:
+            saved.append(json.load(f))
+    if len(saved) > 1:
+        try:
+            merged = memory_cap.merge_reports(saved)
+        except ValueError as e:
+            print(f"tf_ucudnn.bench: error: --plot: {e}", file=sys.stderr)
+            return 1
+        memory_cap.print_table(merged["summary"])
+        if args.json:
+            harness.write_json(args.json, merged)
+        saved = [merged]
+    prefix = args.png or os.path.splitext(args.json or args.plot[0])[0]
+    for path in figures.draw(saved[0], prefix):
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None):
     """Runs the benchmark (or, with the hidden --worker flag, one worker).
 
@@ -272,13 +297,7 @@ def main(argv=None):
     if args.worker:
         return layer_bench.run_worker(args.worker, args.worker_out)
     if args.plot:
-        from tf_ucudnn.bench import figures
-
-        with open(args.plot) as f:
-            saved = json.load(f)
-        for path in figures.draw(saved, args.png or os.path.splitext(args.plot)[0]):
-            print(f"wrote {path}")
-        return 0
+        return _plot(args)
 
     import tensorflow as tf
 

@@ -573,6 +573,42 @@ def report(sweeps, *, environment, args, complete=True):
                 summary=summarize(sweeps))
 
 
+def merge_reports(reports):
+    """One report of several memory-cap reports, e.g. the modes of one model
+    run in separate processes or on separate GPUs of one machine.
+
+    Args:
+      reports: :func:`report` dicts (``kind`` :data:`KIND`).
+
+    Returns:
+      A :func:`report` whose ``sweeps`` are all of theirs in order, whose
+      ``summary`` is recomputed over them (so ratios to stock span the
+      reports), ``environment`` is the first's with the GPUs of all, and
+      ``args`` is ``{"merged": [each report's args]}``; ``complete`` only if
+      every report was.
+
+    Raises:
+      ValueError: a report is not a memory-cap report, or two hold the same
+        sweep (model, cap, mode and limit).
+    """
+    sweeps, seen, gpus = [], set(), []
+    for i, r in enumerate(reports):
+        if r.get("kind") != KIND:
+            raise ValueError(f"report {i} is not a memory-cap report (kind {r.get('kind')!r}, "
+                             f"expected {KIND!r})")
+        for sweep in r["sweeps"]:
+            key = (sweep["model"], sweep["cap"], sweep["mode"], sweep["limit"])
+            if key in seen:
+                raise ValueError(f"report {i} repeats the sweep {key}; merge each sweep once")
+            seen.add(key)
+            sweeps.append(sweep)
+        gpus += [g for g in r.get("environment", {}).get("gpus", []) if g not in gpus]
+    environment = dict(reports[0].get("environment", {}), gpus=gpus) if reports else {}
+    return report(sweeps, environment=environment,
+                  args=dict(merged=[r.get("args") for r in reports]),
+                  complete=all(r.get("complete", True) for r in reports))
+
+
 def _run_line(sweep, r):
     where = "" if r.get("gpu") is None else f"[GPU {r['gpu']}] "
     what = (f"{where}{sweep['model']} at {format_bytes(sweep['cap'])}, "
