@@ -160,13 +160,21 @@ def draw_memory_cap(report, prefix):
         if label not in settings:
             settings.append(label)
     colour = {label: plt.get_cmap("tab10")(i % 10) for i, label in enumerate(settings)}
-    rows, columns = max(1, len(models)), max(1, len(caps))
-    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
+    # A row per model and a column per cap; at one cap, the models two a row.
+    if len(caps) > 1:
+        rows, columns = max(1, len(models)), len(caps)
+        place = {(m, c): (i, j) for i, m in enumerate(models) for j, c in enumerate(caps)}
+    else:
+        columns = min(2, max(1, len(models)))
+        rows = max(1, -(-len(models) // columns))
+        place = {(m, c): divmod(i, columns) for i, m in enumerate(models) for c in caps}
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows + 0.5),
+                             squeeze=False)
     for ax in axes.flat:
         ax.set_visible(False)
     for sweep in report["sweeps"]:
         model, cap = sweep["model"], sweep["cap"]
-        ax = axes[models.index(model)][caps.index(cap)]
+        ax = axes[place[model, cap][0]][place[model, cap][1]]
         if not ax.get_visible():
             ax.set_visible(True)
             ax.set_xscale("log", base=2)
@@ -184,7 +192,7 @@ def draw_memory_cap(report, prefix):
                                    report.get("environment", {}).get("gpus") or [])) or "?"
     fig.suptitle(f"Training throughput under a GPU memory cap, {gpus}\n"
                  "x: out of memory; triangle: another failure or a timeout", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / (3.6 * rows + 0.5)))
     path = f"{prefix}_memory_cap.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)
