@@ -71,8 +71,7 @@ case "$1" in
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
             --bisect-steps 1 --worker-timeout 240)
-    runs=${MEMCAP_RUNS:-"stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock"}
-    IFS=';' read -ra runs <<< "$runs"
+    IFS=';' read -ra runs <<< "${MEMCAP_RUNS:-stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock}"
     for run in "${runs[@]}"; do
       set -- $run; left=$((budget - (SECONDS - t0)))
       [ "$left" -gt 60 ] || { echo "memory_cap $model: no time left for $run" >&2; break; }

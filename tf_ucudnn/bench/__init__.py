@@ -23,7 +23,8 @@ and the GPU, driver, cuDNN and TF versions; ``--png PREFIX`` (default: the
 JSON path without ``.json``) draws ``PREFIX_speedup.png`` (speedup per layer
 and limit) and ``PREFIX_plans.png`` (the chosen micro-batches and algorithms
 per layer) with matplotlib; ``--plot JSON`` redraws them from a saved JSON on
-any machine (``--plot A.json B.json``: memory-cap results merged into one). ``--models alexnet,resnet18,vgg16`` runs the model mode instead
+any machine (``--plot A.json B.json``: memory-cap results merged into one).
+``--models alexnet,resnet18,vgg16`` runs the model mode instead
 (:mod:`tf_ucudnn.bench.models`); ``--models unet,edsr --memory-cap 8GiB``
 finds the largest mini-batch that trains under a GPU memory cap and its
 throughput, per setting (:mod:`tf_ucudnn.bench.memory_cap`); ``--overhead``

@@ -260,6 +260,7 @@ def _no_gpu():
     print(message)
     return EXIT_NO_GPU if ok else 1
 
+
 def _plot(args):
     from tf_ucudnn.bench import figures
 
@@ -267,18 +268,18 @@ def _plot(args):
     for path in args.plot:
         with open(path) as f:
             saved.append(json.load(f))
+    report, source = saved[0], args.plot[0]
     if len(saved) > 1:
         try:
-            merged = memory_cap.merge_reports(saved)
+            report = memory_cap.merge_reports(saved)
         except ValueError as e:
             print(f"tf_ucudnn.bench: error: --plot: {e}", file=sys.stderr)
             return 1
-        memory_cap.print_table(merged["summary"])
+        memory_cap.print_table(report["summary"])
         if args.json:
-            harness.write_json(args.json, merged)
-        saved = [merged]
-    prefix = args.png or os.path.splitext(args.json or args.plot[0])[0]
-    for path in figures.draw(saved[0], prefix):
+            harness.write_json(args.json, report)
+            source = args.json
+    for path in figures.draw(report, args.png or os.path.splitext(source)[0]):
         print(f"wrote {path}")
     return 0
 

@@ -168,13 +168,14 @@ def draw_memory_cap(report, prefix):
         columns = min(2, max(1, len(models)))
         rows = max(1, -(-len(models) // columns))
         place = {(m, c): divmod(i, columns) for i, m in enumerate(models) for c in caps}
-    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows + 0.5),
-                             squeeze=False)
+    height = 3.6 * rows + 0.5  # inches; the top 0.4 for the title
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, height), squeeze=False)
     for ax in axes.flat:
         ax.set_visible(False)
     for sweep in report["sweeps"]:
         model, cap = sweep["model"], sweep["cap"]
-        ax = axes[place[model, cap][0]][place[model, cap][1]]
+        row, column = place[model, cap]
+        ax = axes[row][column]
         if not ax.get_visible():
             ax.set_visible(True)
             ax.set_xscale("log", base=2)
@@ -192,7 +193,7 @@ def draw_memory_cap(report, prefix):
                                    report.get("environment", {}).get("gpus") or [])) or "?"
     fig.suptitle(f"Training throughput under a GPU memory cap, {gpus}\n"
                  "x: out of memory; triangle: another failure or a timeout", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / (3.6 * rows + 0.5)))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / height))
     path = f"{prefix}_memory_cap.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)
