@@ -25,10 +25,13 @@ GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
 
 def record(i):
-    key = [0, 32 + i] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0, 0, 1, database._double_bits(2.0)]
+    # pass, 19 convolution fields (no batch size; in_channels tells records
+    # apart), TF32, determinism, limit, candidate set all, search default,
+    # layouts native, prune factor 2.
+    key = [0, 32 + i] + [1] * 18 + [1, 0, 64 << 20, 0, 0, 1, database._double_bits(2.0)]
     # A legacy algorithm and a transposed graph-API engine (id 34, knobs k2=1, k3=0).
-    return dict(key=key, table=[[32 + i, 0, 0.5, 0], [16, 1, 0.2, 1024]],
-                algos=[[1, 2, 1], [0, 0, 1, 34, 1, 2, 1, 3, 0]], shape=f"N={32 + i}",
+    return dict(key=key, table=[[32, 0, 0.5, 0], [16, 1, 0.2, 1024]],
+                algos=[[1, 2, 1], [0, 0, 1, 34, 1, 2, 1, 3, 0]], shape=f"C={32 + i}",
                 **{"pass": "forward"})
 
 
@@ -102,6 +105,79 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertEqual([r["key"] for r in got], [record(0)["key"]])
         self.assertEqual(got[0]["algos"], record(0)["algos"])
 
+    def test_a_schema_4_database_keyed_by_batch_size_is_emptied_once_then_used(self):
+        # Schema 4 stored a table per kernel with its N (30-int keys); schema 5
+        # stores one per convolution. Its rows are not read, and the first
+        # write drops them with one warning.
+        os.makedirs(os.path.dirname(self.path))
+        db = sqlite3.connect(self.path)
+        db.execute(f"PRAGMA application_id = {database.APPLICATION_ID}")
+        db.execute("PRAGMA user_version = 4")
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+        db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
+                   "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
+        old_key = [0, 64] + [1] * 28
+        db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, 'N=64 C=1', 'forward', 0)",
+                   (GPU, CUDNN, TF, json.dumps(old_key),
+                    json.dumps(dict(table=[[64, 0, 0.5, 0]], algos=[[1, 2, 1]]))))
+        db.commit()
+        db.close()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours = database.BenchmarkDatabase(self.path)
+            self.assertEmpty(ours.get(GPU, CUDNN, TF))
+            self.assertEmpty(caught)  # reading changes nothing and says nothing
+            ours.put(GPU, CUDNN, TF, [record(0)])
+            ours.put(GPU, CUDNN, TF, [record(1)])
+            got = database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
+        self.assertOneWarning(caught, "schema version 4 is older than 5")
+        self.assertCountEqual([r["key"] for r in got], [record(0)["key"], record(1)["key"]])
+        db = sqlite3.connect(self.path)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone(), (5,))
+        db.close()
+
+    def test_a_table_grows_by_the_sizes_another_process_measured(self):
+        # Two processes planning one convolution at other N: the stored table
+        # keeps the sizes of both; a size both measured keeps the first rows,
+        # and the second's candidates are renumbered into the first's list.
+        db = database.BenchmarkDatabase(self.path)
+        first = record(0)  # sizes 32 (algo [1, 2, 1]) and 16 (the graph engine)
+        second = dict(record(0), table=[[16, 0, 9.0, 0], [8, 0, 0.1, 0], [100, 1, 2.0, 64]],
+                      algos=[[0, 0, 1, 34, 1, 2, 1, 3, 0], [7, 1, 1]])
+        db.put(GPU, CUDNN, TF, [first])
+        db.put(GPU, CUDNN, TF, [second])
+        got, = db.get(GPU, CUDNN, TF)
+        self.assertEqual(got["algos"], first["algos"] + [[7, 1, 1]])
+        self.assertCountEqual(got["table"], [[32, 0, 0.5, 0], [16, 1, 0.2, 1024],
+                                             [8, 1, 0.1, 0], [100, 2, 2.0, 64]])
+        self.assertIsNone(database.check_record(got))
+
+    def test_a_process_saves_only_tables_with_sizes_the_database_lacks(self):
+        from tf_ucudnn import _engine
+
+        stored = database.engine_record(record(0))
+        entry = dict(stored, shape="C=32 ...")
+        grown = dict(entry, table=entry["table"] + [dict(size=64, algo=0, time_ms=1.0,
+                                                         workspace_bytes=0)])
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
+        link = database._EngineLink()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("UCUDNN_DATABASE", self.path)
+            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
+            mp.setattr(database, "seed_engine", lambda r: True)
+            link.load()
+            atexit.unregister(link.save)
+            puts = []
+            mp.setattr(link.db, "put", lambda *args: puts.append(args[3]))
+            mp.setattr(_engine, "tables", lambda: [entry])
+            link.save()  # the sizes it loaded: nothing to write
+            mp.setattr(_engine, "tables", lambda: [grown])
+            link.save()
+            link.save()  # written once
+        self.assertEqual([len(p) for p in puts], [0, 1, 0])
+        self.assertEqual(sorted(row[0] for row in puts[1][0]["table"]), [16, 32, 64])
+
     def test_newer_schema_version_warns_once_and_is_left_alone(self):
         os.makedirs(os.path.dirname(self.path))
         db = sqlite3.connect(self.path)
@@ -160,7 +236,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
 
     def test_command_line_show_and_clear(self):
         wide = record(1)
-        wide["key"] = wide["key"][:27] + [2, 0, database._double_bits(3.0)]  # wide, both, 3
+        wide["key"] = wide["key"][:24] + [2, 0, database._double_bits(3.0)]  # wide, both, 3
         database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1), wide])
         run = lambda *args: subprocess.run(  # noqa: E731
             [sys.executable, "-m", "tf_ucudnn", "cache", *args, "--database", self.path],
@@ -169,15 +245,16 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         shown = run("show")
         self.assertEqual(shown.returncode, 0, shown.stderr[-2000:])
-        self.assertIn("3 kernels", shown.stdout)
+        self.assertIn("3 tables (one per convolution, any N)", shown.stdout)
         self.assertIn(GPU, shown.stdout)
-        # The settings column tells kernels of one convolution apart.
+        # The settings column tells tables of one convolution apart; the last
+        # column lists the micro-batch sizes each holds.
         words = " ".join(shown.stdout.split())
-        self.assertEqual(words.count("64 MiB, powerOfTwo, all, search default, layouts native, "
-                                     "prune 2"), 2, shown.stdout)
-        self.assertIn("64 MiB, powerOfTwo, all, search wide, layouts both, prune 3", words)
+        self.assertEqual(words.count("64 MiB, all, search default, layouts native, prune 2 16, "
+                                     "32"), 2, shown.stdout)
+        self.assertIn("64 MiB, all, search wide, layouts both, prune 3 16, 32", words)
         cleared = run("clear")
-        self.assertIn("removed 3 kernels", cleared.stdout)
+        self.assertIn("removed 3 tables", cleared.stdout)
         self.assertEmpty(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
 
 
@@ -199,22 +276,39 @@ _KERNEL = dict(
     shape="N=32 C=3 ...", **{"pass": "backward-filter"})
 
 
-class StoredRecordTest(tf.test.TestCase):
-    """The engine names every field; the database stores schema 4's positions."""
+def _any_batch(key):
+    """A kernel's key as its table is stored: for any N, policy and forced size."""
+    return dict(key, conv=dict(key["conv"], batch=0), policy="powerOfTwo", forced_micro_batch=0)
 
-    def test_stored_record_keeps_schema_4_positions_and_enum_numbers(self):
+
+class StoredRecordTest(tf.test.TestCase):
+    """The engine names every field; the database stores schema 5's positions."""
+
+    def test_stored_record_keeps_schema_5_positions_and_enum_numbers(self):
         stored = database.stored_record(_KERNEL)
-        # 2.5 as the int64 of its IEEE-754 bits: 0x4004000000000000.
-        self.assertEqual(stored["key"], [2, 32, 3, 28, 27, 8, 5, 3, 1, 2, 1, 1, 2, 0, 1, 2, 2, 12,
-                                         23, 1, 2, 0, 1, 64 << 20, 2, 4, 2, 2, 0,
+        # No batch size, policy or forced size; 2.5 as the int64 of its
+        # IEEE-754 bits: 0x4004000000000000.
+        self.assertEqual(stored["key"], [2, 3, 28, 27, 8, 5, 3, 1, 2, 1, 1, 2, 0, 1, 2, 2, 12,
+                                         23, 1, 2, 0, 1, 64 << 20, 2, 2, 0,
                                          0x4004000000000000])
         self.assertEqual(stored["algos"], [[1, 2, 1], [0, 0, 0, 34, 1, 2, 1, 3, 0]])
         self.assertEqual(stored["table"], [[32, 0, 0.5, 0], [16, 1, 0.25, 1024]])
+        self.assertEqual(stored["shape"], "C=3 ...")  # the kernel's "N=32 C=3 ...": any N
         self.assertIsNone(database.check_record(stored))
+
+    def test_kernels_of_other_batch_sizes_and_policies_share_one_key(self):
+        keys = set()
+        for batch, policy, forced in ((32, "all", 4), (100, "powerOfTwo", 0),
+                                      (1, "undivided", 0)):
+            kernel = dict(_KERNEL, key=dict(_KERNEL["key"], conv=dict(_CONV, batch=batch),
+                                            policy=policy, forced_micro_batch=forced))
+            keys.add(tuple(database.stored_record(kernel)["key"]))
+        self.assertLen(keys, 1)
 
     def test_a_stored_record_names_back_what_the_engine_wrote(self):
         named = database.engine_record(database.stored_record(_KERNEL))
-        self.assertEqual(named, {k: _KERNEL[k] for k in ("key", "algos", "table")})
+        self.assertEqual(named, dict(key=_any_batch(_KERNEL["key"]), algos=_KERNEL["algos"],
+                                     table=_KERNEL["table"]))
 
     def test_a_forward_with_a_bias_is_a_stored_pass_of_its_own(self):
         # Pass 3: keys written before the bias epilogue keep their meaning.
@@ -223,7 +317,7 @@ class StoredRecordTest(tf.test.TestCase):
         stored = database.stored_record(biased)
         self.assertEqual(stored["key"][0], 3)
         self.assertIsNone(database.check_record(stored))
-        self.assertEqual(database.engine_record(stored)["key"], biased["key"])
+        self.assertEqual(database.engine_record(stored)["key"], _any_batch(biased["key"]))
         plain = dict(_KERNEL, key=dict(_KERNEL["key"], **{"pass": "forward"}))
         self.assertEqual(database.stored_record(plain)["key"][0], 0)
         self.assertFalse(database.engine_record(database.stored_record(plain))["key"]["conv"]["bias"])
@@ -247,9 +341,9 @@ class StoredRecordTest(tf.test.TestCase):
         self.assertLen(keys, 6)
 
     def test_an_enum_number_out_of_range_is_refused(self):
-        for position, what, count in ((0, "pass", 4), (19, "layout", 2), (20, "dtype", 3),
-                                      (24, "policy", 3), (26, "engines", 4),
-                                      (27, "graph search", 3), (28, "graph layouts", 3)):
+        for position, what, count in ((0, "pass", 4), (18, "layout", 2), (19, "dtype", 3),
+                                      (23, "engines", 4), (24, "graph search", 3),
+                                      (25, "graph layouts", 3)):
             stored = database.stored_record(_KERNEL)
             stored["key"][position] = count
             with self.subTest(what), self.assertRaisesRegex(ValueError, what):
@@ -457,11 +551,11 @@ class DatabaseSafetyTest(tf.test.TestCase):
         good = [record(0), record(1)]
         bad = [dict(record(2), table=[[1]]),                              # a row of one value
                dict(record(3), table=[[32, 5, 0.5, 0]]),                  # algo index 5 of 2
-               dict(record(4), key=["x"] * 30),                           # not ints
+               dict(record(4), key=["x"] * 27),                           # not ints
                dict(record(5), algos=[[1, 2]]),                           # an algo of 2 values
                dict(record(6), table="rows"),                             # not a list
                dict(record(7), table=[[32, 0, -1.0, 0]]),                 # negative time
-               dict(record(8), key=[0, 1 << 64] + [1] * 28)]              # beyond int64
+               dict(record(8), key=[0, 1 << 64] + [1] * 25)]              # beyond int64
         messages, seeded = self.load_with(good + bad)
         self.assertLen(messages, 1, messages)
         self.assertIn("skipped 7 malformed record(s)", messages[0])
@@ -495,9 +589,9 @@ class DatabaseSafetyTest(tf.test.TestCase):
         self.assertEmpty(os.listdir(self.dir))
         open(self.path, "w").close()  # an empty file is a database with nothing in it
         done = _run_cli("show", "--database", self.path)
-        self.assertIn("0 kernels", done.stdout)
+        self.assertIn("0 tables", done.stdout)
         done = _run_cli("clear", "--database", self.path)
-        self.assertIn("removed 0 kernels", done.stdout)
+        self.assertIn("removed 0 tables", done.stdout)
         self.assertEqual(os.path.getsize(self.path), 0)
 
 

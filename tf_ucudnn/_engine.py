@@ -69,6 +69,7 @@ def _declare(lib):
         "ucudnn_clear_plan_records": ([], None),
         "ucudnn_cudnn_version": ([], doc),
         "ucudnn_kernels": ([], doc),
+        "ucudnn_tables": ([], doc),
         "ucudnn_seed_kernel": ([text], doc),
         "ucudnn_set_kernel_limit": ([i64, i64], doc),
         "ucudnn_time_overhead": ([i64, i32], doc),
@@ -207,8 +208,9 @@ def kernels():
       ``forced_micro_batch``, ``engines``, ``graph``: ``search``, ``layouts``,
       ``prune_factor``, the ``UCUDNN_GRAPH_*`` knobs it was searched with),
       ``total_workspace`` (bytes of its
-      Workspace Division group, 0 for none), ``seeded`` (its table came from
-      the benchmark database), ``algos`` (candidates: ``algo``, ``math_type``,
+      Workspace Division group, 0 for none), ``seeded`` (it planned from the
+      stored table of its convolution: the database's, or one a kernel of
+      another N measured), ``algos`` (candidates: ``algo``, ``math_type``,
       ``deterministic`` and, for a graph-API engine, ``engine``: ``id``,
       ``transposed``, ``knobs`` as ``[knob, value]`` pairs), ``table``
       (``{"size", "algo" (index into algos), "time_ms", "workspace_bytes"}``
@@ -220,12 +222,28 @@ def kernels():
     return _call(_lib.ucudnn_kernels)
 
 
+def tables():
+    """The stored benchmark tables of this process: one per convolution and
+    settings, whatever N (the sizes every kernel of it measured or took from
+    the database). Kernels of a new N plan from them and benchmark only the
+    sizes they lack.
+
+    Returns:
+      A list of dicts: ``shape`` (the convolution as text, without N),
+      ``key`` (as in :func:`kernels`, with ``conv["batch"]`` 0; its
+      ``policy`` and ``forced_micro_batch`` do not matter), ``algos`` and
+      ``table`` (as in :func:`kernels`). Empty without cuDNN.
+    """
+    return _call(_lib.ucudnn_tables)
+
+
 def seed_kernel(record):
-    """Hands one kernel's benchmark table to the engine: kernels created later
-    with ``record["key"]``, on any GPU, plan from it without benchmarking.
+    """Hands the benchmark table of one convolution to the engine: kernels
+    created later with ``record["key"]`` (whatever their N, batch-size policy
+    or GPU) plan from its sizes and benchmark only the sizes it lacks.
 
     Args:
-      record: ``{"key", "algos", "table"}`` as :func:`kernels` names them.
+      record: ``{"key", "algos", "table"}`` as :func:`tables` names them.
 
     Raises:
       EngineError: a malformed record, or a library without cuDNN.

@@ -2,12 +2,14 @@
 
 Planning a kernel benchmarks every allowed micro-batch size (seconds for a
 model). The results are stored per GPU model, cuDNN version and TensorFlow
-version, keyed by everything that defines the kernel (pass, convolution with
-its batch size, layout, dtype, TF32, determinism, workspace limit, batch-size
-policy, forced micro-batch size, candidate set and how graph-API engines are
-searched: ``UCUDNN_GRAPH_SEARCH``, ``UCUDNN_GRAPH_LAYOUTS``,
-``UCUDNN_GRAPH_PRUNE_FACTOR``), so that a later process planning the same
-kernel benchmarks nothing (μ-cuDNN's ``UCUDNN_DATABASE``).
+version as one table per convolution, whatever its mini-batch size N: keyed by
+the pass, the convolution without N, layout, dtype, TF32, determinism,
+workspace limit, candidate set and how graph-API engines are searched
+(``UCUDNN_GRAPH_SEARCH``, ``UCUDNN_GRAPH_LAYOUTS``,
+``UCUDNN_GRAPH_PRUNE_FACTOR``), with the micro-batch sizes measured so far. A
+later process planning that convolution at any N and batch-size policy
+benchmarks only the sizes the table lacks, and adds them to it (μ-cuDNN's
+``UCUDNN_DATABASE``).
 
 ``UCUDNN_DATABASE``: the SQLite file; unset means
 ``~/.cache/tf_ucudnn/benchmarks.sqlite3``; ``""`` or ``off`` turns the database
@@ -49,27 +51,32 @@ from tf_ucudnn.units import format_workspace_limit
 # 4: the graph-API search knobs (UCUDNN_GRAPH_*) in the key: before, a kernel
 #    searched with UCUDNN_GRAPH_SEARCH=wide was seeded from a default search's
 #    table, and wide changed nothing until the database was cleared.
-SCHEMA_VERSION = 4
+# 5: one table per convolution whatever N: the key has no batch size, batch-
+#    size policy or forced micro-batch size, and a table grows by the sizes
+#    kernels of other N measure.
+SCHEMA_VERSION = 5
 # PRAGMA application_id of a tf_ucudnn database: "tfuc" as a big-endian int32.
 APPLICATION_ID = int.from_bytes(b"tfuc", "big")
 DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".cache", "tf_ucudnn", "benchmarks.sqlite3")
 _TIMEOUT_S = 5.0
 
-# How a record is stored (schema 4). The engine names every field
-# (tf_ucudnn._engine.kernels); the database keeps them in this order, enums
+# How a record is stored (schema 5). The engine names every field
+# (tf_ucudnn._engine.tables); the database keeps them in this order, enums
 # by these numbers, so that files written before names crossed stay valid.
-# key: pass, the convolution's fields, then the kernel's settings.
-_CONV_FIELDS = ("batch", "in_channels", "in_height", "in_width", "out_channels",
+# key: pass, the convolution's fields (no batch size), then the settings:
+# TF32, determinism, workspace limit, candidate set, graph search, graph
+# layouts, prune factor (the bits of its double).
+_CONV_FIELDS = ("in_channels", "in_height", "in_width", "out_channels",
                 "filter_height", "filter_width", "groups", "stride_h", "stride_w",
                 "dilation_h", "dilation_w", "pad_top", "pad_bottom", "pad_left", "pad_right",
                 "out_height", "out_width", "layout", "dtype")
-_KEY_FIELDS = 1 + len(_CONV_FIELDS) + 6 + 3  # 30
+_SETTINGS = 1 + len(_CONV_FIELDS)  # where the settings start
+_KEY_FIELDS = _SETTINGS + 4 + 3  # 27
 # The stored pass: the forward pass with its bias epilogue (conv["bias"]) is
 # a pass of its own here, so that keys written before it keep their meaning.
 _PASSES = ("forward", "backward-data", "backward-filter", "forward+bias")
 _LAYOUTS = ("NHWC", "NCHW")
 _DTYPES = ("float32", "float16", "bfloat16")
-_POLICIES = ("undivided", "powerOfTwo", "all")
 _ENGINE_SETS = ("all", "legacy", "graph", "auto")  # EngineSet's numbering (knobs.h)
 _GRAPH_SEARCHES = ("default", "exhaustive", "wide")  # GraphSearch's numbering (knobs.h)
 _GRAPH_LAYOUTS = ("both", "native", "transposed")  # GraphLayouts' numbering (knobs.h)
@@ -288,17 +295,34 @@ class BenchmarkDatabase:
         return db
 
     def put(self, gpu, cudnn, tf_version, records):
-        """Stores records ``{"key": [30 ints], "table": ..., "algos": ..., "shape", "pass"}``."""
+        """Stores records ``{"key": [27 ints], "table": ..., "algos": ..., "shape", "pass"}``
+        (:func:`stored_record`). A record whose key is stored already adds the
+        sizes that the stored table lacks (:func:`merge_records`), so that two
+        processes measuring different sizes of one convolution keep both."""
         if self.disabled or not records:
             return
         try:
             db = self._write(create=True)
             try:
-                db.executemany(
-                    "INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(gpu, cudnn, tf_version, json.dumps(r["key"]),
-                      json.dumps(dict(table=r["table"], algos=r["algos"])), r.get("shape", ""),
-                      r.get("pass", ""), time.time()) for r in records])
+                rows = []
+                for r in records:
+                    key = json.dumps(r["key"])
+                    old = db.execute("SELECT tables FROM kernels WHERE gpu = ? AND cudnn = ? "
+                                     "AND tf = ? AND key = ?",
+                                     (gpu, cudnn, tf_version, key)).fetchone()
+                    if old is not None:
+                        try:
+                            data = json.loads(old[0])
+                            stored = dict(key=r["key"], table=data["table"], algos=data["algos"])
+                            if check_record(stored) is None:
+                                r = dict(r, **merge_records(stored, r))
+                        except (ValueError, KeyError, TypeError):
+                            pass  # a malformed row is replaced
+                    rows.append((gpu, cudnn, tf_version, key,
+                                 json.dumps(dict(table=r["table"], algos=r["algos"])),
+                                 r.get("shape", ""), r.get("pass", ""), time.time()))
+                db.executemany("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               rows)
                 db.execute("COMMIT")
             finally:
                 if db.in_transaction:
@@ -343,10 +367,11 @@ class BenchmarkDatabase:
         return records
 
     def summary(self):
-        """Rows ``(gpu, cudnn, tf, pass, shape, settings, entries)``, one per
-        stored kernel: ``settings`` as :func:`_settings` words them,
-        ``entries`` the benchmark table's rows (None for a record that cannot
-        be decoded); None when there is no database file.
+        """Rows ``(gpu, cudnn, tf, pass, shape, settings, sizes)``, one per
+        stored table (a convolution without its N): ``settings`` as
+        :func:`_settings` words them, ``sizes`` the micro-batch sizes the
+        table holds, ascending (None for a record that cannot be decoded);
+        None when there is no database file.
 
         Raises:
           sqlite3.DatabaseError: not a database, another program's, or a newer schema.
@@ -361,11 +386,11 @@ class BenchmarkDatabase:
                               "ORDER BY gpu, created").fetchall()
         finally:
             db.close()
-        return [(g, c, t, p, s, _settings(key), _entries(tables))
+        return [(g, c, t, p, s, _settings(key), _sizes(tables))
                 for g, c, t, p, s, key, tables in rows]
 
     def clear(self):
-        """Deletes every stored kernel; returns how many there were, or None when
+        """Deletes every stored table; returns how many there were, or None when
         there is no database file (none is created).
 
         Raises:
@@ -393,24 +418,24 @@ def _has_kernels(db):
 
 def _settings(key):
     """What a stored key says beyond the convolution, for ``cache show``:
-    ``"64 MiB, powerOfTwo, auto, search default, layouts native, prune 2"``
-    (workspace limit, batch-size policy, candidate set, UCUDNN_GRAPH_SEARCH,
-    UCUDNN_GRAPH_LAYOUTS, UCUDNN_GRAPH_PRUNE_FACTOR), named by
-    :func:`engine_record`; ``"?"`` for a key that cannot be decoded."""
+    ``"64 MiB, auto, search default, layouts native, prune 2"`` (workspace
+    limit, candidate set, UCUDNN_GRAPH_SEARCH, UCUDNN_GRAPH_LAYOUTS,
+    UCUDNN_GRAPH_PRUNE_FACTOR), named by :func:`engine_record`; ``"?"`` for a
+    key that cannot be decoded."""
     try:
         named = engine_record(dict(key=json.loads(key), algos=[], table=[]))["key"]
     except (ValueError, KeyError, TypeError, IndexError, struct.error):
         return "?"
     graph = named["graph"]
-    return (f"{format_workspace_limit(named['workspace_limit'])}, {named['policy']}, {named['engines']}, "
+    return (f"{format_workspace_limit(named['workspace_limit'])}, {named['engines']}, "
             f"search {graph['search']}, layouts {graph['layouts']}, "
             f"prune {graph['prune_factor']:g}")
 
 
-def _entries(tables):
+def _sizes(tables):
     try:
-        return len(json.loads(tables)["table"])
-    except (ValueError, KeyError, TypeError):
+        return sorted({row[0] for row in json.loads(tables)["table"]})
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
 
 
@@ -425,7 +450,7 @@ def _is_int(value, low=_INT64[0], high=_INT64[1]):
 def check_record(record):
     """Why a stored record cannot seed the engine, or None if it can.
 
-    A record is ``{"key": [30 ints], "table": [[size, algo index, time_ms,
+    A record is ``{"key": [27 ints], "table": [[size, algo index, time_ms,
     workspace_bytes], ...], "algos": [[ints], ...]}``: sizes positive, algo
     indices into ``algos``, times finite and >= 0, workspaces in [0, 2**63 - 1],
     each algo 3 ints or 5 plus knob pairs.
@@ -455,7 +480,7 @@ class _EngineLink:
         self.db = None
         self.identity = None
         self.loaded = False
-        self.saved_keys = set()
+        self.saved_sizes = {}  # stored key (JSON) -> the sizes the database holds
 
     def load(self):
         """Seeds the engine with the database's tables for this GPU (once)."""
@@ -476,7 +501,7 @@ class _EngineLink:
             if problem is None and not seed_engine(record):
                 problem = "the engine refused it"
             if problem is None:
-                self.saved_keys.add(json.dumps(record["key"]))
+                self.saved_sizes[json.dumps(record["key"])] = {row[0] for row in record["table"]}
             else:
                 problems.append(problem)
         if problems:
@@ -487,53 +512,80 @@ class _EngineLink:
         atexit.register(self.save)
 
     def save(self):
-        """Stores the tables of every kernel benchmarked in this process."""
+        """Stores the tables of this process that hold sizes the database lacks."""
         if self.db is None or self.identity is None:
             return
         from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
 
         records = []
-        for kernel in _engine.kernels():
-            if kernel["seeded"]:
-                continue
-            record = stored_record(kernel)
-            if json.dumps(record["key"]) in self.saved_keys:
+        for entry in _engine.tables():
+            record = stored_record(entry)
+            key = json.dumps(record["key"])
+            sizes = {row[0] for row in record["table"]}
+            if sizes <= self.saved_sizes.get(key, set()):
                 continue
             records.append(record)
-            self.saved_keys.add(json.dumps(record["key"]))
+            self.saved_sizes[key] = self.saved_sizes.get(key, set()) | sizes
         self.db.put(*self.identity, records)
 
 
 _LINK = _EngineLink()
 
 
-def stored_record(kernel):
-    """A kernel of :func:`tf_ucudnn._engine.kernels` as the database stores it:
-    ``{"key": [30 ints], "table": [[size, algo index, time_ms,
-    workspace_bytes], ...], "algos": [[ints], ...], "shape", "pass"}`` (see
-    :func:`check_record`)."""
-    key, conv = kernel["key"], kernel["key"]["conv"]
+def stored_record(entry):
+    """A table of :func:`tf_ucudnn._engine.tables` (or a kernel of
+    :func:`tf_ucudnn._engine.kernels`: its N, policy and forced size are left
+    out) as the database stores it: ``{"key": [27 ints], "table": [[size,
+    algo index, time_ms, workspace_bytes], ...], "algos": [[ints], ...],
+    "shape" (the convolution without N), "pass"}`` (see :func:`check_record`)."""
+    key, conv = entry["key"], entry["key"]["conv"]
     fields = [conv[name] for name in _CONV_FIELDS[:-2]]
     fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
     stored_pass = "forward+bias" if conv.get("bias") else key["pass"]
     stored_key = [_PASSES.index(stored_pass), *fields, int(key["allow_tf32"]),
                   int(key["deterministic"]), key["workspace_limit"],
-                  _POLICIES.index(key["policy"]), key["forced_micro_batch"],
                   _ENGINE_SETS.index(key["engines"]),
                   _GRAPH_SEARCHES.index(key["graph"]["search"]),
                   _GRAPH_LAYOUTS.index(key["graph"]["layouts"]),
                   _double_bits(key["graph"]["prune_factor"])]
     algos = []
-    for a in kernel["algos"]:
+    for a in entry["algos"]:
         # (algo, math type, deterministic) [, engine id, transposed, knob, value, ...]
         stored = [a["algo"], a["math_type"], int(a["deterministic"])]
         if "engine" in a:
             stored += [a["engine"]["id"], int(a["engine"]["transposed"])]
             stored += [v for knob in a["engine"]["knobs"] for v in knob]
         algos.append(stored)
-    table = [[r["size"], r["algo"], r["time_ms"], r["workspace_bytes"]] for r in kernel["table"]]
-    return {"key": stored_key, "table": table, "algos": algos, "shape": kernel["shape"],
-            "pass": kernel["pass"]}
+    table = [[r["size"], r["algo"], r["time_ms"], r["workspace_bytes"]] for r in entry["table"]]
+    shape = entry["shape"]
+    if shape.startswith("N="):  # a kernel's shape: the table holds for any N
+        shape = shape.split(" ", 1)[1]
+    return {"key": stored_key, "table": table, "algos": algos, "shape": shape,
+            "pass": key["pass"]}
+
+
+def merge_records(stored, new):
+    """The table of one key from two records (checked by :func:`check_record`):
+    ``stored``'s rows, and ``new``'s rows of the sizes ``stored`` lacks, their
+    candidates found in ``stored["algos"]`` or appended to them.
+
+    Returns:
+      ``{"table", "algos"}`` in the stored form.
+    """
+    algos = [list(a) for a in stored["algos"]]
+    table = [list(row) for row in stored["table"]]
+    have = {row[0] for row in table}
+    index = {}
+    for size, algo, time_ms, workspace in new["table"]:
+        if size in have:
+            continue
+        if algo not in index:
+            candidate = list(new["algos"][algo])
+            if candidate not in algos:
+                algos.append(candidate)
+            index[algo] = algos.index(candidate)
+        table.append([size, index[algo], time_ms, workspace])
+    return {"table": table, "algos": algos}
 
 
 def _named(names, index, what):
@@ -551,19 +603,21 @@ def engine_record(record):
         candidate set, graph search, graph layouts).
     """
     key = record["key"]
-    conv = dict(zip(_CONV_FIELDS, key[1:21]))
+    conv = dict(batch=0, **dict(zip(_CONV_FIELDS, key[1:_SETTINGS])))
     conv["layout"] = _named(_LAYOUTS, conv["layout"], "layout")
     conv["dtype"] = _named(_DTYPES, conv["dtype"], "dtype")
     stored_pass = _named(_PASSES, key[0], "pass")
     conv["bias"] = stored_pass == "forward+bias"
+    tf32, deterministic, limit, engines, search, layouts, prune = key[_SETTINGS:]
+    # A table holds for any N, batch-size policy and forced size: the engine
+    # keys it without them (these values stand in).
     named_key = {"pass": "forward" if conv["bias"] else stored_pass, "conv": conv,
-                 "allow_tf32": key[21] != 0, "deterministic": key[22] != 0,
-                 "workspace_limit": key[23], "policy": _named(_POLICIES, key[24], "policy"),
-                 "forced_micro_batch": key[25],
-                 "engines": _named(_ENGINE_SETS, key[26], "engines"),
-                 "graph": {"search": _named(_GRAPH_SEARCHES, key[27], "graph search"),
-                           "layouts": _named(_GRAPH_LAYOUTS, key[28], "graph layouts"),
-                           "prune_factor": _bits_double(key[29])}}
+                 "allow_tf32": tf32 != 0, "deterministic": deterministic != 0,
+                 "workspace_limit": limit, "policy": "powerOfTwo", "forced_micro_batch": 0,
+                 "engines": _named(_ENGINE_SETS, engines, "engines"),
+                 "graph": {"search": _named(_GRAPH_SEARCHES, search, "graph search"),
+                           "layouts": _named(_GRAPH_LAYOUTS, layouts, "graph layouts"),
+                           "prune_factor": _bits_double(prune)}}
     algos = []
     for a in record["algos"]:
         algo = dict(algo=a[0], math_type=a[1], deterministic=a[2] != 0)
@@ -579,7 +633,7 @@ def engine_record(record):
 
 
 def seed_engine(record):
-    """Hands one stored kernel's benchmark table (checked by
+    """Hands one stored convolution's benchmark table (checked by
     :func:`check_record`) to the engine; returns whether the engine took it."""
     from tf_ucudnn import _engine
 
@@ -625,7 +679,7 @@ def main(argv=None):
         if args.command == "clear":
             count = db.clear()
             print(f"{path}: no benchmark database there" if count is None
-                  else f"{path}: removed {count} kernels")
+                  else f"{path}: removed {count} tables")
             return 0
         rows = db.summary()
     except NotOurDatabase as e:
@@ -637,12 +691,12 @@ def main(argv=None):
     if rows is None:
         print(f"{path}: no benchmark database there (nothing has been benchmarked into it)")
         return 0
-    print(f"{path}: {len(rows)} kernels")
+    print(f"{path}: {len(rows)} tables (one per convolution, any N)")
     if rows:
         from tf_ucudnn import table
         print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "settings",
-                            "measurements"),
+                            "micro-batch sizes"),
                            [(*r[:4], r[4].split(" "), r[5].split(" "),
-                             "malformed" if r[6] is None else r[6])
-                            for r in rows], align="llllllr", max_width=140))
+                             "malformed" if r[6] is None else ", ".join(map(str, r[6])).split(" "))
+                            for r in rows], align="lllllll", max_width=150))
     return 0

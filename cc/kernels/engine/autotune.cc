@@ -93,13 +93,6 @@ Status CudnnKernel::BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t wo
   return Status();
 }
 
-namespace {
-// The smallest micro-batch size benchmarked with graph-API engines when legacy
-// algorithms are candidates too (UCUDNN_ENGINES=all).
-constexpr int64_t kMinGraphMicroBatch = 8;
-
-}  // namespace
-
 Status CudnnKernel::TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64_t size,
                                 const void* bias, void* y, double* ms) {
   constexpr int kRuns = 3;

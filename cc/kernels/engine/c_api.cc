@@ -397,9 +397,41 @@ char* ucudnn_kernels() {
   return Dump(out);
 }
 
-// Seeds one kernel's benchmark results (from the benchmark database): kernels
-// created later with this key, on any GPU, plan from them instead of
-// benchmarking. Request: {"key", "algos", "table"} as ucudnn_kernels writes
+// Every stored benchmark table (one per convolution and settings, whatever
+// N: TableKey), as a JSON array of {"shape" (the convolution without N),
+// "key" (as ucudnn_kernels writes it, with conv.batch 0; policy and
+// forced_micro_batch hold for any), "algos", "table"}.
+char* ucudnn_tables() {
+  json out = json::array();
+#if GOOGLE_CUDA
+  try {
+    for (const ucudnn::ConvolutionTable& stored : ucudnn::AllTables()) {
+      json algos = json::array();
+      for (const ucudnn::CudnnAlgo& a : stored.algos) algos.push_back(AlgoJson(a));
+      json table = json::array();
+      for (const auto& [size, perfs] : stored.table) {
+        for (const ucudnn::AlgoPerf& perf : perfs) {
+          table.push_back({{"size", size}, {"algo", perf.algo}, {"time_ms", perf.time_ms},
+                           {"workspace_bytes", perf.workspace_bytes}});
+        }
+      }
+      std::string shape = stored.params.ToString();
+      if (shape.rfind("N=0 ", 0) == 0) shape = shape.substr(4);
+      out.push_back({{"shape", shape},
+                     {"key", KeyJson(stored.key, stored.params)},
+                     {"algos", std::move(algos)},
+                     {"table", std::move(table)}});
+    }
+  } catch (const std::exception& e) {
+    return Error(e.what());
+  }
+#endif
+  return Dump(out);
+}
+
+// Seeds the stored benchmark table of a convolution (from the benchmark
+// database): kernels created later with this key, whatever their N, policy
+// or GPU, plan from its sizes and benchmark only the ones it lacks. Request: {"key", "algos", "table"} as ucudnn_kernels writes
 // them. Answer: {} or {"error": ...} for a malformed request.
 char* ucudnn_seed_kernel(const char* request) {
 #if GOOGLE_CUDA

@@ -57,6 +57,32 @@ std::array<int64_t, 21> ConvParams::Fields() const {
           static_cast<int64_t>(dtype), bias ? 1 : 0};
 }
 
+ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
+  ConvParams p;
+  p.batch = f[0];
+  p.in_channels = f[1];
+  p.in_height = f[2];
+  p.in_width = f[3];
+  p.out_channels = f[4];
+  p.filter_height = f[5];
+  p.filter_width = f[6];
+  p.groups = f[7];
+  p.stride_h = f[8];
+  p.stride_w = f[9];
+  p.dilation_h = f[10];
+  p.dilation_w = f[11];
+  p.pad_top = f[12];
+  p.pad_bottom = f[13];
+  p.pad_left = f[14];
+  p.pad_right = f[15];
+  p.out_height = f[16];
+  p.out_width = f[17];
+  p.layout = static_cast<Layout>(f[18]);
+  p.dtype = static_cast<DType>(f[19]);
+  p.bias = f[20] != 0;
+  return p;
+}
+
 std::string ConvParams::ToString() const {
   std::ostringstream s;
   s << "N=" << batch << " C=" << in_channels << " H=" << in_height << " W=" << in_width

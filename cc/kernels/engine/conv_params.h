@@ -70,6 +70,8 @@ struct ConvParams {
 
   // Every field that defines the convolution, batch included, for cache keys.
   std::array<int64_t, 21> Fields() const;
+  // The convolution of Fields() (its inverse).
+  static ConvParams FromFields(const std::array<int64_t, 21>& f);
   // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32",
   // with " +bias" appended where bias is set.
   std::string ToString() const;

@@ -192,10 +192,17 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
       std::string note;
       const std::vector<int> bench_devices = kernel->benchmark_devices();
       if (kernel->seeded()) {
-        note = "benchmarks from the database";
+        // The stored table of this convolution (the database, or another N).
+        const int reused = kernel->reused_sizes(), fresh = kernel->benchmarked_sizes();
+        note = "stored benchmark table: " + std::to_string(reused) + " of " +
+               std::to_string(reused + fresh) + " sizes" +
+               (fresh > 0 ? ", " + std::to_string(fresh) + " benchmarked" : "");
       } else if (bench_devices.size() > 1) {
         note = "benchmarked on GPUs " + JoinInts(bench_devices);
       }
+      // Kernels of other N (and later processes, through the database) plan
+      // from the sizes measured here.
+      SeedKernelTable(key, kernel->table(), kernel->algos());
       if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
       LogPlan(r);
       RecordPlan(std::move(r));

@@ -9,6 +9,7 @@
 #include "cc/kernels/engine/cudnn_kernel.h"
 
 #include <algorithm>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -145,14 +146,27 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   const std::vector<int64_t> sizes =
       forced_micro_batch > 0 ? ForcedMicroBatchSizes(params_.batch, forced_micro_batch)
                              : MicroBatchSizes(policy, params_.batch);
-  if (seeded_) {
-    // Benchmark results of an earlier process (the benchmark database).
-    table_ = seed_table_;
-    algos_ = seed_algos_;
-  } else {
-    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, sizes, workspace_limit, t, scratch, peers,
-                                     small_sizes_where_limited && forced_micro_batch == 0));
+  // The sizes the stored table of this convolution lacks (all without one).
+  const bool small_rule = small_sizes_where_limited && forced_micro_batch == 0;
+  const std::vector<int64_t> to_benchmark =
+      seeded_ ? SizesToBenchmark(seed_table_, sizes, std::min(kMinGraphMicroBatch, params_.batch),
+                                 small_rule && engines_ == EngineSet::kAuto)
+              : sizes;
+  table_.clear();
+  algos_.clear();
+  if (!to_benchmark.empty()) {
+    UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, to_benchmark, workspace_limit, t, scratch,
+                                     peers, small_rule));
   }
+  std::set<int64_t> measured;
+  for (const auto& row : table_) measured.insert(row.first);
+  if (seeded_) MergeTables(&table_, &algos_, seed_table_, seed_algos_);
+  // Only the sizes this kernel's policy (or forced size) allows for its N.
+  table_ = forced_micro_batch > 0 ? RestrictTable(table_, sizes)
+                                  : RestrictTable(table_, policy, params_.batch);
+  benchmarked_sizes_ = 0;
+  for (const auto& row : table_) benchmarked_sizes_ += measured.count(row.first) ? 1 : 0;
+  reused_sizes_ = static_cast<int>(table_.size()) - benchmarked_sizes_;
   const ConvParams& p = params_;
   Plan plan = forced_micro_batch > 0 ? ForcedPlanWithin(forced_micro_batch, workspace_limit)
                                      : PlanWithin(workspace_limit);
@@ -192,6 +206,16 @@ std::vector<int> CudnnKernel::benchmark_devices() const {
 bool CudnnKernel::seeded() const {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   return seeded_;
+}
+
+int CudnnKernel::reused_sizes() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return reused_sizes_;
+}
+
+int CudnnKernel::benchmarked_sizes() const {
+  std::lock_guard<std::mutex> bench_lock(bench_mu_);
+  return benchmarked_sizes_;
 }
 
 Plan CudnnKernel::plan() const {

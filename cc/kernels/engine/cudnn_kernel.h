@@ -42,6 +42,10 @@
 
 namespace ucudnn {
 
+// The smallest micro-batch size benchmarked with graph-API engines when legacy
+// algorithms are candidates too (UCUDNN_ENGINES=all, auto).
+constexpr int64_t kMinGraphMicroBatch = 8;
+
 // A candidate: a legacy algorithm (cuDNN's algorithm enum value and math
 // type) or, when engine.id >= 0, a graph-API engine config.
 struct CudnnAlgo {
@@ -99,10 +103,15 @@ class CudnnKernel {
   // True once Replan has set a Workspace Division share.
   bool divided() const;
   int64_t planned_limit() const;
-  // Benchmark results from the benchmark database: planning uses them instead
-  // of benchmarking. Ignored once the kernel is planned.
+  // The stored benchmark table of this convolution (from the benchmark
+  // database, or a kernel of another N): planning uses its sizes and
+  // benchmarks only those it lacks (SizesToBenchmark). Ignored once planned.
   void Seed(PerfTable table, std::vector<CudnnAlgo> algos);
   bool seeded() const;
+  // Of the sizes the plan was made from: how many came from the seed, and
+  // how many were benchmarked (0 and 0 before planning).
+  int reused_sizes() const;
+  int benchmarked_sizes() const;
   // CUDA ordinals of the GPUs that benchmarked this kernel (empty if seeded).
   std::vector<int> benchmark_devices() const;
 
@@ -294,6 +303,8 @@ class CudnnKernel {
   mutable std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
   bool benchmarked_ = false;
   bool seeded_ = false;
+  int reused_sizes_ = 0;
+  int benchmarked_sizes_ = 0;
   std::vector<int> benchmark_devices_;
   PerfTable seed_table_;
   std::vector<CudnnAlgo> seed_algos_;

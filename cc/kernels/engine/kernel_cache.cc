@@ -13,6 +13,15 @@ bool KernelKey::operator<(const KernelKey& o) const {
                   o.policy, o.forced_micro_batch, o.total_workspace, o.engines, o.graph);
 }
 
+KernelKey TableKey(KernelKey key) {
+  key.conv[0] = 0;
+  key.policy = BatchSizePolicy::kPowerOfTwo;
+  key.forced_micro_batch = 0;
+  key.device = -1;
+  key.total_workspace = 0;
+  return key;
+}
+
 #if GOOGLE_CUDA
 
 namespace {
@@ -28,30 +37,28 @@ std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>>& KernelList() {
 
 namespace {
 
-struct SeedEntry {
-  PerfTable table;
-  std::vector<CudnnAlgo> algos;
-};
-
-std::map<KernelKey, SeedEntry>& Seeds() {
-  static auto* seeds = new std::map<KernelKey, SeedEntry>();
-  return *seeds;
+// The stored tables by TableKey, and their keys in the order first stored.
+std::map<KernelKey, ConvolutionTable>& Tables() {
+  static auto* tables = new std::map<KernelKey, ConvolutionTable>();
+  return *tables;
 }
-
-// Seeds are benchmark tables: the same for any device and for a kernel
-// benchmarked within a per-kernel limit or the same total budget (but a
-// Workspace Division kernel takes only a table of every size: TableCoversSizes).
-KernelKey AnyDevice(KernelKey key) {
-  key.device = -1;
-  key.total_workspace = 0;
-  return key;
+std::vector<KernelKey>& TableOrder() {
+  static auto* order = new std::vector<KernelKey>();
+  return *order;
 }
 
 }  // namespace
 
 void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos) {
+  const KernelKey table_key = TableKey(key);
   std::lock_guard<std::mutex> lock(KernelsMutex());
-  Seeds()[AnyDevice(key)] = {std::move(table), std::move(algos)};
+  auto [it, added] = Tables().try_emplace(table_key);
+  if (added) {
+    TableOrder().push_back(table_key);
+    it->second.key = table_key;
+    it->second.params = ConvParams::FromFields(table_key.conv);
+  }
+  MergeTables(&it->second.table, &it->second.algos, table, algos);
 }
 
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params) {
@@ -61,17 +68,21 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
   if (!slot) {
     slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic,
                                          key.engines, key.graph);
-    auto seed = Seeds().find(AnyDevice(key));
-    if (seed != Seeds().end() &&
-        (key.total_workspace == 0 || TableCoversSizes(seed->second.table, key.policy,
-                                                      params.batch, key.forced_micro_batch))) {
-      slot->Seed(seed->second.table, seed->second.algos);
+    auto stored = Tables().find(TableKey(key));
+    if (stored != Tables().end() && !stored->second.table.empty()) {
+      slot->Seed(stored->second.table, stored->second.algos);
     }
     KernelList().emplace_back(key, slot);
   }
   return slot;
 }
 
+std::vector<ConvolutionTable> AllTables() {
+  std::lock_guard<std::mutex> lock(KernelsMutex());
+  std::vector<ConvolutionTable> out;
+  for (const KernelKey& key : TableOrder()) out.push_back(Tables().at(key));
+  return out;
+}
 
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels() {
   std::lock_guard<std::mutex> lock(KernelsMutex());

@@ -45,13 +45,33 @@ struct KernelKey {
 
 #if GOOGLE_CUDA
 
+// What one benchmark table is kept under: the kernel's key without its N
+// (conv[0] = 0), batch-size policy, forced micro-batch size, device and
+// Workspace Division total. Kernels of any N, policy, GPU and group plan
+// from it (the sizes each allows: RestrictTable).
+KernelKey TableKey(KernelKey key);
+
 // The per-device cache of planned kernels, one per KernelKey; thread-safe.
+// A new kernel takes the stored table of its convolution (TableKey) as its
+// seed, if there is one: it benchmarks only the sizes that table lacks.
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
-// Benchmark results for kernels of this key on any device (device ignored),
-// e.g. from the benchmark database; used by kernels created afterwards.
+// Adds the sizes of a benchmark table (from the benchmark database, or a
+// kernel just benchmarked) that the stored table of its convolution lacks;
+// kernels created afterwards, on any device, plan from the result.
 void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos);
 // Every kernel created so far, with its key, in creation order.
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
+
+// One stored table: its key (TableKey), the convolution (N = 0), the
+// candidates and the rows, as the benchmark database keeps them.
+struct ConvolutionTable {
+  KernelKey key;
+  ConvParams params;
+  PerfTable table;
+  std::vector<CudnnAlgo> algos;
+};
+// Every stored table, in the order their convolutions were first stored.
+std::vector<ConvolutionTable> AllTables();
 
 #endif  // GOOGLE_CUDA
 

@@ -570,4 +570,17 @@ std::vector<Plan> ParetoFrontWithAccumulator(const PerfTable& table, int64_t bat
   return kept;
 }
 
+std::vector<int64_t> SizesToBenchmark(const PerfTable& stored, const std::vector<int64_t>& sizes,
+                                      int64_t first_graph_size, bool small_sizes_where_limited) {
+  std::vector<int64_t> missing;
+  bool large_missing = false;
+  for (int64_t size : sizes) {
+    if (stored.count(size)) continue;
+    missing.push_back(size);
+    if (size >= first_graph_size) large_missing = true;
+  }
+  if (small_sizes_where_limited && !large_missing) return {};
+  return missing;
+}
+
 }  // namespace ucudnn

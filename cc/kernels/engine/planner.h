@@ -147,6 +147,48 @@ PerfTable RestrictTable(const PerfTable& table, const std::vector<int64_t>& size
 // Keeps only the sizes the policy allows for batch_size (AllowedMicroBatchSize).
 PerfTable RestrictTable(const PerfTable& table, BatchSizePolicy policy, int64_t batch_size);
 
+// One benchmark table per convolution, whatever N: the time of a micro-batch
+// of b samples does not depend on the mini-batch it was cut from, so a kernel
+// of a new N plans from the sizes already measured and benchmarks only the
+// ones missing (Workspace Reuse, and Workspace Division's fronts, then run on
+// the sizes its policy allows: RestrictTable).
+
+// The sizes of `sizes` that `stored` lacks and a kernel must benchmark. With
+// small_sizes_where_limited (the candidate set's rule that sizes below
+// `first_graph_size` are timed only where the limit binds at a larger size),
+// missing small sizes are left out when no size >= first_graph_size is
+// missing: the stored larger sizes decided about them already (they are in
+// `stored` where the limit bound).
+std::vector<int64_t> SizesToBenchmark(const PerfTable& stored, const std::vector<int64_t>& sizes,
+                                      int64_t first_graph_size, bool small_sizes_where_limited);
+
+// Adds the sizes of `from` that `into` lacks; their candidates are found in
+// `into_algos` (by ==) or appended to it, and the rows' indices renumbered.
+// Sizes present in both keep `into`'s rows. Algo: any type with ==.
+template <typename Algo>
+void MergeTables(PerfTable* into, std::vector<Algo>* into_algos, const PerfTable& from,
+                 const std::vector<Algo>& from_algos) {
+  std::vector<int> index(from_algos.size(), -1);
+  for (const auto& [size, rows] : from) {
+    if (into->count(size)) continue;
+    std::vector<AlgoPerf>& out = (*into)[size];
+    for (const AlgoPerf& row : rows) {
+      if (row.algo < 0 || row.algo >= static_cast<int>(from_algos.size())) continue;
+      int& i = index[row.algo];
+      if (i < 0) {
+        for (size_t j = 0; j < into_algos->size() && i < 0; ++j) {
+          if ((*into_algos)[j] == from_algos[row.algo]) i = static_cast<int>(j);
+        }
+        if (i < 0) {
+          i = static_cast<int>(into_algos->size());
+          into_algos->push_back(from_algos[row.algo]);
+        }
+      }
+      out.push_back({i, row.time_ms, row.workspace_bytes});
+    }
+  }
+}
+
 }  // namespace ucudnn
 
 #endif  // TF_UCUDNN_ENGINE_PLANNER_H_

@@ -208,5 +208,45 @@ int main() {
           "with the accumulator counted, the undivided plan joins the Pareto front");
   }
 
+  // One table per convolution: a new N benchmarks only the sizes missing.
+  {
+    PerfTable stored;
+    stored[8] = {{0, 1.0, 0}};
+    stored[16] = {{0, 2.0, 0}};
+    stored[128] = {{0, 9.0, 0}};
+    const std::vector<int64_t> n100 = MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, 100);
+    Check(SizesToBenchmark(stored, n100, 8, false) ==
+              std::vector<int64_t>({1, 2, 4, 32, 64, 100}),
+          "every allowed size the table lacks is benchmarked");
+    Check(SizesToBenchmark(stored, n100, 8, true) == std::vector<int64_t>({1, 2, 4, 32, 64, 100}),
+          "with a new size of 8 or more, the small ones go to the benchmark, which decides");
+    const std::vector<int64_t> n16 = MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, 16);
+    Check(SizesToBenchmark(stored, n16, 8, true).empty(),
+          "with no new size of 8 or more, the small sizes the limit did not need stay out");
+    Check(SizesToBenchmark(stored, n16, 8, false) == std::vector<int64_t>({1, 2, 4}),
+          "a kernel that needs every size (Workspace Division) benchmarks the small ones");
+    Check(SizesToBenchmark(stored, {8, 16}, 8, false).empty(), "nothing missing, nothing timed");
+
+    // Candidates are renumbered into the merged list; shared sizes keep the first rows.
+    PerfTable into;
+    std::vector<std::string> into_algos = {"a", "b"};
+    into[4] = {{0, 2.0, 10}, {1, 2.5, 20}};
+    PerfTable from;
+    std::vector<std::string> from_algos = {"c", "b", "unused"};
+    from[4] = {{0, 0.5, 5}};
+    from[8] = {{0, 3.0, 30}, {1, 4.0, 40}};
+    MergeTables(&into, &into_algos, from, from_algos);
+    Check(into_algos == std::vector<std::string>({"a", "b", "c"}),
+          "a new candidate is appended, a known one found, an unused one left out");
+    Check(into.size() == 2 && into[4].size() == 2 && into[4][0].time_ms == 2.0,
+          "a size both tables hold keeps the first table's rows");
+    Check(into[8].size() == 2 && into[8][0].algo == 2 && into[8][1].algo == 1 &&
+              into[8][0].time_ms == 3.0 && into[8][1].workspace_bytes == 40,
+          "rows of an added size point at the merged candidates");
+    const Plan plan = BestPlan(RestrictTable(into, BatchSizePolicy::kPowerOfTwo, 12), 12, 100);
+    Check(plan.micro_batches.size() == 2 && plan.time_ms == 3.0 + 2.0,
+          "a merged table plans an N it was not measured for (8 + 4 of 12)");
+  }
+
   return ucudnn_test::Summary("planner_test");
 }

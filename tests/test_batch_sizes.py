@@ -1,0 +1,94 @@
+"""One benchmark table per convolution, whatever N: a kernel of a new mini-batch
+size (the partial last batch of an epoch, `evaluate` or `predict` at another
+batch size) plans from the micro-batch sizes already measured and benchmarks
+only the sizes that table lacks, with the results of a cold plan."""
+
+import json
+import re
+
+import pytest
+import tensorflow as tf
+
+from testing_utils import run_python
+
+# Training, evaluation and prediction of one convolution at four mini-batch
+# sizes in a fresh process; prints each kernel's N, pass, whether it took the
+# stored table, its sizes, each plan's note, and the errors against Keras.
+_CHILD = """
+    import json, numpy as np, tensorflow as tf, keras, tf_ucudnn
+    from tf_ucudnn import _engine
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    keras.utils.set_random_seed(0)
+    x = np.random.rand(100, 24, 24, 16).astype("float32")
+    y = np.random.rand(100, 24, 24, 32).astype("float32")
+    def build(conv):
+        return keras.Sequential([keras.Input((24, 24, 16)), conv(32, 3, padding="same")])
+    model = build(lambda *a, **k: tf_ucudnn.layers.Conv2D(*a, workspace_limit=16 << 20, **k))
+    ref = build(keras.layers.Conv2D)
+    for m in (model, ref):
+        m.compile("sgd", "mse", jit_compile=False)
+    ref.set_weights(model.get_weights())
+    model.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)  # N = 32, 32, 32, 4
+    ref.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    w, w_ref = model.get_weights()[0], ref.get_weights()[0]
+    weights_err = float(np.linalg.norm(w - w_ref) / np.linalg.norm(w_ref))
+    ref.set_weights(model.get_weights())
+    loss, ref_loss = (m.evaluate(x, y, batch_size=20, verbose=0) for m in (model, ref))
+    pred, ref_pred = (m.predict(x, batch_size=50, verbose=0) for m in (model, ref))
+    kernels = [dict(n=k["key"]["conv"]["batch"], kind=k["pass"], seeded=k["seeded"],
+                    sizes=sorted({r["size"] for r in k["table"]})) for k in _engine.kernels()]
+    records = [dict(n=r["batch"], kind=r["pass"], note=r["note"]) for r in tf_ucudnn.plans()]
+    print(json.dumps(dict(
+        kernels=kernels, records=records, weights_err=weights_err,
+        loss_err=abs(loss - ref_loss) / ref_loss,
+        pred_err=float(np.linalg.norm(pred - ref_pred) / np.linalg.norm(ref_pred)))))
+"""
+
+_NOTE = re.compile(r"stored benchmark table: (\d+) of (\d+) sizes(?:, (\d+) benchmarked)?")
+
+
+def power_of_two_sizes(n):
+    """The powerOfTwo policy's micro-batch sizes of a mini-batch of n."""
+    return sorted({1 << k for k in range(n.bit_length()) if 1 << k <= n} | {n})
+
+
+@pytest.mark.gpu
+class TablesAcrossBatchSizesGpuTest(tf.test.TestCase):
+
+    def test_a_new_batch_size_benchmarks_only_the_sizes_the_table_lacks(self):
+        done = run_python(_CHILD, UCUDNN_DATABASE="off", TF_CPP_MIN_LOG_LEVEL="2", timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        # Results as Keras gives them, at every N (fp32 without TF32).
+        self.assertLessEqual(got["weights_err"], 1e-5, got)
+        self.assertLessEqual(got["loss_err"], 1e-5, got)
+        self.assertLessEqual(got["pred_err"], 1e-5, got)
+        notes = {(r["n"], r["kind"]): r["note"] for r in got["records"]}
+        measured = {}  # pass -> the sizes stored so far
+        seen = []
+        for k in got["kernels"]:
+            key, allowed = (k["n"], k["kind"]), power_of_two_sizes(k["n"])
+            seen.append(key)
+            self.assertContainsSubset(k["sizes"], allowed, k)
+            before = measured.setdefault(k["kind"], set())
+            if not before:
+                self.assertFalse(k["seeded"], k)  # the first N of a pass plans cold
+                self.assertEqual(notes[key], "", k)
+            else:
+                self.assertTrue(k["seeded"], k)
+                match = _NOTE.fullmatch(notes[key])
+                self.assertIsNotNone(match, notes[key])
+                reused, total, fresh = int(match[1]), int(match[2]), int(match[3] or 0)
+                self.assertEqual(total, len(k["sizes"]), (k, notes[key]))
+                # Only sizes no kernel of this convolution had measured.
+                self.assertEqual(fresh, len(set(k["sizes"]) - before), (k, notes[key], before))
+                self.assertEqual(reused, len(set(k["sizes"]) & before), (k, notes[key]))
+            before.update(k["sizes"])
+        # Training (32 and the last batch's 4), evaluate (20) and predict (50).
+        self.assertContainsSubset([(32, "forward"), (4, "forward"), (20, "forward"),
+                                   (50, "forward"), (32, "backward-filter"),
+                                   (4, "backward-filter")], seen)
+
+
+if __name__ == "__main__":
+    tf.test.main()
