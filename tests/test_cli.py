@@ -118,14 +118,15 @@ class CacheCommandTest(tf.test.TestCase):
 
     def test_cache_show_lists_a_database_without_importing_tensorflow(self):
         path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
-        record = dict(key=[0, 32] + [1] * 19 + [1, 0, 64 << 20, 1, 0, 0],
-                      table=[[32, 0, 0.5, 0]], algos=[[1, 2, 1]], shape="N=32 C=3",
+        record = dict(key=[0, 3] + [1] * 18 + [1, 0, 64 << 20, 0, 0, 1, 0],
+                      table=[[32, 0, 0.5, 0], [8, 0, 0.2, 0]], algos=[[1, 2, 1]], shape="C=3",
                       **{"pass": "forward"})
         database.BenchmarkDatabase(path).put("NVIDIA H200", "9.19.0", "2.21.0", [record])
         done, imported = run_command("cache", "show", "--database", path)
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-        self.assertIn("1 kernels", done.stdout)
+        self.assertIn("1 tables", done.stdout)
         self.assertIn("NVIDIA H200", done.stdout)
+        self.assertIn("8, 32", done.stdout)  # the micro-batch sizes the table holds
         self.assertNotIn("tensorflow", imported)
 
 

@@ -627,15 +627,17 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         first, second = results
         self.assertLen(first["notes"], 3)
         self.assertEqual(first["notes"], ["", "", ""], first)
-        self.assertEqual(second["notes"], ["benchmarks from the database"] * 3, second)
+        # Every size from the database's table, none benchmarked.
+        for note in second["notes"]:
+            self.assertRegex(note, r"^stored benchmark table: (\d+) of \1 sizes$", second)
         self.assertLessEqual(second["err"], 1e-5)
         self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 3)
 
-    def test_workspace_division_kernel_takes_no_seed_without_its_small_sizes(self):
+    def test_workspace_division_kernel_benchmarks_the_small_sizes_its_seed_lacks(self):
         # A kernel planned for itself skips the micro-batches below 8 where its
         # limit does not bind; the database's key has no Workspace Division
-        # total, so its record matches a Workspace Division kernel of the same
-        # limit, whose Pareto front needs those sizes. That kernel benchmarks.
+        # total, so its table seeds a Workspace Division kernel of the same
+        # limit, whose Pareto front needs those sizes: it benchmarks them alone.
         path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
         limit = 64 << 20
         child = textwrap.dedent(f"""
@@ -651,8 +653,10 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
                                      workspace_limit=None if divided else {limit})
             err = float(tf.norm(y - tf.nn.conv2d(x, w, 1, "SAME")) / tf.norm(y))
             k, = [k for k in _engine.kernels() if k["pass"] == "forward"]
+            note = [r["note"] for r in tf_ucudnn.plans() if r["pass"] == "forward"][0]
             print(json.dumps(dict(total=k["total_workspace"], seeded=k["seeded"], err=err,
-                                  sizes=sorted({{row["size"] for row in k["table"]}}))))
+                                  sizes=sorted({{row["size"] for row in k["table"]}}),
+                                  note=note)))
         """)
         results = []
         for env in ({}, {"UCUDNN_TOTAL_WORKSPACE_SIZE": str(limit)}):
@@ -663,8 +667,11 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertEqual(alone["total"], 0, alone)
         self.assertNotIn(1, alone["sizes"], f"the limit should not bind here: {alone}")
         self.assertEqual(divided["total"], limit, divided)
-        self.assertFalse(divided["seeded"], divided)
+        self.assertTrue(divided["seeded"], divided)
         self.assertContainsSubset([1, 2, 4, 8, 16, 32, 64], divided["sizes"], divided)
+        small = len(set(divided["sizes"]) - set(alone["sizes"]))
+        self.assertGreaterEqual(small, 3, divided)  # 1, 2 and 4 at least
+        self.assertIn(f", {small} benchmarked", divided["note"])
         self.assertLessEqual(divided["err"], 1e-5)
 
     def test_a_wide_search_takes_no_seed_from_a_default_search(self):

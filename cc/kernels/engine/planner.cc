@@ -322,27 +322,6 @@ Plan PowerOfTwoBestPlanOf(const std::vector<Candidate>& candidates, int64_t n) {
 
 }  // namespace
 
-bool TableCoversSizes(const PerfTable& table, BatchSizePolicy policy, int64_t batch_size,
-                      int64_t forced_micro_batch) {
-  auto measured = [&](int64_t size) {
-    auto it = table.find(size);
-    return it != table.end() && !it->second.empty();
-  };
-  if (batch_size <= 0) return false;
-  if (forced_micro_batch > 0) {
-    for (int64_t size : ForcedMicroBatchSizes(batch_size, forced_micro_batch)) {
-      if (!measured(size)) return false;
-    }
-    return true;
-  }
-  // Counted, not listed: policy all may allow 2^40 sizes.
-  int64_t covered = 0;
-  for (const auto& [size, perfs] : table) {
-    if (!perfs.empty() && AllowedMicroBatchSize(policy, batch_size, size)) ++covered;
-  }
-  return covered == MicroBatchSizeCount(policy, batch_size);
-}
-
 bool PowerOfTwoTable(const PerfTable& table, int64_t batch_size) {
   for (const auto& [b, perfs] : table) {
     if (b > 0 && b <= batch_size && b != batch_size && !IsPowerOfTwo(b)) return false;

@@ -72,15 +72,6 @@ struct Plan {
 constexpr int64_t kSmallBatch = int64_t{1} << 16;
 constexpr int64_t kMaxDenseBatch = int64_t{1} << 24;
 
-// True when `table` has a measured algorithm at every micro-batch size a
-// kernel of `batch_size` benchmarks under `policy` (or, with
-// forced_micro_batch > 0, at ForcedMicroBatchSizes). A Workspace Division
-// kernel takes a benchmark database seed only then: a kernel planned for
-// itself skips the smallest sizes where its limit does not bind, and Workspace
-// Division's Pareto front needs them (its least-workspace plans).
-bool TableCoversSizes(const PerfTable& table, BatchSizePolicy policy, int64_t batch_size,
-                      int64_t forced_micro_batch);
-
 // True when every size of `table` in (0, batch_size) is a power of two.
 bool PowerOfTwoTable(const PerfTable& table, int64_t batch_size);
 // True when BestPlan / ParetoFront give no plan only because batch_size is

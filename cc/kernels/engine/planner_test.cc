@@ -43,29 +43,6 @@ int main() {
             MicroBatchSizeCount(BatchSizePolicy::kAll, int64_t{1} << 40) == int64_t{1} << 40,
         "powerOfTwo sizes of 2^40 are 41; of 2^63 - 1, 64 without overflow; all of 2^40 counted");
 
-  {
-    // What a Workspace Division kernel needs of a seed: every size of its policy.
-    PerfTable graph_sizes_only;  // a kernel planned for itself, limit not binding
-    for (int64_t b : {8, 16, 32, 64}) graph_sizes_only[b] = {{0, 1.0, 0}};
-    PerfTable every_size = graph_sizes_only;
-    for (int64_t b : {1, 2, 4}) every_size[b] = {{0, 1.0, 0}};
-    PerfTable hole = every_size;
-    hole[2].clear();  // a size listed with no algorithm measured
-    Check(!TableCoversSizes(graph_sizes_only, BatchSizePolicy::kPowerOfTwo, 64, 0) &&
-              TableCoversSizes(every_size, BatchSizePolicy::kPowerOfTwo, 64, 0) &&
-              !TableCoversSizes(hole, BatchSizePolicy::kPowerOfTwo, 64, 0),
-          "a powerOfTwo table of 64 covers its sizes only with 1, 2 and 4 measured too");
-    Check(TableCoversSizes(graph_sizes_only, BatchSizePolicy::kUndivided, 64, 0) &&
-              !TableCoversSizes(every_size, BatchSizePolicy::kAll, 64, 0) &&
-              !TableCoversSizes(every_size, BatchSizePolicy::kPowerOfTwo, 0, 0),
-          "undivided needs the whole batch alone; all needs every size; no sizes at N = 0");
-    PerfTable forced;
-    forced[16] = {{0, 1.0, 0}};
-    Check(!TableCoversSizes(forced, BatchSizePolicy::kPowerOfTwo, 40, 16) &&
-              TableCoversSizes(every_size, BatchSizePolicy::kPowerOfTwo, 64, 16),
-          "a forced plan of 16 of 40 also needs the remainder 8");
-  }
-
   // Size 4 with a fast algorithm that needs 100 bytes; size 8 only fits slowly.
   PerfTable table;
   table[8] = {{0, 10.0, 0}, {1, 2.0, 400}};
