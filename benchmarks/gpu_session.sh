@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -88,6 +88,15 @@ case "$1" in
     tail -n 12 "$OUT"/memcap_*.log
     (cd "$OUT" && tar czf memcap_pair.tgz memcap_*.json memcap_*.log memcap_*.png 2>/dev/null \
       && rm -f memcap_*.json memcap_*.log memcap_*.png) ;;
+  new_batch_size)  # MODEL [--xla]: N = 128 cold then 100 in the same process, 100 in a new
+                   # process with that database, 100 cold (benchmarks/new_batch_size.py)
+    model=$2; xla=${3:-}; db=/tmp/new_batch_size_$model.sqlite3; rm -f "$db"
+    log="$OUT/new_batch_size_${model}${xla:+_xla}.log"
+    for run in "$db 128,100" "$db 100" "off 100"; do
+      read -r database batches <<< "$run"
+      UCUDNN_DATABASE=$database timeout 500 python3 benchmarks/new_batch_size.py "$model" \
+        --batches "$batches" $xla 2>&1 | grep '^{' | tee -a "$log"
+    done ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
