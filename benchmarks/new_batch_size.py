@@ -13,7 +13,6 @@ median of --repeats epochs of --steps steps).
 """
 import argparse
 import json
-import re
 import statistics
 import time
 
@@ -22,18 +21,7 @@ import tensorflow as tf
 
 import tf_ucudnn
 from tf_ucudnn.bench import harness, models
-
-_NOTE = re.compile(r"stored benchmark table: (\d+) of (\d+) sizes(?:, (\d+) benchmarked)?")
-
-
-def benchmarked_sizes(record):
-    """Sizes a plan record's kernel benchmarked: its note's count, or every size
-    of its table when it planned cold (no stored table)."""
-    match = _NOTE.match(record["note"])
-    if match:
-        return int(match[3] or 0)
-    return None  # cold: counted by the caller from the kernels' tables
-
+from tf_ucudnn.plan_registry import table_reuse
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -57,7 +45,7 @@ def main():
         harness.sync_devices()
         first_s = time.perf_counter() - start
         records = tf_ucudnn.plans()[before:]
-        counted = [benchmarked_sizes(r) for r in records]
+        counted = [table_reuse(r) for r in records]
         times = []
         for _ in range(args.repeats):
             harness.sync_devices()
@@ -69,7 +57,7 @@ def main():
             model=args.model, xla=args.xla, batch=batch, first_step_s=round(first_s, 3),
             planning_s=round(sum(r["planning_ms"] or 0 for r in records) / 1e3, 3),
             kernels=len(records), cold_kernels=sum(c is None for c in counted),
-            sizes_benchmarked_by_seeded_kernels=sum(c for c in counted if c is not None),
+            sizes_benchmarked_by_seeded_kernels=sum(c[1] for c in counted if c is not None),
             step_ms=round(statistics.median(times), 3), step_ms_repeats=[round(t, 3) for t in times],
             gpus=gpus)), flush=True)
 

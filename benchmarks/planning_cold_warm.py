@@ -6,6 +6,7 @@ UCUDNN_DATABASE; the first step of the second run plans from the database.
 """
 import json, time
 import keras, tensorflow as tf, tf_ucudnn
+from tf_ucudnn.plan_registry import table_reuse
 def resnet18_convs():
     # The 3x3 and 1x1 convolutions of ResNet-18 at 224x224 (stem excluded), as one model.
     inputs = keras.Input((56, 56, 64)); x = inputs
@@ -27,6 +28,6 @@ notes = [r["note"] for r in records]
 # the rest of the first step is TensorFlow's tracing, graph optimisation and the step itself.
 print(json.dumps(dict(first_step_s=round(first, 3), second_step_s=round(second, 3), kernels=len(notes),
                       planning_s=round(sum(r["planning_ms"] or 0 for r in records) / 1e3, 3),
-                      from_db=sum(n.startswith("stored benchmark table") and "benchmarked" not in n
-                                  for n in notes),
+                      from_db=sum((table_reuse(r) or (0, 1))[1] == 0
+                                  for r in records),
                       multi_gpu=sum(n.startswith("benchmarked on GPUs") for n in notes))), flush=True)

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from testing_utils import run_python
+from tf_ucudnn.plan_registry import table_reuse
 
 # Training, evaluation and prediction of one convolution at four mini-batch
 # sizes in a fresh process; prints each kernel's N, pass, whether it took the
@@ -50,6 +51,19 @@ _NOTE = re.compile(r"stored benchmark table: (\d+) of (\d+) sizes(?:, (\d+) benc
 def power_of_two_sizes(n):
     """The powerOfTwo policy's micro-batch sizes of a mini-batch of n."""
     return sorted({1 << k for k in range(n.bit_length()) if 1 << k <= n} | {n})
+
+
+class TableReuseTest(tf.test.TestCase):
+    """The plan record's note, as benchmarks and users read it."""
+
+    def test_reused_and_benchmarked_sizes_are_read_from_the_note(self):
+        for note, want in (("stored benchmark table: 6 of 7 sizes, 1 benchmarked", (6, 1)),
+                           ("stored benchmark table: 3 of 3 sizes", (3, 0)),
+                           ("workspace_limit=auto: planned within 5 bytes (1 of 2 free); "
+                            "stored benchmark table: 0 of 2 sizes, 2 benchmarked", (0, 2)),
+                           ("", None), ("benchmarked on GPUs 0, 1", None)):
+            with self.subTest(note):
+                self.assertEqual(table_reuse(dict(note=note)), want)
 
 
 @pytest.mark.gpu

@@ -1,5 +1,7 @@
 """`plans()`: the micro-batch plans the kernels have chosen so far in this process."""
 
+import re
+
 from tf_ucudnn import _engine, table
 from tf_ucudnn.units import format_bytes  # noqa: F401  (also tf_ucudnn.plan_registry.format_bytes)
 
@@ -17,9 +19,10 @@ class PlanTable(list):
     micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU),
     ``planning_ms`` (wall-clock ms the kernel spent planning: benchmarking or
     reading the benchmark database, then Workspace Reuse; None on CPU and for
-    Workspace Division's replans) and ``note`` (e.g. ``benchmarks from the
-    database``, ``benchmarked on GPUs 0, 1``, ``workspace_limit=auto:
-    planned within N bytes``).
+    Workspace Division's replans) and ``note`` (e.g. ``stored benchmark
+    table: 6 of 7 sizes, 1 benchmarked`` (:func:`table_reuse`),
+    ``benchmarked on GPUs 0, 1``, ``workspace_limit=auto: planned within N
+    bytes``).
     """
 
     def to_string(self, max_width=120):
@@ -64,6 +67,28 @@ def describe_micro_batches(micro_batches):
     """Runs of equal micro-batches, e.g. ``"8x32 ALGO_1/tensor-op + 1x4 ALGO_0/fma"``
     (8 micro-batches of 32 samples, then one of 4)."""
     return " + ".join(_runs(micro_batches))
+
+
+_STORED_TABLE = re.compile(r"stored benchmark table: (\d+) of (\d+) sizes(?:, (\d+) benchmarked)?")
+
+
+def table_reuse(record):
+    """How a plan record's kernel got its benchmark table.
+
+    Args:
+      record: a record of :func:`plans`.
+
+    Returns:
+      ``(reused, benchmarked)``: the micro-batch sizes its plan was made from
+      that the stored table of its convolution held (from the benchmark
+      database, or kernels of other mini-batch sizes) and those it
+      benchmarked; None for a kernel that planned with no stored table (it
+      benchmarked every size) and on the CPU.
+    """
+    match = _STORED_TABLE.search(record.get("note") or "")
+    if not match:
+        return None
+    return int(match[1]), int(match[3] or 0)
 
 
 def plans():
