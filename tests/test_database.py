@@ -84,58 +84,47 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             self.assertEmpty(db.get(GPU, CUDNN, TF))
         self.assertOneWarning(caught, "planning continues without it")
 
-    def test_older_schema_is_emptied_once_with_a_warning_then_used(self):
-        os.makedirs(os.path.dirname(self.path))
-        db = sqlite3.connect(self.path)
-        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-        db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
-                   "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
-        db.execute("INSERT INTO kernels VALUES (?, ?, ?, '[0]', '{}', '', 'forward', 0)",
-                   (GPU, CUDNN, TF))
-        db.commit()
-        db.close()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ours = database.BenchmarkDatabase(self.path)
-            self.assertEmpty(ours.get(GPU, CUDNN, TF))
-            ours.put(GPU, CUDNN, TF, [record(0)])
-            got = database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
-        self.assertOneWarning(caught, f"schema version 1 is older than {database.SCHEMA_VERSION}")
-        self.assertEqual([r["key"] for r in got], [record(0)["key"]])
-        self.assertEqual(got[0]["algos"], record(0)["algos"])
-
-    def test_a_schema_4_database_keyed_by_batch_size_is_emptied_once_then_used(self):
-        # Schema 4 stored a table per kernel with its N (30-int keys); schema 5
-        # stores one per convolution. Its rows are not read, and the first
-        # write drops them with one warning.
-        os.makedirs(os.path.dirname(self.path))
-        db = sqlite3.connect(self.path)
-        db.execute(f"PRAGMA application_id = {database.APPLICATION_ID}")
-        db.execute("PRAGMA user_version = 4")
-        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("INSERT INTO meta VALUES ('schema_version', '4')")
-        db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, tables TEXT, "
-                   "shape TEXT, pass TEXT, created REAL, PRIMARY KEY (gpu, cudnn, tf, key))")
+    def test_an_older_schema_is_emptied_once_with_a_warning_then_used(self):
+        # Schema 1, as the first tf_ucudnn wrote it (no application_id); and
+        # schema 4, a table per kernel with its N (30-int keys), which schema
+        # 5 replaced by one per convolution. Reading says nothing; the first
+        # write drops the old rows with one warning.
         old_key = [0, 64] + [1] * 28
-        db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, 'N=64 C=1', 'forward', 0)",
-                   (GPU, CUDNN, TF, json.dumps(old_key),
-                    json.dumps(dict(table=[[64, 0, 0.5, 0]], algos=[[1, 2, 1]]))))
-        db.commit()
-        db.close()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ours = database.BenchmarkDatabase(self.path)
-            self.assertEmpty(ours.get(GPU, CUDNN, TF))
-            self.assertEmpty(caught)  # reading changes nothing and says nothing
-            ours.put(GPU, CUDNN, TF, [record(0)])
-            ours.put(GPU, CUDNN, TF, [record(1)])
-            got = database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
-        self.assertOneWarning(caught, "schema version 4 is older than 5")
-        self.assertCountEqual([r["key"] for r in got], [record(0)["key"], record(1)["key"]])
-        db = sqlite3.connect(self.path)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone(), (5,))
-        db.close()
+        for version, ours, key, tables in (
+                (1, False, "[0]", "{}"),
+                (4, True, json.dumps(old_key),
+                 json.dumps(dict(table=[[64, 0, 0.5, 0]], algos=[[1, 2, 1]])))):
+            path = os.path.join(tempfile.mkdtemp(), "bench.sqlite3")
+            db = sqlite3.connect(path)
+            if ours:
+                db.execute(f"PRAGMA application_id = {database.APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {version}")
+            db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+            db.execute("CREATE TABLE kernels (gpu TEXT, cudnn TEXT, tf TEXT, key TEXT, "
+                       "tables TEXT, shape TEXT, pass TEXT, created REAL, "
+                       "PRIMARY KEY (gpu, cudnn, tf, key))")
+            db.execute("INSERT INTO kernels VALUES (?, ?, ?, ?, ?, '', 'forward', 0)",
+                       (GPU, CUDNN, TF, key, tables))
+            db.commit()
+            db.close()
+            with self.subTest(version=version), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                db = database.BenchmarkDatabase(path)
+                self.assertEmpty(db.get(GPU, CUDNN, TF))
+                self.assertEmpty(caught)  # reading changes nothing and says nothing
+                db.put(GPU, CUDNN, TF, [record(0)])
+                db.put(GPU, CUDNN, TF, [record(1)])
+                got = database.BenchmarkDatabase(path).get(GPU, CUDNN, TF)
+                self.assertOneWarning(caught, f"schema version {version} is older than "
+                                              f"{database.SCHEMA_VERSION}")
+                self.assertCountEqual([r["key"] for r in got],
+                                      [record(0)["key"], record(1)["key"]])
+                self.assertEqual(got[0]["algos"], record(0)["algos"])
+                check = sqlite3.connect(path)
+                self.assertEqual(check.execute("PRAGMA user_version").fetchone(),
+                                 (database.SCHEMA_VERSION,))
+                check.close()
 
     def test_a_table_grows_by_the_sizes_another_process_measured(self):
         # Two processes planning one convolution at other N: the stored table
