@@ -142,6 +142,31 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
                                              [8, 1, 0.1, 0], [100, 2, 2.0, 64]])
         self.assertIsNone(database.check_record(got))
 
+    def test_a_size_measured_under_memory_pressure_never_shadows_one_measured_with_room(self):
+        # A table whose search workspace could not be allocated in full marks
+        # those sizes; a later measurement with room replaces them, and a
+        # pressured one never replaces a roomy row.
+        db = database.BenchmarkDatabase(self.path)
+        pressured = dict(record(0), pressured=[16])
+        db.put(GPU, CUDNN, TF, [pressured])
+        roomy = dict(record(0), table=[[16, 0, 0.05, 0]], algos=[[9, 0, 1]], pressured=[])
+        db.put(GPU, CUDNN, TF, [roomy])
+        got, = db.get(GPU, CUDNN, TF)
+        self.assertEqual(got["pressured"], [])
+        self.assertCountEqual(got["table"], [[32, 0, 0.5, 0], [16, 2, 0.05, 0]])
+        self.assertEqual(got["algos"], record(0)["algos"] + [[9, 0, 1]])
+        again = dict(record(0), table=[[16, 0, 7.0, 0], [8, 0, 1.0, 0]], algos=[[5, 0, 1]],
+                     pressured=[16, 8])
+        db.put(GPU, CUDNN, TF, [again])
+        got, = db.get(GPU, CUDNN, TF)
+        self.assertEqual(got["pressured"], [8])  # 8 was new; 16 keeps the roomy row
+        self.assertIn([16, 2, 0.05, 0], got["table"])
+        self.assertIsNone(database.check_record(got))
+        shown = _run_cli("show", "--database", self.path)
+        self.assertIn("8*, 16, 32", " ".join(shown.stdout.split()))
+        self.assertEqual(database.check_record(dict(record(0), pressured=[0])),
+                         "pressured must be a list of sizes > 0")
+
     def test_a_process_saves_only_tables_with_sizes_the_database_lacks(self):
         from tf_ucudnn import _engine
 
@@ -164,8 +189,30 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             mp.setattr(_engine, "tables", lambda: [grown])
             link.save()
             link.save()  # written once
-        self.assertEqual([len(p) for p in puts], [0, 1, 0])
+            mp.setattr(_engine, "tables", lambda: [dict(grown, pressured_sizes=[64])])
+            link.save()  # nothing new: 64 is stored with room already
+        self.assertEqual([len(p) for p in puts], [0, 1, 0, 0])
         self.assertEqual(sorted(row[0] for row in puts[1][0]["table"]), [16, 32, 64])
+
+    def test_a_process_saves_a_size_it_measured_with_room_that_was_stored_pressured(self):
+        from tf_ucudnn import _engine
+
+        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF,
+                                                  [dict(record(0), pressured=[16])])
+        entry = dict(database.engine_record(record(0)), shape="C=32 ...")  # 16 with room
+        link = database._EngineLink()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("UCUDNN_DATABASE", self.path)
+            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
+            mp.setattr(database, "seed_engine", lambda r: True)
+            link.load()
+            atexit.unregister(link.save)
+            mp.setattr(_engine, "tables", lambda: [dict(entry, pressured_sizes=[16])])
+            link.save()  # still pressured: nothing new
+            mp.setattr(_engine, "tables", lambda: [entry])
+            link.save()
+        got, = database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF)
+        self.assertEqual(got["pressured"], [])
 
     def test_newer_schema_version_warns_once_and_is_left_alone(self):
         os.makedirs(os.path.dirname(self.path))
@@ -234,7 +281,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         shown = run("show")
         self.assertEqual(shown.returncode, 0, shown.stderr[-2000:])
-        self.assertIn("3 tables (one per convolution, any N)", shown.stdout)
+        self.assertIn("3 tables (one per convolution, any N;", shown.stdout)
         self.assertIn(GPU, shown.stdout)
         # The settings column tells tables of one convolution apart; the last
         # column lists the micro-batch sizes each holds.
@@ -297,7 +344,12 @@ class StoredRecordTest(tf.test.TestCase):
     def test_a_stored_record_names_back_what_the_engine_wrote(self):
         named = database.engine_record(database.stored_record(_KERNEL))
         self.assertEqual(named, dict(key=_any_batch(_KERNEL["key"]), algos=_KERNEL["algos"],
-                                     table=_KERNEL["table"]))
+                                     table=_KERNEL["table"], pressured_sizes=[]))
+        pressured = dict(_KERNEL, pressured_sizes=[16])
+        stored = database.stored_record(pressured)
+        self.assertEqual(stored["pressured"], [16])
+        self.assertIsNone(database.check_record(stored))
+        self.assertEqual(database.engine_record(stored)["pressured_sizes"], [16])
 
     def test_a_forward_with_a_bias_is_a_stored_pass_of_its_own(self):
         # Pass 3: keys written before the bias epilogue keep their meaning.

@@ -313,13 +313,15 @@ class BenchmarkDatabase:
                     if old is not None:
                         try:
                             data = json.loads(old[0])
-                            stored = dict(key=r["key"], table=data["table"], algos=data["algos"])
+                            stored = dict(key=r["key"], table=data["table"], algos=data["algos"],
+                                          pressured=data.get("pressured", []))
                             if check_record(stored) is None:
                                 r = dict(r, **merge_records(stored, r))
                         except (ValueError, KeyError, TypeError):
                             pass  # a malformed row is replaced
                     rows.append((gpu, cudnn, tf_version, key,
-                                 json.dumps(dict(table=r["table"], algos=r["algos"])),
+                                 json.dumps(dict(table=r["table"], algos=r["algos"],
+                                                 pressured=r.get("pressured", []))),
                                  r.get("shape", ""), r.get("pass", ""), time.time()))
                 db.executemany("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                rows)
@@ -361,7 +363,8 @@ class BenchmarkDatabase:
         for key, tables in rows:
             try:
                 data = json.loads(tables)
-                records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"]))
+                records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"],
+                                    pressured=data.get("pressured", [])))
             except (ValueError, KeyError, TypeError) as e:
                 self.malformed.append(f"{type(e).__name__}: {e}")
         return records
@@ -370,8 +373,9 @@ class BenchmarkDatabase:
         """Rows ``(gpu, cudnn, tf, pass, shape, settings, sizes)``, one per
         stored table (a convolution without its N): ``settings`` as
         :func:`_settings` words them, ``sizes`` the micro-batch sizes the
-        table holds, ascending (None for a record that cannot be decoded);
-        None when there is no database file.
+        table holds, ascending, as text, ``*`` after a size measured under
+        memory pressure (None for a record that cannot be decoded); None when
+        there is no database file.
 
         Raises:
           sqlite3.DatabaseError: not a database, another program's, or a newer schema.
@@ -434,8 +438,11 @@ def _settings(key):
 
 def _sizes(tables):
     try:
-        return sorted({row[0] for row in json.loads(tables)["table"]})
-    except (ValueError, KeyError, TypeError, IndexError):
+        data = json.loads(tables)
+        pressured = set(data.get("pressured", []))
+        return [f"{size}*" if size in pressured else str(size)
+                for size in sorted({row[0] for row in data["table"]})]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
 
 
@@ -451,11 +458,15 @@ def check_record(record):
     """Why a stored record cannot seed the engine, or None if it can.
 
     A record is ``{"key": [27 ints], "table": [[size, algo index, time_ms,
-    workspace_bytes], ...], "algos": [[ints], ...]}``: sizes positive, algo
-    indices into ``algos``, times finite and >= 0, workspaces in [0, 2**63 - 1],
-    each algo 3 ints or 5 plus knob pairs.
+    workspace_bytes], ...], "algos": [[ints], ...]}`` and optionally
+    ``"pressured": [sizes]`` (measured under memory pressure): sizes
+    positive, algo indices into ``algos``, times finite and >= 0, workspaces
+    in [0, 2**63 - 1], each algo 3 ints or 5 plus knob pairs.
     """
     key, table, algos = record.get("key"), record.get("table"), record.get("algos")
+    pressured = record.get("pressured", [])
+    if not isinstance(pressured, list) or not all(_is_int(p, 1) for p in pressured):
+        return "pressured must be a list of sizes > 0"
     if not isinstance(key, list) or len(key) != _KEY_FIELDS or not all(map(_is_int, key)):
         return f"key must be {_KEY_FIELDS} int64 values"
     if not isinstance(algos, list) or not all(
@@ -501,7 +512,7 @@ class _EngineLink:
             if problem is None and not seed_engine(record):
                 problem = "the engine refused it"
             if problem is None:
-                self.saved_sizes[json.dumps(record["key"])] = {row[0] for row in record["table"]}
+                self.saved_sizes[json.dumps(record["key"])] = _roomy_sizes(record)
             else:
                 problems.append(problem)
         if problems:
@@ -512,7 +523,8 @@ class _EngineLink:
         atexit.register(self.save)
 
     def save(self):
-        """Stores the tables of this process that hold sizes the database lacks."""
+        """Stores the tables of this process that hold sizes the database lacks
+        (or has only as measured under memory pressure)."""
         if self.db is None or self.identity is None:
             return
         from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
@@ -521,15 +533,22 @@ class _EngineLink:
         for entry in _engine.tables():
             record = stored_record(entry)
             key = json.dumps(record["key"])
-            sizes = {row[0] for row in record["table"]}
-            if sizes <= self.saved_sizes.get(key, set()):
+            saved = self.saved_sizes.get(key, (set(), set()))
+            sizes, roomy = _roomy_sizes(record)
+            if sizes <= saved[0] and roomy <= saved[1]:
                 continue
             records.append(record)
-            self.saved_sizes[key] = self.saved_sizes.get(key, set()) | sizes
+            self.saved_sizes[key] = (saved[0] | sizes, saved[1] | roomy)
         self.db.put(*self.identity, records)
 
 
 _LINK = _EngineLink()
+
+
+def _roomy_sizes(record):
+    """``(every size, the sizes measured with room)`` of a stored record."""
+    sizes = {row[0] for row in record["table"]}
+    return sizes, sizes - set(record.get("pressured", []))
 
 
 def stored_record(entry):
@@ -537,7 +556,8 @@ def stored_record(entry):
     :func:`tf_ucudnn._engine.kernels`: its N, policy and forced size are left
     out) as the database stores it: ``{"key": [27 ints], "table": [[size,
     algo index, time_ms, workspace_bytes], ...], "algos": [[ints], ...],
-    "shape" (the convolution without N), "pass"}`` (see :func:`check_record`)."""
+    "pressured" (sizes measured under memory pressure), "shape" (the
+    convolution without N), "pass"}`` (see :func:`check_record`)."""
     key, conv = entry["key"], entry["key"]["conv"]
     fields = [conv[name] for name in _CONV_FIELDS[:-2]]
     fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
@@ -557,23 +577,30 @@ def stored_record(entry):
             stored += [v for knob in a["engine"]["knobs"] for v in knob]
         algos.append(stored)
     table = [[r["size"], r["algo"], r["time_ms"], r["workspace_bytes"]] for r in entry["table"]]
+    pressured = sorted(entry.get("pressured_sizes", []))
     shape = entry["shape"]
     if shape.startswith("N="):  # a kernel's shape: the table holds for any N
         shape = shape.split(" ", 1)[1]
-    return {"key": stored_key, "table": table, "algos": algos, "shape": shape,
-            "pass": key["pass"]}
+    return {"key": stored_key, "table": table, "algos": algos, "pressured": pressured,
+            "shape": shape, "pass": key["pass"]}
 
 
 def merge_records(stored, new):
     """The table of one key from two records (checked by :func:`check_record`):
-    ``stored``'s rows, and ``new``'s rows of the sizes ``stored`` lacks, their
-    candidates found in ``stored["algos"]`` or appended to them.
+    ``stored``'s rows, and ``new``'s rows of the sizes ``stored`` lacks or
+    measured under memory pressure where ``new`` measured them with room;
+    ``new``'s candidates are found in ``stored["algos"]`` or appended to them.
 
     Returns:
-      ``{"table", "algos"}`` in the stored form.
+      ``{"table", "algos", "pressured"}`` in the stored form.
     """
     algos = [list(a) for a in stored["algos"]]
-    table = [list(row) for row in stored["table"]]
+    new_pressured = set(new.get("pressured", []))
+    new_sizes = {row[0] for row in new["table"]}
+    replaced = {size for size in stored.get("pressured", [])
+                if size in new_sizes and size not in new_pressured}
+    table = [list(row) for row in stored["table"] if row[0] not in replaced]
+    pressured = set(stored.get("pressured", [])) - replaced
     have = {row[0] for row in table}
     index = {}
     for size, algo, time_ms, workspace in new["table"]:
@@ -585,7 +612,9 @@ def merge_records(stored, new):
                 algos.append(candidate)
             index[algo] = algos.index(candidate)
         table.append([size, index[algo], time_ms, workspace])
-    return {"table": table, "algos": algos}
+        if size in new_pressured:
+            pressured.add(size)
+    return {"table": table, "algos": algos, "pressured": sorted(pressured)}
 
 
 def _named(names, index, what):
@@ -629,7 +658,8 @@ def engine_record(record):
         algos.append(algo)
     table = [dict(size=r[0], algo=r[1], time_ms=r[2], workspace_bytes=r[3])
              for r in record["table"]]
-    return dict(key=named_key, algos=algos, table=table)
+    return dict(key=named_key, algos=algos, table=table,
+                pressured_sizes=list(record.get("pressured", [])))
 
 
 def seed_engine(record):
@@ -691,12 +721,13 @@ def main(argv=None):
     if rows is None:
         print(f"{path}: no benchmark database there (nothing has been benchmarked into it)")
         return 0
-    print(f"{path}: {len(rows)} tables (one per convolution, any N)")
+    print(f"{path}: {len(rows)} tables (one per convolution, any N; a size with * was "
+          f"measured under memory pressure and is measured again where there is room)")
     if rows:
         from tf_ucudnn import table
         print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "settings",
                             "micro-batch sizes"),
                            [(*r[:4], r[4].split(" "), r[5].split(" "),
-                             "malformed" if r[6] is None else ", ".join(map(str, r[6])).split(" "))
+                             "malformed" if r[6] is None else ", ".join(r[6]).split(" "))
                             for r in rows], align="lllllll", max_width=150))
     return 0

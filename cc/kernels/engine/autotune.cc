@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -132,13 +133,18 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   // when a graph plan needs more.
   const bool legacy = engines_ != EngineSet::kGraph;  // at some size, at least
   int64_t ws_bytes = 0;
+  std::map<int64_t, int64_t> legacy_needed;  // per size, capped by the limit
   if (legacy) {
     for (int64_t size : sizes) {
       int64_t needed = 0;
       UCUDNN_RETURN_IF_ERROR(MaxWorkspaceNeeded(handle->handle, size, &needed));
-      ws_bytes = std::max(ws_bytes, std::min(needed, workspace_limit));
+      legacy_needed[size] = std::min(needed, workspace_limit);
+      ws_bytes = std::max(ws_bytes, legacy_needed[size]);
     }
   }
+  // Sizes timed with less search workspace than their candidates could use
+  // within the limit (memory pressure): their rows may lack fast candidates.
+  std::set<int64_t> pressured;
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
@@ -195,6 +201,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
       const Clock::time_point start = Clock::now();
       std::vector<Measured>& row = (*got)[size];
       const size_t before = row.size();
+      if (legacy_needed[size] > ws_bytes) pressured.insert(size);
       UCUDNN_RETURN_IF_ERROR(BenchmarkSize(handle->handle, size, workspace_limit, bench_a, b,
                                            bench_out, ws, ws_bytes, &row));
       if (params_.bias && row.size() > before) {
@@ -238,6 +245,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
         ws_bytes = 0;
       }
     }
+    if (needed > ws_bytes) pressured.insert(size);
     plans += static_cast<int>(trials.size());
     propose_s += seconds_since(start);
     start = Clock::now();
@@ -272,6 +280,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                  host.heuristics_s, host.heuristics_configs_s, host.fallback_s, host.builds,
                  host.engine_configs_s,
                  host.plans_s, log.c_str());
+  }
+  if (!pressured.empty()) {
+    std::lock_guard<std::mutex> lock(pressured_mu_);
+    pressured_.insert(pressured.begin(), pressured.end());
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.
@@ -342,6 +354,10 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
                               bool small_sizes_where_limited) {
   table_.clear();  // a failed earlier attempt may have left rows behind
   algos_.clear();
+  {
+    std::lock_guard<std::mutex> lock(pressured_mu_);
+    pressured_.clear();
+  }
   const std::vector<std::vector<int64_t>> shares =
       SpreadSizes(sizes, static_cast<int>(peers.size()) + 1);
   std::vector<MeasuredSizes> got(shares.size());

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -353,7 +354,7 @@ extern "C" {
 // "pass", "shape", "key" (pass, conv, allow_tf32, deterministic,
 // workspace_limit (the op's), policy, forced_micro_batch, engines, graph:
 // search, layouts, prune_factor),
-// "total_workspace", "seeded", "algos" (candidates), "table" ([{"size",
+// "total_workspace", "seeded", "pressured_sizes", "algos" (candidates), "table" ([{"size",
 // "algo" (index into algos), "time_ms", "workspace_bytes"}]), "planned_limit"
 // (the limit its plan now uses), "plan", "front"}.
 char* ucudnn_kernels() {
@@ -384,6 +385,7 @@ char* ucudnn_kernels() {
                      {"key", KeyJson(key, kernel.params())},
                      {"total_workspace", key.total_workspace},
                      {"seeded", kernel.seeded()},
+                     {"pressured_sizes", kernel.pressured_sizes()},
                      {"algos", std::move(algos)},
                      {"table", std::move(table)},
                      {"planned_limit", kernel.planned_limit()},
@@ -400,7 +402,8 @@ char* ucudnn_kernels() {
 // Every stored benchmark table (one per convolution and settings, whatever
 // N: TableKey), as a JSON array of {"shape" (the convolution without N),
 // "key" (as ucudnn_kernels writes it, with conv.batch 0; policy and
-// forced_micro_batch hold for any), "algos", "table"}.
+// forced_micro_batch hold for any), "algos", "table", "pressured_sizes"
+// (sizes measured under memory pressure)}.
 char* ucudnn_tables() {
   json out = json::array();
 #if GOOGLE_CUDA
@@ -420,7 +423,8 @@ char* ucudnn_tables() {
       out.push_back({{"shape", shape},
                      {"key", KeyJson(stored.key, stored.params)},
                      {"algos", std::move(algos)},
-                     {"table", std::move(table)}});
+                     {"table", std::move(table)},
+                     {"pressured_sizes", stored.pressured}});
     }
   } catch (const std::exception& e) {
     return Error(e.what());
@@ -431,7 +435,8 @@ char* ucudnn_tables() {
 
 // Seeds the stored benchmark table of a convolution (from the benchmark
 // database): kernels created later with this key, whatever their N, policy
-// or GPU, plan from its sizes and benchmark only the ones it lacks. Request: {"key", "algos", "table"} as ucudnn_kernels writes
+// or GPU, plan from its sizes and benchmark only the ones it lacks (and again
+// those of the optional "pressured_sizes", measured under memory pressure). Request: {"key", "algos", "table"} as ucudnn_kernels writes
 // them. Answer: {} or {"error": ...} for a malformed request.
 char* ucudnn_seed_kernel(const char* request) {
 #if GOOGLE_CUDA
@@ -451,7 +456,11 @@ char* ucudnn_seed_kernel(const char* request) {
       table[size].push_back(
           {algo, row.at("time_ms").get<double>(), row.at("workspace_bytes").get<int64_t>()});
     }
-    ucudnn::SeedKernelTable(key, std::move(table), std::move(algos));
+    std::set<int64_t> pressured;
+    if (r.contains("pressured_sizes")) {
+      for (const json& size : r.at("pressured_sizes")) pressured.insert(size.get<int64_t>());
+    }
+    ucudnn::SeedKernelTable(key, std::move(table), std::move(algos), std::move(pressured));
     return Dump(json::object());
   } catch (const std::exception& e) {
     return Error(e.what());

@@ -106,7 +106,8 @@ void LogStepDownOnce(const KernelKey& key, const char* level, const std::string&
   std::fprintf(stderr, "%s tf_ucudnn: %s\n", level, what.c_str());
 }
 
-std::string JoinInts(const std::vector<int>& values) {
+template <typename Int>
+std::string JoinInts(const std::vector<Int>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
     out += (i ? ", " : "") + std::to_string(values[i]);
@@ -200,9 +201,15 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
       } else if (bench_devices.size() > 1) {
         note = "benchmarked on GPUs " + JoinInts(bench_devices);
       }
+      const std::set<int64_t> pressured = kernel->pressured_sizes();
+      if (!pressured.empty()) {
+        std::vector<int64_t> listed(pressured.begin(), pressured.end());
+        note += std::string(note.empty() ? "" : "; ") +
+                "benchmarked under memory pressure at sizes " + JoinInts(listed);
+      }
       // Kernels of other N (and later processes, through the database) plan
       // from the sizes measured here.
-      SeedKernelTable(key, kernel->table(), kernel->algos());
+      SeedKernelTable(key, kernel->table(), kernel->algos(), pressured);
       if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
       LogPlan(r);
       RecordPlan(std::move(r));

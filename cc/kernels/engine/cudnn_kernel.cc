@@ -9,6 +9,7 @@
 #include "cc/kernels/engine/cudnn_kernel.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <memory>
 #include <mutex>
@@ -148,12 +149,20 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                              : MicroBatchSizes(policy, params_.batch);
   // The sizes the stored table of this convolution lacks (all without one).
   const bool small_rule = small_sizes_where_limited && forced_micro_batch == 0;
+  // Sizes measured under memory pressure are measured again (with room now,
+  // they replace the stored rows).
+  PerfTable usable = seed_table_;
+  for (int64_t size : seed_pressured_) usable.erase(size);
   const std::vector<int64_t> to_benchmark =
-      seeded_ ? SizesToBenchmark(seed_table_, sizes, std::min(kMinGraphMicroBatch, params_.batch),
+      seeded_ ? SizesToBenchmark(usable, sizes, std::min(kMinGraphMicroBatch, params_.batch),
                                  small_rule && engines_ == EngineSet::kAuto)
               : sizes;
   table_.clear();
   algos_.clear();
+  {
+    std::lock_guard<std::mutex> lock(pressured_mu_);
+    pressured_.clear();
+  }
   if (!to_benchmark.empty()) {
     UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, to_benchmark, workspace_limit, t, scratch,
                                      peers, small_rule));
@@ -164,6 +173,15 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   // Only the sizes this kernel's policy (or forced size) allows for its N.
   table_ = forced_micro_batch > 0 ? RestrictTable(table_, sizes)
                                   : RestrictTable(table_, policy, params_.batch);
+  {
+    std::lock_guard<std::mutex> lock(pressured_mu_);
+    for (int64_t size : seed_pressured_) {
+      if (!measured.count(size)) pressured_.insert(size);  // the stored row stays
+    }
+    for (auto it = pressured_.begin(); it != pressured_.end();) {
+      it = table_.count(*it) ? std::next(it) : pressured_.erase(it);
+    }
+  }
   benchmarked_sizes_ = 0;
   for (const auto& row : table_) benchmarked_sizes_ += measured.count(row.first) ? 1 : 0;
   reused_sizes_ = static_cast<int>(table_.size()) - benchmarked_sizes_;
@@ -185,11 +203,13 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   return Status();
 }
 
-void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos) {
+void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos,
+                       std::set<int64_t> pressured) {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   if (benchmarked_) return;
   seed_table_ = std::move(table);
   seed_algos_ = std::move(algos);
+  seed_pressured_ = std::move(pressured);
   seeded_ = true;
 }
 
@@ -216,6 +236,11 @@ int CudnnKernel::reused_sizes() const {
 int CudnnKernel::benchmarked_sizes() const {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   return benchmarked_sizes_;
+}
+
+std::set<int64_t> CudnnKernel::pressured_sizes() const {
+  std::lock_guard<std::mutex> lock(pressured_mu_);
+  return pressured_;
 }
 
 Plan CudnnKernel::plan() const {

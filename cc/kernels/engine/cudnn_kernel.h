@@ -105,13 +105,18 @@ class CudnnKernel {
   int64_t planned_limit() const;
   // The stored benchmark table of this convolution (from the benchmark
   // database, or a kernel of another N): planning uses its sizes and
-  // benchmarks only those it lacks (SizesToBenchmark). Ignored once planned.
-  void Seed(PerfTable table, std::vector<CudnnAlgo> algos);
+  // benchmarks only those it lacks (SizesToBenchmark), and again those in
+  // `pressured` (measured under memory pressure). Ignored once planned.
+  void Seed(PerfTable table, std::vector<CudnnAlgo> algos, std::set<int64_t> pressured = {});
   bool seeded() const;
   // Of the sizes the plan was made from: how many came from the seed, and
   // how many were benchmarked (0 and 0 before planning).
   int reused_sizes() const;
   int benchmarked_sizes() const;
+  // The sizes of the table measured under memory pressure: their search
+  // workspace could not be allocated in full (less than their candidates
+  // could use within the limit), so fast candidates may be missing.
+  std::set<int64_t> pressured_sizes() const;
   // CUDA ordinals of the GPUs that benchmarked this kernel (empty if seeded).
   std::vector<int> benchmark_devices() const;
 
@@ -303,6 +308,10 @@ class CudnnKernel {
   mutable std::mutex bench_mu_;  // held while benchmarking; table_ and algos_ are fixed after
   bool benchmarked_ = false;
   bool seeded_ = false;
+  std::set<int64_t> seed_pressured_;
+  // Written by the benchmarking threads (own GPU and peers) under pressured_mu_.
+  std::set<int64_t> pressured_;
+  mutable std::mutex pressured_mu_;
   int reused_sizes_ = 0;
   int benchmarked_sizes_ = 0;
   std::vector<int> benchmark_devices_;

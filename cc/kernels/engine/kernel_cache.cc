@@ -49,16 +49,19 @@ std::vector<KernelKey>& TableOrder() {
 
 }  // namespace
 
-void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos) {
+void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos,
+                     std::set<int64_t> pressured) {
   const KernelKey table_key = TableKey(key);
   std::lock_guard<std::mutex> lock(KernelsMutex());
   auto [it, added] = Tables().try_emplace(table_key);
+  ConvolutionTable& stored = it->second;
   if (added) {
     TableOrder().push_back(table_key);
-    it->second.key = table_key;
-    it->second.params = ConvParams::FromFields(table_key.conv);
+    stored.key = table_key;
+    stored.params = ConvParams::FromFields(table_key.conv);
   }
-  MergeTables(&it->second.table, &it->second.algos, table, algos);
+  MergeTablesWithPressure(&stored.table, &stored.algos, &stored.pressured, table, algos,
+                          pressured);
 }
 
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params) {
@@ -70,7 +73,7 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
                                          key.engines, key.graph);
     auto stored = Tables().find(TableKey(key));
     if (stored != Tables().end() && !stored->second.table.empty()) {
-      slot->Seed(stored->second.table, stored->second.algos);
+      slot->Seed(stored->second.table, stored->second.algos, stored->second.pressured);
     }
     KernelList().emplace_back(key, slot);
   }

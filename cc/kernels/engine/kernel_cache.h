@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -56,9 +57,12 @@ KernelKey TableKey(KernelKey key);
 // seed, if there is one: it benchmarks only the sizes that table lacks.
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params);
 // Adds the sizes of a benchmark table (from the benchmark database, or a
-// kernel just benchmarked) that the stored table of its convolution lacks;
-// kernels created afterwards, on any device, plan from the result.
-void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos);
+// kernel just benchmarked) that the stored table of its convolution lacks,
+// and replaces the stored rows measured under memory pressure by rows of
+// `table` measured with room (sizes not in `pressured`); kernels created
+// afterwards, on any device, plan from the result.
+void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos,
+                     std::set<int64_t> pressured = {});
 // Every kernel created so far, with its key, in creation order.
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
 
@@ -69,6 +73,7 @@ struct ConvolutionTable {
   ConvParams params;
   PerfTable table;
   std::vector<CudnnAlgo> algos;
+  std::set<int64_t> pressured;  // sizes measured under memory pressure
 };
 // Every stored table, in the order their convolutions were first stored.
 std::vector<ConvolutionTable> AllTables();

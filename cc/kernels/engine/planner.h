@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,32 @@ void MergeTables(PerfTable* into, std::vector<Algo>* into_algos, const PerfTable
       out.push_back({i, row.time_ms, row.workspace_bytes});
     }
   }
+}
+
+// MergeTables with memory pressure: `*into_pressured` and `from_pressured`
+// are the sizes each table measured while its search workspace could not be
+// allocated in full (fast candidates may be missing). A size `into` holds
+// only as pressured takes `from`'s rows where `from` measured it with room;
+// a pressured row never replaces a roomy one; added sizes keep their mark.
+template <typename Algo>
+void MergeTablesWithPressure(PerfTable* into, std::vector<Algo>* into_algos,
+                             std::set<int64_t>* into_pressured, const PerfTable& from,
+                             const std::vector<Algo>& from_algos,
+                             const std::set<int64_t>& from_pressured) {
+  for (auto p = into_pressured->begin(); p != into_pressured->end();) {
+    if (from.count(*p) && !from_pressured.count(*p)) {
+      into->erase(*p);
+      p = into_pressured->erase(p);
+    } else {
+      ++p;
+    }
+  }
+  for (const auto& row : from) {
+    if (!into->count(row.first) && from_pressured.count(row.first)) {
+      into_pressured->insert(row.first);
+    }
+  }
+  MergeTables(into, into_algos, from, from_algos);
 }
 
 }  // namespace ucudnn

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,28 @@ int main() {
     const Plan plan = BestPlan(RestrictTable(into, BatchSizePolicy::kPowerOfTwo, 12), 12, 100);
     Check(plan.micro_batches.size() == 2 && plan.time_ms == 3.0 + 2.0,
           "a merged table plans an N it was not measured for (8 + 4 of 12)");
+  }
+
+  // Memory pressure: a roomy measurement replaces a pressured one, never the reverse.
+  {
+    PerfTable into;
+    std::vector<int> into_algos = {10, 11};
+    std::set<int64_t> into_pressured = {8};
+    into[8] = {{0, 5.0, 0}};   // pressured: the fast candidate could not be timed
+    into[16] = {{1, 2.0, 0}};  // with room
+    PerfTable from;
+    std::vector<int> from_algos = {12};
+    from[8] = {{0, 1.0, 64}};
+    from[16] = {{0, 9.0, 0}};
+    from[32] = {{0, 3.0, 0}};
+    MergeTablesWithPressure(&into, &into_algos, &into_pressured, from, from_algos,
+                            std::set<int64_t>({16, 32}));
+    Check(into[8].size() == 1 && into[8][0].time_ms == 1.0 && into_algos[into[8][0].algo] == 12,
+          "a size measured with room replaces the same size measured under pressure");
+    Check(into[16].size() == 1 && into[16][0].time_ms == 2.0,
+          "a size measured under pressure never replaces one measured with room");
+    Check(into.count(32) && into_pressured == std::set<int64_t>({32}),
+          "an added size keeps its pressure mark; the replaced size loses it");
   }
 
   return ucudnn_test::Summary("planner_test");
