@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|plan_spread|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -97,6 +97,12 @@ case "$1" in
       UCUDNN_DATABASE=$database timeout 500 python3 benchmarks/new_batch_size.py "$model" \
         --batches "$batches" $xla 2>&1 | grep '^{' | tee -a "$log"
     done ;;
+  plan_spread)  # MODEL BATCH [PROCESSES] [--xla]: plans and steps of fresh processes, stock
+                # in the same run (benchmarks/plan_spread.py)
+    name="plan_spread_$2_$3${4:+_$4}${5:+_xla}"
+    timeout "${PLAN_SPREAD_SECONDS:-580}" python3 benchmarks/plan_spread.py "$2" "$3" \
+      --processes "${4:-5}" ${5:-} --json "$OUT/$name.json" 2>&1 | grep -v "^[IWE]0000" \
+      | tee "$OUT/$name.log" ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \

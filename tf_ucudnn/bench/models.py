@@ -480,6 +480,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
                                       for r in tf_ucudnn.plans())
         result["kernels_planned"] = len([r for r in tf_ucudnn.plans() if "GPU" in r["device"]])
         result["planning_s"] = planning_s
+        result["kernels"] = kernel_plans()
         if profile_dir:  # for benchmarks/xla_profile.py's plan table
             result["plans"] = [dict(r) for r in tf_ucudnn.plans()]
     if mode == "rewrite-wd":
@@ -487,6 +488,28 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         result["division"] = [dict(kernels=len(r.kernels), workspace_bytes=r.workspace_bytes,
                                    predicted_ms=r.time_ms) for r in reports.values()]
     return result
+
+
+def kernel_plans():
+    """The plan of each GPU kernel of this process, compact, for comparing
+    processes: dicts of ``pass``, ``shape``, ``plan`` (its micro-batches as
+    :func:`tf_ucudnn.plan_registry.describe_micro_batches` words them) and
+    ``gap``: how much slower the second-best candidate within the kernel's
+    limit was than the best at its plan's first micro-batch size (0.05: 5 %;
+    None with a single candidate there)."""
+    from tf_ucudnn import _engine
+    from tf_ucudnn.plan_registry import describe_micro_batches
+
+    out = []
+    for k in _engine.kernels():
+        plan = k["plan"]["micro_batches"]
+        size = plan[0]["size"] if plan else None
+        times = sorted(r["time_ms"] for r in k["table"]
+                       if r["size"] == size and r["workspace_bytes"] <= k["planned_limit"])
+        gap = times[1] / times[0] - 1 if len(times) > 1 and times[0] > 0 else None
+        out.append({"pass": k["pass"], "shape": k["shape"], "plan": describe_micro_batches(plan),
+                    "gap": gap})
+    return out
 
 
 def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="float32",
