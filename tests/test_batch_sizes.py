@@ -9,7 +9,7 @@ import re
 import pytest
 import tensorflow as tf
 
-from testing_utils import run_python
+from testing_utils import CAPPED_5X5_CHILD, run_python
 from tf_ucudnn.plan_registry import table_reuse
 
 # Training, evaluation and prediction of one convolution at four mini-batch
@@ -127,45 +127,23 @@ class TablesAcrossBatchSizesGpuTest(tf.test.TestCase):
 # A convolution planned while the capped GPU is nearly full (its search
 # workspace cannot be allocated in full), then, with the memory back, at
 # another N: the sizes measured under pressure are measured again with room.
-_PRESSURE_CHILD = """
-    import json, numpy as np, tensorflow as tf
-    gpu = tf.config.list_physical_devices("GPU")[0]
-    tf.config.set_logical_device_configuration(
-        gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=6144)])
-    tf.config.experimental.enable_tensor_float_32_execution(False)
-    import tf_ucudnn
-    from tf_ucudnn import _engine
-    rng = np.random.default_rng(0)
-    # 5x5 filters: the fastest algorithms want far more workspace than the slowest.
-    x_host = rng.standard_normal((256, 27, 27, 96)).astype(np.float32)
-    w_host = rng.standard_normal((5, 5, 96, 256)).astype(np.float32)
-    with tf.device("/CPU:0"):
-        want = tf.nn.conv2d(x_host, w_host, 1, "SAME").numpy()
-    rel = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))
-    with tf.device("/GPU:0"):
-        x, w = tf.constant(x_host), tf.constant(w_host)
-        half = tf.constant(x_host[:128])
-        conv = lambda inputs: tf_ucudnn.conv2d(inputs, w, 1, "SAME", workspace_limit=2 << 30)
-        # Fill the GPU with 16 MiB blocks, then give back the output's bytes
-        # and 320 MiB (filter copy, padding, a small search workspace).
-        blocks = []
-        try:
-            while True:
-                blocks.append(tf.zeros([4 << 20], tf.float32))
-        except tf.errors.ResourceExhaustedError:
-            pass
-        freed = 0
-        while blocks and freed < want.nbytes + (320 << 20):
-            blocks.pop()
-            freed += 16 << 20
-        first = conv(x).numpy()
-        stored_first = [t["pressured_sizes"] for t in _engine.tables()]
-        del blocks
-        second = conv(half).numpy()
-    stored_second = [t["pressured_sizes"] for t in _engine.tables()]
-    print(json.dumps(dict(notes=[r["note"] for r in tf_ucudnn.plans()],
-                          stored_first=stored_first, stored_second=stored_second,
-                          first=rel(first, want), second=rel(second, want[:128]))))
+_PRESSURE_CHILD = CAPPED_5X5_CHILD + """
+from tf_ucudnn import _engine
+with tf.device("/GPU:0"):
+    x, w = tf.constant(x_host), tf.constant(w_host)
+    half = tf.constant(x_host[:128])
+    conv = lambda inputs: tf_ucudnn.conv2d(inputs, w, 1, "SAME", workspace_limit=2 << 30)
+    # Free: the output's bytes and 320 MiB (filter copy, padding, a small
+    # search workspace), not the gigabytes the fast candidates could use.
+    blocks = fill_gpu(want.nbytes + (320 << 20))
+    first = conv(x).numpy()
+    stored_first = [t["pressured_sizes"] for t in _engine.tables()]
+    del blocks
+    second = conv(half).numpy()
+stored_second = [t["pressured_sizes"] for t in _engine.tables()]
+print(json.dumps(dict(notes=[r["note"] for r in tf_ucudnn.plans()],
+                      stored_first=stored_first, stored_second=stored_second,
+                      first=rel(first), second=rel(second, want[:128]))))
 """
 
 

@@ -167,6 +167,17 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertEqual(database.check_record(dict(record(0), pressured=[0])),
                          "pressured must be a list of sizes > 0")
 
+    def _loaded_link(self, mp):
+        """This process's link to the database at self.path, loaded (the engine
+        seeded by a stand-in), with no save at exit."""
+        mp.setenv("UCUDNN_DATABASE", self.path)
+        mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
+        mp.setattr(database, "seed_engine", lambda r: True)
+        link = database._EngineLink()
+        link.load()
+        atexit.unregister(link.save)
+        return link
+
     def test_a_process_saves_only_tables_with_sizes_the_database_lacks(self):
         from tf_ucudnn import _engine
 
@@ -175,13 +186,8 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         grown = dict(entry, table=entry["table"] + [dict(size=64, algo=0, time_ms=1.0,
                                                          workspace_bytes=0)])
         database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0)])
-        link = database._EngineLink()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("UCUDNN_DATABASE", self.path)
-            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
-            mp.setattr(database, "seed_engine", lambda r: True)
-            link.load()
-            atexit.unregister(link.save)
+            link = self._loaded_link(mp)
             puts = []
             mp.setattr(link.db, "put", lambda *args: puts.append(args[3]))
             mp.setattr(_engine, "tables", lambda: [entry])
@@ -200,13 +206,8 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF,
                                                   [dict(record(0), pressured=[16])])
         entry = dict(database.engine_record(record(0)), shape="C=32 ...")  # 16 with room
-        link = database._EngineLink()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("UCUDNN_DATABASE", self.path)
-            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
-            mp.setattr(database, "seed_engine", lambda r: True)
-            link.load()
-            atexit.unregister(link.save)
+            link = self._loaded_link(mp)
             mp.setattr(_engine, "tables", lambda: [dict(entry, pressured_sizes=[16])])
             link.save()  # still pressured: nothing new
             mp.setattr(_engine, "tables", lambda: [entry])

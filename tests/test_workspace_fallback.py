@@ -7,51 +7,25 @@ import textwrap
 import pytest
 import tensorflow as tf
 
-from testing_utils import run_python
+from testing_utils import CAPPED_5X5_CHILD, run_python
 
 # The GPU is capped, planned with room to spare, then nearly filled by another
 # tensor so that the plan's workspace no longer fits. Runs in a child so the cap
 # applies before TensorFlow initialises the GPU.
-_CHILD = textwrap.dedent("""
-    import json, numpy as np, tensorflow as tf
-    gpu = tf.config.list_physical_devices("GPU")[0]
-    limit_mib = 6144
-    tf.config.set_logical_device_configuration(
-        gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit_mib)])
-    tf.config.experimental.enable_tensor_float_32_execution(False)
-    import tf_ucudnn
-    rng = np.random.default_rng(0)
-    # 5x5 filters: the fastest algorithms want far more workspace than the slowest.
-    x_host = rng.standard_normal((256, 27, 27, 96)).astype(np.float32)
-    w_host = rng.standard_normal((5, 5, 96, 256)).astype(np.float32)
-    # The reference runs on the CPU: under a memory cap stock TF's GPU conv may
-    # fail to create its cuBLAS handle, which has nothing to do with tf_ucudnn.
-    with tf.device("/CPU:0"):
-        want = tf.nn.conv2d(x_host, w_host, 1, "SAME").numpy()
+_CHILD = CAPPED_5X5_CHILD + textwrap.dedent("""
     with tf.device("/GPU:0"):
         x = tf.constant(x_host)
         w = tf.constant(w_host)
         conv = lambda: tf_ucudnn.conv2d(x, w, 1, "SAME", workspace_limit=2 << 30)
         first = conv().numpy()
         planned = tf_ucudnn.plans()[-1]["workspace_bytes"]
-        out_bytes = first.nbytes
-        # Fill the GPU with 16 MiB blocks, then give back just enough for the
-        # output, half of the plan's workspace and 64 MiB of slack (the filter
-        # copy and the allocator's fragmentation): the plan no longer fits.
-        blocks = []
-        try:
-            while True:
-                blocks.append(tf.zeros([4 << 20], tf.float32))
-        except tf.errors.ResourceExhaustedError:
-            pass
-        freed = 0
-        while blocks and freed < out_bytes + planned // 2 + (64 << 20):
-            blocks.pop()
-            freed += 16 << 20
+        # Leave free the output, half of the plan's workspace and 64 MiB of
+        # slack (the filter copy and the allocator's fragmentation): the plan
+        # no longer fits.
+        blocks = fill_gpu(first.nbytes + planned // 2 + (64 << 20))
         hog_bytes = len(blocks) * (16 << 20)
         second = conv().numpy()
         del blocks
-    rel = lambda a: float(np.linalg.norm(a - want) / np.linalg.norm(want))
     print(json.dumps(dict(planned=planned, hog=hog_bytes, first=rel(first), second=rel(second))))
 """)
 
@@ -75,19 +49,8 @@ class WorkspaceFallbackTest(tf.test.TestCase):
 # run again with the GPU nearly filled (as above): the kernel takes the fastest
 # planned plan that fits what is free, without a failed allocation (whose
 # retries under XLA would stall), and says so once.
-_AUTO_CHILD = textwrap.dedent("""
-    import json, sys, time, numpy as np, tensorflow as tf
+_AUTO_CHILD = CAPPED_5X5_CHILD + textwrap.dedent("""
     jit = sys.argv[1] == "xla"
-    gpu = tf.config.list_physical_devices("GPU")[0]
-    tf.config.set_logical_device_configuration(
-        gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=6144)])
-    tf.config.experimental.enable_tensor_float_32_execution(False)
-    import tf_ucudnn
-    rng = np.random.default_rng(0)
-    x_host = rng.standard_normal((256, 27, 27, 96)).astype(np.float32)
-    w_host = rng.standard_normal((5, 5, 96, 256)).astype(np.float32)
-    with tf.device("/CPU:0"):
-        want = tf.nn.conv2d(x_host, w_host, 1, "SAME").numpy()
     with tf.device("/GPU:0"):
         x = tf.constant(x_host)
         w = tf.constant(w_host)
@@ -95,21 +58,11 @@ _AUTO_CHILD = textwrap.dedent("""
                            jit_compile=jit)
         first = conv(x, w).numpy()
         record = [r for r in tf_ucudnn.plans() if "GPU" in r["device"]][-1]
-        blocks = []
-        try:
-            while True:
-                blocks.append(tf.zeros([4 << 20], tf.float32))
-        except tf.errors.ResourceExhaustedError:
-            pass
-        freed = 0
-        while blocks and freed < first.nbytes + record["workspace_bytes"] // 2 + (64 << 20):
-            blocks.pop()
-            freed += 16 << 20
+        blocks = fill_gpu(first.nbytes + record["workspace_bytes"] // 2 + (64 << 20))
         start = time.perf_counter()
         second = conv(x, w).numpy()
         second_s = time.perf_counter() - start
         del blocks
-    rel = lambda a: float(np.linalg.norm(a - want) / np.linalg.norm(want))
     print(json.dumps(dict(record=record, first=rel(first), second=rel(second),
                           second_s=second_s)))
 """)

@@ -35,6 +35,42 @@ def run_python(code, *, pythonpath=ROOT, timeout=300, argv=(), **env):
                           env=dict(os.environ, PYTHONPATH=path, **env), cwd=pythonpath,
                           capture_output=True, text=True, timeout=timeout)
 
+# The start of a GPU test's child script: TF's GPU allocator capped at 6 GiB
+# (before TensorFlow initialises the GPU), a 5x5 convolution whose fastest
+# algorithms want far more workspace than its slowest (x_host, w_host; `want`
+# from the CPU: under a memory cap stock TF's GPU convolution may fail to
+# create its cuBLAS handle, which has nothing to do with tf_ucudnn), and
+# fill_gpu(leave_bytes): 16 MiB blocks until the GPU is full, then freed until
+# leave_bytes are free again; it returns the blocks kept.
+CAPPED_5X5_CHILD = textwrap.dedent("""
+    import json, sys, time, numpy as np, tensorflow as tf
+    gpu = tf.config.list_physical_devices("GPU")[0]
+    tf.config.set_logical_device_configuration(
+        gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=6144)])
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    import tf_ucudnn
+    rng = np.random.default_rng(0)
+    x_host = rng.standard_normal((256, 27, 27, 96)).astype(np.float32)
+    w_host = rng.standard_normal((5, 5, 96, 256)).astype(np.float32)
+    with tf.device("/CPU:0"):
+        want = tf.nn.conv2d(x_host, w_host, 1, "SAME").numpy()
+    rel = lambda a, b=want: float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+    def fill_gpu(leave_bytes):
+        blocks = []
+        with tf.device("/GPU:0"):
+            try:
+                while True:
+                    blocks.append(tf.zeros([4 << 20], tf.float32))
+            except tf.errors.ResourceExhaustedError:
+                pass
+        freed = 0
+        while blocks and freed < leave_bytes:
+            blocks.pop()
+            freed += 16 << 20
+        return blocks
+""")
+
 # TensorFlow's oneDNN build (on by default on Intel CPUs, forced on by
 # TF_ENABLE_ONEDNN_OPTS=1 and off by =0) renames the stock convolutions after
 # Grappler has run, the tf_ucudnn rewrite included: these are their oneDNN
