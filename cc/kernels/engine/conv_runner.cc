@@ -226,9 +226,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     // in cuDNN's layout is allocated before it), rather than a failed
     // allocation: XLA's allocator retries a failed one before it gives up.
     const FreeDeviceMemory free = scratch->FreeMemory();
-    const int64_t filter_copy =
-        tensors.filter_in_cudnn_layout ? 0 : q.params.filter_size() * DTypeSize(q.params.dtype);
-    const int64_t room = free.available - filter_copy;
+    const int64_t room = free.available - FilterCopyBytes(q.params, tensors);
     if (free.available >= 0 && plan.workspace_bytes > room) {
       const Plan fits = kernel->PlanFitting(std::max<int64_t>(room, 0));
       if (!fits.empty()) {

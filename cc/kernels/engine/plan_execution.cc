@@ -19,10 +19,14 @@
 
 namespace ucudnn {
 
+int64_t FilterCopyBytes(const ConvParams& p, const PassTensors& t) {
+  return t.filter_in_cudnn_layout ? 0 : p.filter_size() * DTypeSize(p.dtype);
+}
+
 Status AllocateFilter(const ConvParams& p, const PassTensors& t, ScratchAllocator* scratch,
                       PassScratch* ps) {
-  if (t.filter_in_cudnn_layout) return Status();
-  const int64_t filter_bytes = p.filter_size() * DTypeSize(p.dtype);
+  const int64_t filter_bytes = FilterCopyBytes(p, t);
+  if (filter_bytes == 0) return Status();
   ps->filter = scratch->Allocate(filter_bytes);
   if (ps->filter == nullptr) {
     return Status::ResourceExhausted("could not allocate " + std::to_string(filter_bytes) +

@@ -23,6 +23,9 @@ struct PassScratch {
   void* padded = nullptr;
 };
 
+// Bytes of the filter's copy in cuDNN's layout that a pass allocates before
+// its workspace (0 where the filter is in that layout already).
+int64_t FilterCopyBytes(const ConvParams& p, const PassTensors& t);
 // The filter's copy in cuDNN's layout, unless the caller's filter is in that
 // layout already (t.filter_in_cudnn_layout: XLA's custom calls).
 Status AllocateFilter(const ConvParams& p, const PassTensors& t, ScratchAllocator* scratch,
