@@ -167,6 +167,21 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         self.assertEqual(database.check_record(dict(record(0), pressured=[0])),
                          "pressured must be a list of sizes > 0")
 
+    def test_pruned_graph_engines_are_stored_at_the_smallest_size_that_pruned_them(self):
+        # A kernel benchmarking new sizes of a stored table leaves out the
+        # engines pruned below each size, so the database keeps them.
+        db = database.BenchmarkDatabase(self.path)
+        db.put(GPU, CUDNN, TF, [dict(record(0), pruned={"a": 16, "b": 8})])
+        db.put(GPU, CUDNN, TF, [dict(record(0), table=[[64, 0, 1.0, 0]],
+                                     pruned={"a": 8, "b": 32, "c": 64})])
+        got, = db.get(GPU, CUDNN, TF)
+        self.assertEqual(got["pruned"], {"a": 8, "b": 8, "c": 64})
+        self.assertIsNone(database.check_record(got))
+        for bad in ({"a": 0}, {"a": 1.5}, ["a"]):
+            with self.subTest(bad):
+                self.assertEqual(database.check_record(dict(record(0), pruned=bad)),
+                                 "pruned must map engine names to sizes > 0")
+
     def _loaded_link(self, mp):
         """This process's link to the database at self.path, loaded (the engine
         seeded by a stand-in), with no save at exit."""
@@ -345,12 +360,15 @@ class StoredRecordTest(tf.test.TestCase):
     def test_a_stored_record_names_back_what_the_engine_wrote(self):
         named = database.engine_record(database.stored_record(_KERNEL))
         self.assertEqual(named, dict(key=_any_batch(_KERNEL["key"]), algos=_KERNEL["algos"],
-                                     table=_KERNEL["table"], pressured_sizes=[]))
-        pressured = dict(_KERNEL, pressured_sizes=[16])
-        stored = database.stored_record(pressured)
+                                     table=_KERNEL["table"], pressured_sizes=[],
+                                     pruned_engines={}))
+        marked = dict(_KERNEL, pressured_sizes=[16], pruned_engines={"eng7_k3=1": 8})
+        stored = database.stored_record(marked)
         self.assertEqual(stored["pressured"], [16])
+        self.assertEqual(stored["pruned"], {"eng7_k3=1": 8})
         self.assertIsNone(database.check_record(stored))
         self.assertEqual(database.engine_record(stored)["pressured_sizes"], [16])
+        self.assertEqual(database.engine_record(stored)["pruned_engines"], {"eng7_k3=1": 8})
 
     def test_a_forward_with_a_bias_is_a_stored_pass_of_its_own(self):
         # Pass 3: keys written before the bias epilogue keep their meaning.

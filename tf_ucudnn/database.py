@@ -314,14 +314,16 @@ class BenchmarkDatabase:
                         try:
                             data = json.loads(old[0])
                             stored = dict(key=r["key"], table=data["table"], algos=data["algos"],
-                                          pressured=data.get("pressured", []))
+                                          pressured=data.get("pressured", []),
+                                          pruned=data.get("pruned", {}))
                             if check_record(stored) is None:
                                 r = dict(r, **merge_records(stored, r))
                         except (ValueError, KeyError, TypeError):
                             pass  # a malformed row is replaced
                     rows.append((gpu, cudnn, tf_version, key,
                                  json.dumps(dict(table=r["table"], algos=r["algos"],
-                                                 pressured=r.get("pressured", []))),
+                                                 pressured=r.get("pressured", []),
+                                                 pruned=r.get("pruned", {}))),
                                  r.get("shape", ""), r.get("pass", ""), time.time()))
                 db.executemany("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                rows)
@@ -364,7 +366,8 @@ class BenchmarkDatabase:
             try:
                 data = json.loads(tables)
                 records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"],
-                                    pressured=data.get("pressured", [])))
+                                    pressured=data.get("pressured", []),
+                                    pruned=data.get("pruned", {})))
             except (ValueError, KeyError, TypeError) as e:
                 self.malformed.append(f"{type(e).__name__}: {e}")
         return records
@@ -459,7 +462,8 @@ def check_record(record):
 
     A record is ``{"key": [27 ints], "table": [[size, algo index, time_ms,
     workspace_bytes], ...], "algos": [[ints], ...]}`` and optionally
-    ``"pressured": [sizes]`` (measured under memory pressure): sizes
+    ``"pressured": [sizes]`` (measured under memory pressure) and ``"pruned":
+    {graph engine name: size}`` (engines pruned from the sizes above): sizes
     positive, algo indices into ``algos``, times finite and >= 0, workspaces
     in [0, 2**63 - 1], each algo 3 ints or 5 plus knob pairs.
     """
@@ -467,6 +471,10 @@ def check_record(record):
     pressured = record.get("pressured", [])
     if not isinstance(pressured, list) or not all(_is_int(p, 1) for p in pressured):
         return "pressured must be a list of sizes > 0"
+    pruned = record.get("pruned", {})
+    if not isinstance(pruned, dict) or not all(
+            isinstance(name, str) and _is_int(size, 1) for name, size in pruned.items()):
+        return "pruned must map engine names to sizes > 0"
     if not isinstance(key, list) or len(key) != _KEY_FIELDS or not all(map(_is_int, key)):
         return f"key must be {_KEY_FIELDS} int64 values"
     if not isinstance(algos, list) or not all(
@@ -556,8 +564,9 @@ def stored_record(entry):
     :func:`tf_ucudnn._engine.kernels`: its N, policy and forced size are left
     out) as the database stores it: ``{"key": [27 ints], "table": [[size,
     algo index, time_ms, workspace_bytes], ...], "algos": [[ints], ...],
-    "pressured" (sizes measured under memory pressure), "shape" (the
-    convolution without N), "pass"}`` (see :func:`check_record`)."""
+    "pressured" (sizes measured under memory pressure), "pruned" (graph
+    engines pruned from larger sizes: {name: size}), "shape" (the convolution
+    without N), "pass"}`` (see :func:`check_record`)."""
     key, conv = entry["key"], entry["key"]["conv"]
     fields = [conv[name] for name in _CONV_FIELDS[:-2]]
     fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
@@ -582,6 +591,7 @@ def stored_record(entry):
     if shape.startswith("N="):  # a kernel's shape: the table holds for any N
         shape = shape.split(" ", 1)[1]
     return {"key": stored_key, "table": table, "algos": algos, "pressured": pressured,
+            "pruned": dict(sorted(entry.get("pruned_engines", {}).items())),
             "shape": shape, "pass": key["pass"]}
 
 
@@ -589,10 +599,11 @@ def merge_records(stored, new):
     """The table of one key from two records (checked by :func:`check_record`):
     ``stored``'s rows, and ``new``'s rows of the sizes ``stored`` lacks or
     measured under memory pressure where ``new`` measured them with room;
-    ``new``'s candidates are found in ``stored["algos"]`` or appended to them.
+    ``new``'s candidates are found in ``stored["algos"]`` or appended to them;
+    pruned engines of both, each at the smaller size.
 
     Returns:
-      ``{"table", "algos", "pressured"}`` in the stored form.
+      ``{"table", "algos", "pressured", "pruned"}`` in the stored form.
     """
     algos = [list(a) for a in stored["algos"]]
     new_pressured = set(new.get("pressured", []))
@@ -614,7 +625,11 @@ def merge_records(stored, new):
         table.append([size, index[algo], time_ms, workspace])
         if size in new_pressured:
             pressured.add(size)
-    return {"table": table, "algos": algos, "pressured": sorted(pressured)}
+    pruned = dict(stored.get("pruned", {}))
+    for name, size in new.get("pruned", {}).items():
+        pruned[name] = min(size, pruned.get(name, size))
+    return {"table": table, "algos": algos, "pressured": sorted(pressured),
+            "pruned": dict(sorted(pruned.items()))}
 
 
 def _named(names, index, what):
@@ -659,7 +674,8 @@ def engine_record(record):
     table = [dict(size=r[0], algo=r[1], time_ms=r[2], workspace_bytes=r[3])
              for r in record["table"]]
     return dict(key=named_key, algos=algos, table=table,
-                pressured_sizes=list(record.get("pressured", [])))
+                pressured_sizes=list(record.get("pressured", [])),
+                pruned_engines=dict(record.get("pruned", {})))
 
 
 def seed_engine(record):

@@ -145,6 +145,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   // Sizes timed with less search workspace than their candidates could use
   // within the limit (memory pressure): their rows may lack fast candidates.
   std::set<int64_t> pressured;
+  PrunedEngines pruned_here;  // engines this call's screening pruned, at their size
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
@@ -225,6 +226,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     std::vector<GraphTrial> trials;
     std::string size_log;
     int over_limit = 0;
+    // Engines the stored table's measurements pruned below this size (a
+    // seeded kernel benchmarking new sizes), as if its sizes were all timed here.
+    for (const std::string& name : PrunedBelow(seed_pruned_, size)) pruned.insert(name);
+    const std::set<std::string> pruned_before = pruned;
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
                                               &trials, DebugOutput() ? &size_log : nullptr,
                                               &host, &over_limit));
@@ -253,6 +258,9 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     UCUDNN_RETURN_IF_ERROR(TimeGraphTrials(handle->handle, stream, trials, bench_a, b, bench_out,
                                            t.bias, ws, ws_bytes, &(*got)[size], &pruned, &runs,
                                            DebugOutput() ? &log : nullptr));
+    for (const std::string& name : pruned) {
+      if (!pruned_before.count(name)) pruned_here.emplace(name, size);
+    }
     runs_s += seconds_since(start);
     // kAuto: a size at which no engine ran (none proposed, fitted or ran)
     // falls back to the legacy algorithms.
@@ -281,9 +289,10 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                  host.engine_configs_s,
                  host.plans_s, log.c_str());
   }
-  if (!pressured.empty()) {
+  {
     std::lock_guard<std::mutex> lock(pressured_mu_);
     pressured_.insert(pressured.begin(), pressured.end());
+    MergePrunedEngines(&pruned_, pruned_here);
   }
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.
@@ -357,6 +366,7 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
   {
     std::lock_guard<std::mutex> lock(pressured_mu_);
     pressured_.clear();
+    pruned_.clear();
   }
   const std::vector<std::vector<int64_t>> shares =
       SpreadSizes(sizes, static_cast<int>(peers.size()) + 1);

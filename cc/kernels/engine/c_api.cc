@@ -354,7 +354,8 @@ extern "C" {
 // "pass", "shape", "key" (pass, conv, allow_tf32, deterministic,
 // workspace_limit (the op's), policy, forced_micro_batch, engines, graph:
 // search, layouts, prune_factor),
-// "total_workspace", "seeded", "pressured_sizes", "algos" (candidates), "table" ([{"size",
+// "total_workspace", "seeded", "pressured_sizes", "pruned_engines" ({engine name: the size
+// that pruned it from larger sizes}), "algos" (candidates), "table" ([{"size",
 // "algo" (index into algos), "time_ms", "workspace_bytes"}]), "planned_limit"
 // (the limit its plan now uses), "plan", "front"}.
 char* ucudnn_kernels() {
@@ -386,6 +387,7 @@ char* ucudnn_kernels() {
                      {"total_workspace", key.total_workspace},
                      {"seeded", kernel.seeded()},
                      {"pressured_sizes", kernel.pressured_sizes()},
+                     {"pruned_engines", kernel.pruned_engines()},
                      {"algos", std::move(algos)},
                      {"table", std::move(table)},
                      {"planned_limit", kernel.planned_limit()},
@@ -403,7 +405,7 @@ char* ucudnn_kernels() {
 // N: TableKey), as a JSON array of {"shape" (the convolution without N),
 // "key" (as ucudnn_kernels writes it, with conv.batch 0; policy and
 // forced_micro_batch hold for any), "algos", "table", "pressured_sizes"
-// (sizes measured under memory pressure)}.
+// (sizes measured under memory pressure), "pruned_engines"}.
 char* ucudnn_tables() {
   json out = json::array();
 #if GOOGLE_CUDA
@@ -424,7 +426,8 @@ char* ucudnn_tables() {
                      {"key", KeyJson(stored.key, stored.params)},
                      {"algos", std::move(algos)},
                      {"table", std::move(table)},
-                     {"pressured_sizes", stored.pressured}});
+                     {"pressured_sizes", stored.pressured},
+                     {"pruned_engines", stored.pruned}});
     }
   } catch (const std::exception& e) {
     return Error(e.what());
@@ -436,8 +439,10 @@ char* ucudnn_tables() {
 // Seeds the stored benchmark table of a convolution (from the benchmark
 // database): kernels created later with this key, whatever their N, policy
 // or GPU, plan from its sizes and benchmark only the ones it lacks (and again
-// those of the optional "pressured_sizes", measured under memory pressure). Request: {"key", "algos", "table"} as ucudnn_kernels writes
-// them. Answer: {} or {"error": ...} for a malformed request.
+// those of the optional "pressured_sizes", measured under memory pressure;
+// graph engines in the optional "pruned_engines" are left out above their size).
+// Request: {"key", "algos", "table"} as ucudnn_kernels writes them. Answer:
+// {} or {"error": ...} for a malformed request.
 char* ucudnn_seed_kernel(const char* request) {
 #if GOOGLE_CUDA
   try {
@@ -460,7 +465,18 @@ char* ucudnn_seed_kernel(const char* request) {
     if (r.contains("pressured_sizes")) {
       for (const json& size : r.at("pressured_sizes")) pressured.insert(size.get<int64_t>());
     }
-    ucudnn::SeedKernelTable(key, std::move(table), std::move(algos), std::move(pressured));
+    ucudnn::PrunedEngines pruned;
+    if (r.contains("pruned_engines")) {
+      for (const auto& item : r.at("pruned_engines").items()) {
+        const int64_t size = item.value().get<int64_t>();
+        if (size <= 0) {
+          throw std::invalid_argument("pruned engine " + item.key() + ": size <= 0");
+        }
+        pruned[item.key()] = size;
+      }
+    }
+    ucudnn::SeedKernelTable(key, std::move(table), std::move(algos), std::move(pressured),
+                            std::move(pruned));
     return Dump(json::object());
   } catch (const std::exception& e) {
     return Error(e.what());

@@ -209,7 +209,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
       }
       // Kernels of other N (and later processes, through the database) plan
       // from the sizes measured here.
-      SeedKernelTable(key, kernel->table(), kernel->algos(), pressured);
+      SeedKernelTable(key, kernel->table(), kernel->algos(), pressured, kernel->pruned_engines());
       if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
       LogPlan(r);
       RecordPlan(std::move(r));

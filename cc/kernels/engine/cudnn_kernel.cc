@@ -162,6 +162,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   {
     std::lock_guard<std::mutex> lock(pressured_mu_);
     pressured_.clear();
+    pruned_.clear();
   }
   if (!to_benchmark.empty()) {
     UCUDNN_RETURN_IF_ERROR(Benchmark(handle, stream, to_benchmark, workspace_limit, t, scratch,
@@ -181,6 +182,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
     for (auto it = pressured_.begin(); it != pressured_.end();) {
       it = table_.count(*it) ? std::next(it) : pressured_.erase(it);
     }
+    MergePrunedEngines(&pruned_, seed_pruned_);
   }
   benchmarked_sizes_ = 0;
   for (const auto& row : table_) benchmarked_sizes_ += measured.count(row.first) ? 1 : 0;
@@ -204,12 +206,13 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
 }
 
 void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos,
-                       std::set<int64_t> pressured) {
+                       std::set<int64_t> pressured, PrunedEngines pruned) {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   if (benchmarked_) return;
   seed_table_ = std::move(table);
   seed_algos_ = std::move(algos);
   seed_pressured_ = std::move(pressured);
+  seed_pruned_ = std::move(pruned);
   seeded_ = true;
 }
 
@@ -241,6 +244,11 @@ int CudnnKernel::benchmarked_sizes() const {
 std::set<int64_t> CudnnKernel::pressured_sizes() const {
   std::lock_guard<std::mutex> lock(pressured_mu_);
   return pressured_;
+}
+
+PrunedEngines CudnnKernel::pruned_engines() const {
+  std::lock_guard<std::mutex> lock(pressured_mu_);
+  return pruned_;
 }
 
 Plan CudnnKernel::plan() const {

@@ -106,8 +106,10 @@ class CudnnKernel {
   // The stored benchmark table of this convolution (from the benchmark
   // database, or a kernel of another N): planning uses its sizes and
   // benchmarks only those it lacks (SizesToBenchmark), and again those in
-  // `pressured` (measured under memory pressure). Ignored once planned.
-  void Seed(PerfTable table, std::vector<CudnnAlgo> algos, std::set<int64_t> pressured = {});
+  // `pressured` (measured under memory pressure); at a new size it leaves out
+  // the graph engines `pruned` below it. Ignored once planned.
+  void Seed(PerfTable table, std::vector<CudnnAlgo> algos, std::set<int64_t> pressured = {},
+            PrunedEngines pruned = {});
   bool seeded() const;
   // Of the sizes the plan was made from: how many came from the seed, and
   // how many were benchmarked (0 and 0 before planning).
@@ -117,6 +119,9 @@ class CudnnKernel {
   // workspace could not be allocated in full (less than their candidates
   // could use within the limit), so fast candidates may be missing.
   std::set<int64_t> pressured_sizes() const;
+  // The graph engines pruned from larger sizes, with the size that pruned
+  // them: by this kernel's benchmarking and its seed's.
+  PrunedEngines pruned_engines() const;
   // CUDA ordinals of the GPUs that benchmarked this kernel (empty if seeded).
   std::vector<int> benchmark_devices() const;
 
@@ -309,8 +314,10 @@ class CudnnKernel {
   bool benchmarked_ = false;
   bool seeded_ = false;
   std::set<int64_t> seed_pressured_;
+  PrunedEngines seed_pruned_;
   // Written by the benchmarking threads (own GPU and peers) under pressured_mu_.
   std::set<int64_t> pressured_;
+  PrunedEngines pruned_;
   mutable std::mutex pressured_mu_;
   int reused_sizes_ = 0;
   int benchmarked_sizes_ = 0;

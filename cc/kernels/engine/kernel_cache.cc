@@ -50,7 +50,7 @@ std::vector<KernelKey>& TableOrder() {
 }  // namespace
 
 void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos,
-                     std::set<int64_t> pressured) {
+                     std::set<int64_t> pressured, PrunedEngines pruned) {
   const KernelKey table_key = TableKey(key);
   std::lock_guard<std::mutex> lock(KernelsMutex());
   auto [it, added] = Tables().try_emplace(table_key);
@@ -62,6 +62,7 @@ void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlg
   }
   MergeTablesWithPressure(&stored.table, &stored.algos, &stored.pressured, table, algos,
                           pressured);
+  MergePrunedEngines(&stored.pruned, pruned);
 }
 
 std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvParams& params) {
@@ -73,7 +74,8 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
                                          key.engines, key.graph);
     auto stored = Tables().find(TableKey(key));
     if (stored != Tables().end() && !stored->second.table.empty()) {
-      slot->Seed(stored->second.table, stored->second.algos, stored->second.pressured);
+      slot->Seed(stored->second.table, stored->second.algos, stored->second.pressured,
+                 stored->second.pruned);
     }
     KernelList().emplace_back(key, slot);
   }

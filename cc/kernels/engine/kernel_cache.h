@@ -59,10 +59,11 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
 // Adds the sizes of a benchmark table (from the benchmark database, or a
 // kernel just benchmarked) that the stored table of its convolution lacks,
 // and replaces the stored rows measured under memory pressure by rows of
-// `table` measured with room (sizes not in `pressured`); kernels created
-// afterwards, on any device, plan from the result.
+// `table` measured with room (sizes not in `pressured`), and adds the graph
+// engines `pruned` (MergePrunedEngines); kernels created afterwards, on any
+// device, plan from the result.
 void SeedKernelTable(const KernelKey& key, PerfTable table, std::vector<CudnnAlgo> algos,
-                     std::set<int64_t> pressured = {});
+                     std::set<int64_t> pressured = {}, PrunedEngines pruned = {});
 // Every kernel created so far, with its key, in creation order.
 std::vector<std::pair<KernelKey, std::shared_ptr<CudnnKernel>>> AllKernels();
 
@@ -74,6 +75,7 @@ struct ConvolutionTable {
   PerfTable table;
   std::vector<CudnnAlgo> algos;
   std::set<int64_t> pressured;  // sizes measured under memory pressure
+  PrunedEngines pruned;         // graph engines pruned from larger sizes
 };
 // Every stored table, in the order their convolutions were first stored.
 std::vector<ConvolutionTable> AllTables();

@@ -562,4 +562,19 @@ std::vector<int64_t> SizesToBenchmark(const PerfTable& stored, const std::vector
   return missing;
 }
 
+void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from) {
+  for (const auto& [name, size] : from) {
+    auto [it, added] = into->emplace(name, size);
+    if (!added) it->second = std::min(it->second, size);
+  }
+}
+
+std::set<std::string> PrunedBelow(const PrunedEngines& pruned, int64_t size) {
+  std::set<std::string> out;
+  for (const auto& [name, at] : pruned) {
+    if (at < size) out.insert(name);
+  }
+  return out;
+}
+
 }  // namespace ucudnn

@@ -207,6 +207,17 @@ void MergeTablesWithPressure(PerfTable* into, std::vector<Algo>* into_algos,
   MergeTables(into, into_algos, from, from_algos);
 }
 
+// Graph engines that screening pruned from a convolution's larger sizes, by
+// name, with the micro-batch size at which it pruned them (the smallest where
+// several measurements did). A kernel that benchmarks new sizes of a stored
+// table leaves out, at each size, the engines pruned below it, as one
+// benchmarking every size in ascending order would.
+using PrunedEngines = std::map<std::string, int64_t>;
+// Adds `from` to `*into`, keeping the smaller size of an engine in both.
+void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from);
+// The engines pruned at sizes below `size`.
+std::set<std::string> PrunedBelow(const PrunedEngines& pruned, int64_t size);
+
 }  // namespace ucudnn
 
 #endif  // TF_UCUDNN_ENGINE_PLANNER_H_

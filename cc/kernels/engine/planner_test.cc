@@ -248,5 +248,17 @@ int main() {
           "an added size keeps its pressure mark; the replaced size loses it");
   }
 
+  // Pruned graph engines of a stored table: the smaller size wins, and a new
+  // size leaves out the engines pruned below it.
+  {
+    PrunedEngines into = {{"eng1", 16}, {"eng2", 8}};
+    MergePrunedEngines(&into, {{"eng1", 8}, {"eng2", 32}, {"eng3", 64}});
+    Check(into == PrunedEngines({{"eng1", 8}, {"eng2", 8}, {"eng3", 64}}),
+          "merged pruned engines keep the size that pruned them first");
+    Check(PrunedBelow(into, 64) == std::set<std::string>({"eng1", "eng2"}) &&
+              PrunedBelow(into, 100).size() == 3 && PrunedBelow(into, 8).empty(),
+          "a size leaves out the engines pruned below it, not at it");
+  }
+
   return ucudnn_test::Summary("planner_test");
 }
