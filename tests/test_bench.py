@@ -455,3 +455,25 @@ class PlanningProfileTest(tf.test.TestCase):
         mixed, = self._summary([old, new])
         self.assertIn("mode A 0.018 s, fallback lists 0.004 s", mixed)
         self.assertNotIn("configs fetched", mixed)
+
+
+class PlanSpreadTest(tf.test.TestCase):
+    """benchmarks/plan_spread.py: kernels whose plan differs between processes."""
+
+    def test_differing_plans_are_counted_with_their_smallest_lead(self):
+        plan_spread = _benchmark_script(self, "plan_spread")
+        fwd = dict(shape="N=64 C=128 H=56 W=56 K=256 R=3 S=3", **{"pass": "forward"})
+        bwd = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", **{"pass": "backward-data"})
+
+        def run(fwd_plan, fwd_gap, bwd_gap):
+            return dict(kernels=[dict(fwd, plan=fwd_plan, gap=fwd_gap),
+                                 dict(bwd, plan="1x64 eng7", gap=bwd_gap)])
+
+        # VGG-16's forward 3x3 128->256 on an H200: 1x64 twice, 2x32 once.
+        runs = [run("1x64 eng51", 0.20, 0.01), run("2x32 eng51", 0.143, None),
+                run("1x64 eng51", 0.31, 0.02)]
+        (pass_, shape, plans, gap), = plan_spread.plan_differences(runs)
+        self.assertEqual((pass_, shape), ("forward", fwd["shape"]))
+        self.assertEqual(plans, {"1x64 eng51": 2, "2x32 eng51": 1})
+        self.assertAlmostEqual(gap, 0.143)
+        self.assertEqual(plan_spread.plan_differences(runs[::2]), [])
