@@ -312,18 +312,12 @@ class BenchmarkDatabase:
                                      (gpu, cudnn, tf_version, key)).fetchone()
                     if old is not None:
                         try:
-                            data = json.loads(old[0])
-                            stored = dict(key=r["key"], table=data["table"], algos=data["algos"],
-                                          pressured=data.get("pressured", []),
-                                          pruned=data.get("pruned", {}))
+                            stored = _decoded(r["key"], old[0])
                             if check_record(stored) is None:
                                 r = dict(r, **merge_records(stored, r))
                         except (ValueError, KeyError, TypeError):
                             pass  # a malformed row is replaced
-                    rows.append((gpu, cudnn, tf_version, key,
-                                 json.dumps(dict(table=r["table"], algos=r["algos"],
-                                                 pressured=r.get("pressured", []),
-                                                 pruned=r.get("pruned", {}))),
+                    rows.append((gpu, cudnn, tf_version, key, _encoded(r),
                                  r.get("shape", ""), r.get("pass", ""), time.time()))
                 db.executemany("INSERT OR REPLACE INTO kernels VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                rows)
@@ -364,10 +358,7 @@ class BenchmarkDatabase:
         records = []
         for key, tables in rows:
             try:
-                data = json.loads(tables)
-                records.append(dict(key=json.loads(key), table=data["table"], algos=data["algos"],
-                                    pressured=data.get("pressured", []),
-                                    pruned=data.get("pruned", {})))
+                records.append(_decoded(json.loads(key), tables))
             except (ValueError, KeyError, TypeError) as e:
                 self.malformed.append(f"{type(e).__name__}: {e}")
         return records
@@ -551,6 +542,22 @@ class _EngineLink:
 
 
 _LINK = _EngineLink()
+
+
+def _encoded(record):
+    """A record's ``tables`` column: JSON of its table, candidates, pressured
+    sizes and pruned engines (:func:`_decoded` reads it back)."""
+    return json.dumps(dict(table=record["table"], algos=record["algos"],
+                           pressured=record.get("pressured", []),
+                           pruned=record.get("pruned", {})))
+
+
+def _decoded(key, tables):
+    """The record of a stored row: ``key`` and the fields of its ``tables``
+    JSON. Raises ValueError, KeyError or TypeError where they cannot be read."""
+    data = json.loads(tables)
+    return dict(key=key, table=data["table"], algos=data["algos"],
+                pressured=data.get("pressured", []), pruned=data.get("pruned", {}))
 
 
 def _roomy_sizes(record):

@@ -361,13 +361,6 @@ Status CudnnKernel::Benchmark(CudnnHandle* handle, cudaStream_t stream,
                               const PassTensors& t, ScratchAllocator* scratch,
                               const std::vector<BenchmarkPeer>& peers,
                               bool small_sizes_where_limited) {
-  table_.clear();  // a failed earlier attempt may have left rows behind
-  algos_.clear();
-  {
-    std::lock_guard<std::mutex> lock(pressured_mu_);
-    pressured_.clear();
-    pruned_.clear();
-  }
   const std::vector<std::vector<int64_t>> shares =
       SpreadSizes(sizes, static_cast<int>(peers.size()) + 1);
   std::vector<MeasuredSizes> got(shares.size());

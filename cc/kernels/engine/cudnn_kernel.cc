@@ -157,6 +157,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
       seeded_ ? SizesToBenchmark(usable, sizes, std::min(kMinGraphMicroBatch, params_.batch),
                                  small_rule && engines_ == EngineSet::kAuto)
               : sizes;
+  // Rows of a failed earlier attempt go; Benchmark adds to empty tables.
   table_.clear();
   algos_.clear();
   {

@@ -164,9 +164,9 @@ class CudnnKernel {
   using MeasuredSizes = std::map<int64_t, std::vector<Measured>>;
   Status GetDescriptors(int64_t size, int math_type, ConvDescriptors** out);
   int BenchmarkMathType() const;
-  // Fills table_ and algos_ by benchmarking every size, spread over this GPU
-  // and `peers` (bench_mu_ held); small_sizes_where_limited as in BenchmarkOn
-  // (on one GPU only).
+  // Fills table_ and algos_ (empty: EnsurePlanned clears them) by
+  // benchmarking every size, spread over this GPU and `peers` (bench_mu_
+  // held); small_sizes_where_limited as in BenchmarkOn (on one GPU only).
   Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                    int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
                    const std::vector<BenchmarkPeer>& peers, bool small_sizes_where_limited);
