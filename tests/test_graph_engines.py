@@ -197,6 +197,40 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertLess(default, wide)
         self.assertLessEqual(wide, exhaustive)
 
+    def _retimed(self, setting):
+        """The debug log's re-timing lines of a 3x3 convolution's three passes
+        (N = 32, 64 channels at 56x56) and the relative errors of its results."""
+        done = run_python("""
+            import json, numpy as np, tensorflow as tf
+            import tf_ucudnn
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+            rng = np.random.default_rng(0)
+            x = tf.constant(rng.standard_normal((32, 56, 56, 64)), tf.float32)
+            f = tf.constant(rng.standard_normal((3, 3, 64, 64)), tf.float32)
+            def grads(conv):
+                with tf.device("/GPU:0"), tf.GradientTape() as tape:
+                    tape.watch([x, f])
+                    y = conv(x, f, 1, "SAME")
+                return [y] + tape.gradient(y, [x, f], output_gradients=y)
+            got, want = grads(tf_ucudnn.conv2d), grads(tf.nn.conv2d)
+            print(json.dumps([float(np.linalg.norm(g - w) / np.linalg.norm(w))
+                              for g, w in zip(got, want)]))
+        """, pythonpath=ROOT, UCUDNN_GRAPH_RETIME=setting, UCUDNN_DATABASE="off",
+            UCUDNN_DEBUG_OUTPUT="1")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        errors = json.loads(done.stdout.strip().splitlines()[-1])
+        return re.findall(r"re-timed [0-9.]+ ms -> [0-9.]+ ms", done.stderr), errors
+
+    def test_candidates_near_the_best_are_timed_again_unless_retime_is_off(self):
+        # Three passes at 8, 16 and 32 samples: some size has two candidates
+        # within 15 % of each other. Results match TF either way (fp32, no TF32).
+        retimed, errors = self._retimed("on")
+        self.assertNotEmpty(retimed)
+        self.assertLessEqual(max(errors), 1e-5, errors)
+        retimed, errors = self._retimed("off")
+        self.assertEmpty(retimed)
+        self.assertLessEqual(max(errors), 1e-5, errors)
+
     def test_equivalence_grid_passes_with_graph_engines_alone(self):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
@@ -220,3 +254,16 @@ class EngineSetValueTest(tf.test.TestCase):
         """, pythonpath=ROOT, UCUDNN_ENGINES="cudnn")
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         self.assertIn("UCUDNN_ENGINES must be one of auto, all, legacy, graph; got 'cudnn'", done.stdout)
+
+    def test_a_bad_retime_value_is_invalid_argument_naming_the_choices(self):
+        done = run_python("""
+            import tensorflow as tf
+            import tf_ucudnn
+            try:
+                tf_ucudnn.conv2d(tf.ones((1, 4, 4, 1)), tf.ones((3, 3, 1, 1)), 1, "SAME")
+            except tf.errors.InvalidArgumentError as e:
+                print("InvalidArgument:", e.message)
+        """, pythonpath=ROOT, UCUDNN_GRAPH_RETIME="5")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("UCUDNN_GRAPH_RETIME must be one of on, off; got '5'", done.stdout)
+

@@ -146,6 +146,8 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   // within the limit (memory pressure): their rows may lack fast candidates.
   std::set<int64_t> pressured;
   PrunedEngines pruned_here;  // engines this call's screening pruned, at their size
+  bool retime = true;
+  UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
@@ -260,6 +262,11 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                                            DebugOutput() ? &log : nullptr));
     for (const std::string& name : pruned) {
       if (!pruned_before.count(name)) pruned_here.emplace(name, size);
+    }
+    if (retime) {
+      UCUDNN_RETURN_IF_ERROR(RetimeNearBest(handle->handle, stream, trials, bench_a, b, bench_out,
+                                            t.bias, ws, ws_bytes, &(*got)[size], &runs,
+                                            DebugOutput() ? &log : nullptr));
     }
     runs_s += seconds_since(start);
     // kAuto: a size at which no engine ran (none proposed, fitted or ran)

@@ -220,6 +220,14 @@ class CudnnKernel {
                          void* out, const void* bias, void* workspace, int64_t workspace_bytes,
                          std::vector<Measured>* got, std::set<std::string>* pruned, int* runs,
                          std::string* log);
+  // Times the graph candidates of *got within kRetimeWindow of the fastest
+  // again (screening.h, "Re-timing near the best"): kRetimeRounds rounds of
+  // one run each, interleaved; each keeps the median. `trials` holds their
+  // plans; operands as TimeGraphTrials'.
+  Status RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
+                        const std::vector<GraphTrial>& trials, const void* a, const void* b,
+                        void* out, const void* bias, void* workspace, int64_t workspace_bytes,
+                        std::vector<Measured>* got, int* runs, std::string* log);
   // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
   // backward-data (dy, w, dx); backward-filter (x, dy, dw).
   static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,

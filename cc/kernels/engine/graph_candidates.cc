@@ -294,6 +294,58 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   return Status();
 }
 
+Status CudnnKernel::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
+                                   const std::vector<GraphTrial>& trials, const void* a,
+                                   const void* b, void* out, const void* bias, void* workspace,
+                                   int64_t workspace_bytes, std::vector<Measured>* got,
+                                   int* runs, std::string* log) {
+  // The graph rows of the size, and the plan each was timed with.
+  std::vector<size_t> rows;
+  std::vector<Timed> timed;
+  std::vector<const GraphPlan*> plans;
+  for (size_t i = 0; i < got->size(); ++i) {
+    const Measured& m = (*got)[i];
+    if (!m.algo.graph()) continue;
+    for (const GraphTrial& trial : trials) {
+      if (trial.candidate.engine == m.algo.engine &&
+          trial.plan->workspace_bytes() <= workspace_bytes) {
+        rows.push_back(i);
+        timed.push_back({m.time_ms, m.workspace_bytes});
+        plans.push_back(trial.plan);
+        break;
+      }
+    }
+  }
+  const std::vector<size_t> near = NearBest(timed, kRetimeWindow, kRetimeMax);
+  if (near.empty()) return Status();
+  const void *x, *w, *y;
+  GraphRoles(pass_, a, b, out, &x, &w, &y);
+  EventPair events;
+  std::vector<std::vector<double>> samples(near.size());
+  for (int round = 0; round < kRetimeRounds; ++round) {
+    for (size_t k = 0; k < near.size(); ++k) {
+      if (samples[k].size() < static_cast<size_t>(round)) continue;  // refused earlier
+      double ms = -1;
+      const GraphPlan& plan = *plans[near[k]];
+      UCUDNN_RETURN_IF_ERROR(events.TimeRuns(
+          stream, 1, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, &ms));
+      *runs += 1;
+      if (ms >= 0) samples[k].push_back(ms);
+    }
+  }
+  for (size_t k = 0; k < near.size(); ++k) {
+    if (samples[k].size() != static_cast<size_t>(kRetimeRounds)) continue;  // keeps its time
+    Measured& m = (*got)[rows[near[k]]];
+    const double median = Median(samples[k]);
+    if (log != nullptr) {
+      *log += "  " + m.algo.engine.Name() + ": re-timed " + Ms(m.time_ms) + " -> " +
+              Ms(median) + "\n";
+    }
+    m.time_ms = median;
+  }
+  return Status();
+}
+
 }  // namespace ucudnn
 
 #endif  // GOOGLE_CUDA

@@ -23,7 +23,7 @@ constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth
                                                     {"transposed", GraphLayouts::kTransposed}};
 constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"scratch", XlaWorkspace::kScratch},
                                                      {"buffer", XlaWorkspace::kBuffer}};
-constexpr Name<bool> kXlaPadChannelsNames[] = {{"on", true}, {"off", false}};
+constexpr Name<bool> kOnOffNames[] = {{"on", true}, {"off", false}};
 
 // The variable's value, or nullptr when unset or empty (the default applies).
 const char* Env(const char* name) {
@@ -98,7 +98,7 @@ bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where) {
 }
 
 bool ParseXlaPadChannels(const std::string& text, bool* pad) {
-  return ParseName(kXlaPadChannelsNames, text, pad);
+  return ParseName(kOnOffNames, text, pad);
 }
 
 namespace {
@@ -126,6 +126,8 @@ Status ReadEngineKnobs(EngineKnobs* knobs) {
                                   &knobs->graph.prune_factor));
   UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_SEARCH", "one of default, wide, exhaustive; got",
                                   ParseGraphSearch, &knobs->graph.search));
+  bool retime = true;  // read again where it applies (benchmarking); checked here
+  UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
   return ReadKnob("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got",
                   ParseGraphLayouts, &knobs->graph.layouts);
 }
@@ -138,6 +140,12 @@ Status ReadXlaWorkspace(XlaWorkspace* where) {
 Status ReadXlaPadChannels(bool* pad) {
   *pad = true;
   return ReadKnob("UCUDNN_XLA_PAD_CHANNELS", "one of on, off; got", ParseXlaPadChannels, pad);
+}
+
+Status ReadGraphRetime(bool* retime) {
+  *retime = true;
+  auto parse = [](const std::string& text, bool* on) { return ParseName(kOnOffNames, text, on); };
+  return ReadKnob("UCUDNN_GRAPH_RETIME", "one of on, off; got", parse, retime);
 }
 
 Status ReadDefaultWorkspaceLimit(int64_t* bytes) {

@@ -112,7 +112,7 @@ struct EngineKnobs {
 };
 
 // Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
-// default). InvalidArgument names the variable, the allowed values and the
+// default; UCUDNN_GRAPH_RETIME is only checked: ReadGraphRetime). InvalidArgument names the variable, the allowed values and the
 // value found.
 Status ReadEngineKnobs(EngineKnobs* knobs);
 
@@ -140,6 +140,10 @@ Status ReadXlaWorkspace(XlaWorkspace* where);
 bool ParseXlaPadChannels(const std::string& text, bool* pad);
 // Reads and validates UCUDNN_XLA_PAD_CHANNELS (unset or empty: on).
 Status ReadXlaPadChannels(bool* pad);
+// Reads and validates UCUDNN_GRAPH_RETIME, on or off (unset or empty: on):
+// whether graph candidates near the best at a size are timed again,
+// interleaved (screening.h, "Re-timing near the best").
+Status ReadGraphRetime(bool* retime);
 
 // The environment's defaults of op attributes, read (when a kernel is
 // created) only where an op leaves the attribute to them, so that a bad value

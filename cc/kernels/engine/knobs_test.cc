@@ -106,6 +106,12 @@ int main() {
   Check(ReadXlaPadChannels(&pad).ok() && !pad, "ReadXlaPadChannels reads off");
   CheckRefused("UCUDNN_XLA_PAD_CHANNELS", "8", [&] { return ReadXlaPadChannels(&pad); },
                "UCUDNN_XLA_PAD_CHANNELS must be one of on, off; got '8'");
+  bool retime = false;
+  Check(ReadGraphRetime(&retime).ok() && retime, "UCUDNN_GRAPH_RETIME unset: on");
+  setenv("UCUDNN_GRAPH_RETIME", "off", 1);
+  Check(ReadGraphRetime(&retime).ok() && !retime, "ReadGraphRetime reads off");
+  CheckRefused("UCUDNN_GRAPH_RETIME", "5", [&] { return ReadGraphRetime(&retime); },
+               "UCUDNN_GRAPH_RETIME must be one of on, off; got '5'");
   int64_t limit = 0;
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");

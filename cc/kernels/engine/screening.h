@@ -5,6 +5,7 @@
 #ifndef TF_UCUDNN_ENGINE_SCREENING_H_
 #define TF_UCUDNN_ENGINE_SCREENING_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -43,6 +44,25 @@ struct ScreenVerdict {
 // never prune, and time every candidate that is not dropped).
 ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vector<Timed>& measured,
                      double prune_factor);
+
+// Re-timing near the best. A candidate's time is the mean of its screening
+// run and two more; between fresh processes on an H200 such times of one
+// candidate moved by more than 7 % (ResNet-50) and 14 % (VGG-16), enough to
+// change a plan (docs/benchmarks.md §11). So the candidates within
+// kRetimeWindow of the fastest at a size are timed again, interleaved (one
+// run of each per round, so that a drift of the GPU's clock hits them all),
+// kRetimeRounds rounds, and keep the median (UCUDNN_GRAPH_RETIME=off: not).
+constexpr double kRetimeWindow = 0.15;
+constexpr int kRetimeMax = 4;
+constexpr int kRetimeRounds = 5;
+
+// Indices of `measured` whose time is within `window` of the fastest's
+// (time <= (1 + window) * fastest), fastest first, at most `max_count`;
+// empty when fewer than two are (a lone best needs no second look).
+std::vector<size_t> NearBest(const std::vector<Timed>& measured, double window, int max_count);
+
+// The median of `values` (the mean of the middle two for an even count); 0 for none.
+double Median(std::vector<double> values);
 
 }  // namespace ucudnn
 
