@@ -148,6 +148,9 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   PrunedEngines pruned_here;  // engines this call's screening pruned, at their size
   bool retime = true;
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
+  // The stored table's sizes measured with room (empty unless seeded).
+  PerfTable seed_roomy = seed_table_;
+  for (int64_t size : seed_pressured_) seed_roomy.erase(size);
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
@@ -232,9 +235,16 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     // seeded kernel benchmarking new sizes), as if its sizes were all timed here.
     for (const std::string& name : PrunedBelow(seed_pruned_, size)) pruned.insert(name);
     const std::set<std::string> pruned_before = pruned;
+    // A new size between two stored ones: their candidates, not the heuristics'.
+    std::vector<GraphCandidate> neighbours;
+    for (int i : NeighbourCandidates(seed_roomy, size)) {
+      const CudnnAlgo& algo = seed_algos_[i];
+      if (algo.graph()) neighbours.push_back({algo.engine, algo.deterministic, "stored"});
+    }
     UCUDNN_RETURN_IF_ERROR(ProposeGraphTrials(handle->handle, size, workspace_limit, pruned,
                                               &trials, DebugOutput() ? &size_log : nullptr,
-                                              &host, &over_limit));
+                                              &host, &over_limit,
+                                              neighbours.empty() ? nullptr : &neighbours));
     if (over_limit > 0) limit_binds = true;
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
     int64_t needed = 0;

@@ -206,11 +206,14 @@ class CudnnKernel {
   };
   // Engines in `pruned` are left out; `log` as in ProposeGraphEngines.
   // Host time goes to *costs; *over_limit counts the candidates whose plan
-  // needs more workspace than `workspace_limit`.
+  // needs more workspace than `workspace_limit`. With `given`, those
+  // candidates are tried instead of the heuristics' (a stored table's
+  // neighbouring sizes: NeighbourCandidates).
   Status ProposeGraphTrials(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
                             const std::set<std::string>& pruned,
                             std::vector<GraphTrial>* trials, std::string* log,
-                            GraphHostCosts* costs, int* over_limit);
+                            GraphHostCosts* costs, int* over_limit,
+                            const std::vector<GraphCandidate>* given = nullptr);
   // Appends the timed trials to *got (which holds the size's legacy results
   // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
   // graph_knobs_.prune_factor, and counts the plan executions in *runs. With

@@ -141,7 +141,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
                                        int64_t workspace_limit,
                                        const std::set<std::string>& pruned,
                                        std::vector<GraphTrial>* trials, std::string* log,
-                                       GraphHostCosts* costs, int* over_limit) {
+                                       GraphHostCosts* costs, int* over_limit,
+                                       const std::vector<GraphCandidate>* given) {
   trials->clear();
   *over_limit = 0;
   GraphNumerics numerics;
@@ -153,7 +154,12 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   // The tensors' layout, then the other one (transposed candidates).
   std::vector<GraphCandidate> candidates;
   const GraphLayouts layouts = graph_knobs_.layouts;
+  if (given != nullptr) {
+    candidates = *given;
+    if (log != nullptr) *log += " the stored neighbouring sizes' candidates\n";
+  }
   for (bool transposed : {false, true}) {
+    if (given != nullptr) break;
     if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
     const ConvGraphSpec spec = GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;

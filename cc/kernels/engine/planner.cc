@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <utility>
@@ -567,6 +568,23 @@ void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from) {
     auto [it, added] = into->emplace(name, size);
     if (!added) it->second = std::min(it->second, size);
   }
+}
+
+std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size) {
+  const auto above = stored.upper_bound(size);
+  if (above == stored.end() || above == stored.begin()) return {};
+  auto below = std::prev(above);
+  if (below->first == size) {  // stored already: its neighbours are the sizes around it
+    if (below == stored.begin()) return {};
+    below = std::prev(below);
+  }
+  std::vector<int> out;
+  for (const auto* row : {&below->second, &above->second}) {
+    for (const AlgoPerf& perf : *row) {
+      if (std::find(out.begin(), out.end(), perf.algo) == out.end()) out.push_back(perf.algo);
+    }
+  }
+  return out;
 }
 
 std::set<std::string> PrunedBelow(const PrunedEngines& pruned, int64_t size) {

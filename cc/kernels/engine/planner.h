@@ -218,6 +218,14 @@ void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from);
 // The engines pruned at sizes below `size`.
 std::set<std::string> PrunedBelow(const PrunedEngines& pruned, int64_t size);
 
+// The candidates (indices into the table's algos, in order of first
+// appearance) of the stored sizes nearest below and above `size`; empty
+// unless both exist. A kernel benchmarking a new size between two stored ones
+// times these instead of asking cuDNN's heuristics again: a candidate that
+// neither neighbour kept (dominated, pruned or slower) is not expected to win
+// between them, as pruning expects engines to keep their rank as sizes grow.
+std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size);
+
 }  // namespace ucudnn
 
 #endif  // TF_UCUDNN_ENGINE_PLANNER_H_

@@ -260,5 +260,19 @@ int main() {
           "a size leaves out the engines pruned below it, not at it");
   }
 
+  // A new size between two stored ones: the candidates of both neighbours.
+  {
+    PerfTable stored;
+    stored[64] = {{2, 1.0, 0}, {0, 1.1, 8}};
+    stored[128] = {{0, 2.0, 8}, {3, 2.1, 0}};
+    stored[8] = {{5, 0.2, 0}};
+    Check(NeighbourCandidates(stored, 100) == std::vector<int>({2, 0, 3}),
+          "N = 100 between 64 and 128: the candidates of both rows, each once");
+    Check(NeighbourCandidates(stored, 256).empty() && NeighbourCandidates(stored, 4).empty(),
+          "a size above or below every stored one asks the heuristics");
+    Check(NeighbourCandidates(stored, 64) == std::vector<int>({5, 0, 3}),
+          "a stored size (measured again) takes the sizes around it");
+  }
+
   return ucudnn_test::Summary("planner_test");
 }
