@@ -243,7 +243,8 @@ class GraphEnginesGpuTest(tf.test.TestCase):
 
 class EngineSetValueTest(tf.test.TestCase):
 
-    def test_unknown_value_is_invalid_argument_naming_the_choices(self):
+    def _invalid_argument(self, **env):
+        """The InvalidArgument message of a convolution under `env` (stdout)."""
         done = run_python("""
             import tensorflow as tf
             import tf_ucudnn
@@ -251,19 +252,14 @@ class EngineSetValueTest(tf.test.TestCase):
                 tf_ucudnn.conv2d(tf.ones((1, 4, 4, 1)), tf.ones((3, 3, 1, 1)), 1, "SAME")
             except tf.errors.InvalidArgumentError as e:
                 print("InvalidArgument:", e.message)
-        """, pythonpath=ROOT, UCUDNN_ENGINES="cudnn")
+        """, pythonpath=ROOT, **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        self.assertIn("UCUDNN_ENGINES must be one of auto, all, legacy, graph; got 'cudnn'", done.stdout)
+        return done.stdout
+
+    def test_unknown_value_is_invalid_argument_naming_the_choices(self):
+        self.assertIn("UCUDNN_ENGINES must be one of auto, all, legacy, graph; got 'cudnn'",
+                      self._invalid_argument(UCUDNN_ENGINES="cudnn"))
 
     def test_a_bad_retime_value_is_invalid_argument_naming_the_choices(self):
-        done = run_python("""
-            import tensorflow as tf
-            import tf_ucudnn
-            try:
-                tf_ucudnn.conv2d(tf.ones((1, 4, 4, 1)), tf.ones((3, 3, 1, 1)), 1, "SAME")
-            except tf.errors.InvalidArgumentError as e:
-                print("InvalidArgument:", e.message)
-        """, pythonpath=ROOT, UCUDNN_GRAPH_RETIME="5")
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        self.assertIn("UCUDNN_GRAPH_RETIME must be one of on, off; got '5'", done.stdout)
-
+        self.assertIn("UCUDNN_GRAPH_RETIME must be one of on, off; got '5'",
+                      self._invalid_argument(UCUDNN_GRAPH_RETIME="5"))
