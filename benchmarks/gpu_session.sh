@@ -97,11 +97,13 @@ case "$1" in
       UCUDNN_DATABASE=$database timeout 500 python3 benchmarks/new_batch_size.py "$model" \
         --batches "$batches" $xla 2>&1 | grep '^{' | tee -a "$log"
     done ;;
-  plan_spread)  # MODEL BATCH [PROCESSES] [--xla]: plans and steps of fresh processes, stock
-                # in the same run (benchmarks/plan_spread.py)
-    name="plan_spread_$2_$3${4:+_$4}${5:+_xla}"
+  plan_spread)  # MODEL BATCH [PROCESSES] [--xla] [--without-retime]: plans and steps of fresh
+                # processes, stock in the same run (benchmarks/plan_spread.py)
+    flags="${*:5}"; name="plan_spread_$2_$3${4:+_$4}"
+    [[ $flags == *--xla* ]] && name+="_xla"
+    [[ $flags == *--without-retime* ]] && name+="_retime_off"
     timeout "${PLAN_SPREAD_SECONDS:-580}" python3 benchmarks/plan_spread.py "$2" "$3" \
-      --processes "${4:-5}" ${5:-} --json "$OUT/$name.json" 2>&1 | grep -v "^[IWE]0000" \
+      --processes "${4:-5}" "${@:5}" --json "$OUT/$name.json" 2>&1 | grep -v "^[IWE]0000" \
       | tee "$OUT/$name.log" ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes

@@ -8,6 +8,7 @@ every process's result to --json.
 
     python benchmarks/plan_spread.py resnet50 128 --processes 5
     python benchmarks/plan_spread.py vgg16 64 --processes 5 --xla
+    python benchmarks/plan_spread.py resnet50 128 --without-retime  # re-timing's effect
 """
 import argparse
 import json
@@ -48,34 +49,42 @@ def main():
     parser.add_argument("--limit", default="64MiB", help="tf_ucudnn's workspace limit")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per process")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--without-retime", action="store_true",
+                        help="also tf_ucudnn with UCUDNN_GRAPH_RETIME=off (3-run candidate "
+                             "times), in the same alternation")
     args = parser.parse_args()
     limit = parse_bytes(args.limit)
-    modes = ("stock-xla", "ucudnn-xla") if args.xla else ("stock", "rewrite")
-    results = {mode: [] for mode in modes}
+    ours = "ucudnn-xla" if args.xla else "rewrite"
+    # label -> (bench mode, extra environment)
+    settings = {("stock-xla" if args.xla else "stock"): ("stock-xla" if args.xla else "stock", {}),
+                ours: (ours, {})}
+    if args.without_retime:
+        settings[ours + ", retime off"] = (ours, {"UCUDNN_GRAPH_RETIME": "off"})
+    results = {label: [] for label in settings}
     for i in range(args.processes):
-        for mode in modes:  # alternating, so that a drift of the machine hits both
+        for label, (mode, env) in settings.items():  # alternating: a drift of the machine hits all
             # Stock TF as its model benchmark runs it: TF's limit at 8 GiB.
             r = models.launch(args.model, mode,
                               models.REFERENCE_LIMIT if mode.startswith("stock") else limit,
-                              args.batch, args.timeout)
-            results[mode].append(r)
-            print(f"process {i + 1}, {mode}: "
+                              args.batch, args.timeout, extra_env=env)
+            results[label].append(r)
+            print(f"process {i + 1}, {label}: "
                   + (r["error"] if "error" in r else f"{r['step_ms']:.2f} ms"), flush=True)
     summary = {}
-    for mode, runs in results.items():
+    for label, runs in results.items():
         steps = [r["step_ms"] for r in runs if "error" not in r]
         differing = plan_differences([r for r in runs if "error" not in r])
-        summary[mode] = dict(
+        summary[label] = dict(
             step_ms=steps, spread=max(steps) / min(steps) if steps else None,
             kernels=len(runs[0].get("kernels", [])) if runs and "error" not in runs[0] else None,
             differing_plans=len(differing),
             differing_with_clear_lead=sum(1 for *_, gap in differing
                                           if gap is not None and gap > CLEAR_LEAD),
             differing_detail=[dict(zip(("pass", "shape", "plans", "gap"), d)) for d in differing])
-        s = summary[mode]
+        s = summary[label]
         spread = "-" if s["spread"] is None else f"{s['spread']:.3f}"
-        print(f"{mode}: steps {', '.join(f'{t:.2f}' for t in steps)} ms; spread "
-              f"{spread}" + ("" if mode.startswith("stock") else
+        print(f"{label}: steps {', '.join(f'{t:.2f}' for t in steps)} ms; spread "
+              f"{spread}" + ("" if label.startswith("stock") else
                                     f"; {s['differing_plans']} of {s['kernels']} kernels "
                                     f"planned differently, {s['differing_with_clear_lead']} "
                                     f"of them with a lead over {CLEAR_LEAD:.0%}"), flush=True)
