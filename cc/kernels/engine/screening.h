@@ -52,9 +52,12 @@ ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vecto
 // kRetimeWindow of the fastest at a size are timed again, interleaved (one
 // run of each per round, so that a drift of the GPU's clock hits them all),
 // kRetimeRounds rounds, and keep the median (UCUDNN_GRAPH_RETIME=off: not).
+// At most kRetimeMax of them: each size of each kernel pays at most
+// kRetimeMax * kRetimeRounds more runs, at most 9 runs' worth of a training
+// step's convolution time per size of a model, first step only.
 constexpr double kRetimeWindow = 0.15;
-constexpr int kRetimeMax = 4;
-constexpr int kRetimeRounds = 5;
+constexpr int kRetimeMax = 3;
+constexpr int kRetimeRounds = 3;
 
 // Indices of `measured` whose time is within `window` of the fastest's
 // (time <= (1 + window) * fastest), fastest first, at most `max_count`;
