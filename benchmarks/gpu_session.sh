@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|plan_spread|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -105,6 +105,25 @@ case "$1" in
     timeout "${PLAN_SPREAD_SECONDS:-580}" python3 benchmarks/plan_spread.py "$2" "$3" \
       --processes "${4:-5}" "${@:5}" --json "$OUT/$name.json" 2>&1 | grep -v "^[IWE]0000" \
       | tee "$OUT/$name.log" ;;
+  retime_check)  # A|B on two GPUs, one device call each: re-timing near the best and the
+                 # neighbour candidates. A: GPU 0 their tests, then new_batch_size resnet50;
+                 # GPU 1 plan_spread vgg16 64 5 --without-retime. B: GPU 0 plan_spread resnet50
+                 # 128 5 --without-retime; GPU 1 new_batch_size inceptionv3, then resnet50 --xla.
+    case "${2:-A}" in
+      A) (export CUDA_VISIBLE_DEVICES=0
+          timeout 200 python3 -m pytest tests/test_graph_engines.py tests/test_batch_sizes.py \
+            -m gpu -q -rf -p no:cacheprovider 2>&1 | grep -v "^I0000\|^W0000" | tail -40 \
+            | tee "$OUT/retime_tests.log"
+          timeout 360 bash "$0" new_batch_size resnet50) &
+         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread vgg16 64 5 \
+           --without-retime &
+         wait ;;
+      B) CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread resnet50 128 5 \
+           --without-retime &
+         (export CUDA_VISIBLE_DEVICES=1; timeout 250 bash "$0" new_batch_size inceptionv3
+          timeout 300 bash "$0" new_batch_size resnet50 --xla) &
+         wait ;;
+    esac ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
