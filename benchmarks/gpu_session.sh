@@ -124,6 +124,20 @@ case "$1" in
           timeout 300 bash "$0" new_batch_size resnet50 --xla) &
          wait ;;
     esac ;;
+  spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
+               # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds
+               # of processes stop in time to write their JSON.
+    end=$((SECONDS + ${2:-570}))
+    (export CUDA_VISIBLE_DEVICES=0
+     PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread vgg16 64 5 --xla \
+       --seconds $((end - SECONDS - 60))
+     left=$((end - SECONDS))
+     if [ $left -gt 150 ]; then
+       PLAN_SPREAD_SECONDS=$left bash "$0" plan_spread vgg16 64 5 --seconds $((left - 40))
+     fi) &
+    CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread \
+      resnet50 128 5 --xla --seconds $((end - SECONDS - 70)) &
+    wait ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \

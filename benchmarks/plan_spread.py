@@ -2,9 +2,9 @@
 K fresh processes per mode (no benchmark database: each plans from scratch),
 stock TF (8 GiB) in the same run. Prints, per mode, the steady step of each process
 (ms), their spread (max / min) and, for tf_ucudnn, how many kernels got a
-different plan in some process, and how many of those had a best candidate
-more than 5 % ahead of the second (where a stable plan is expected); writes
-every process's result to --json.
+different plan in some process, and how many of those had plans more than
+5 % apart (where a stable plan is expected; each process prices the plans the
+others chose with its own timings); writes every process's result to --json.
 
     python benchmarks/plan_spread.py resnet50 128 --processes 5
     python benchmarks/plan_spread.py vgg16 64 --processes 5 --xla
@@ -12,6 +12,7 @@ every process's result to --json.
 """
 import argparse
 import json
+import time
 
 from tf_ucudnn.bench import harness, models
 from tf_ucudnn.units import parse_bytes
@@ -20,22 +21,59 @@ from tf_ucudnn.units import parse_bytes
 CLEAR_LEAD = 0.05
 
 
+def plan_cost(times, micro_batches):
+    """A plan's time (ms) priced with one process's ``times`` (``"size algo"`` ->
+    ms, as models.kernel_plans records them); None where one of its
+    micro-batches was not timed there."""
+    parts = [times.get(f"{size} {algo}") for size, algo in micro_batches]
+    return None if not parts or None in parts else sum(parts)
+
+
+def plan_lead(runs_kernels):
+    """How far apart the differing plans of one kernel are: for each pair of
+    plans seen, each process prices both with its own timings; the pair's lead
+    is the median of those relative differences (absolute value; 0.05: 5 %);
+    the kernel's lead is the largest pair's. None where no process timed both
+    plans of any pair (or the runs predate ``times``)."""
+    plans = {k["plan"]: k.get("micro_batches") for k in runs_kernels}
+    leads = []
+    names = list(plans)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            diffs = []
+            for k in runs_kernels:
+                if plans[a] is None or plans[b] is None or "times" not in k:
+                    continue
+                cost_a, cost_b = plan_cost(k["times"], plans[a]), plan_cost(k["times"], plans[b])
+                if cost_a and cost_b:
+                    diffs.append(cost_b / cost_a - 1)
+            if diffs:
+                diffs.sort()
+                mid = len(diffs) // 2
+                median = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
+                leads.append(abs(median))
+    return max(leads) if leads else None
+
+
 def plan_differences(runs):
     """Kernels (pass, shape) whose plan differs between the ``runs`` (results
     of models.run_worker with ``kernels``): ``[(pass, shape, {plan: count},
-    smallest gap)]``."""
-    plans, gaps = {}, {}
+    lead, candidate gap)]``, lead as :func:`plan_lead` gives it, candidate gap
+    the smallest of the processes' leads of the best candidate over the second
+    at their plan's first micro-batch size."""
+    seen, gaps = {}, {}
     for run in runs:
         for k in run.get("kernels", []):
             key = (k["pass"], k["shape"])
-            plans.setdefault(key, []).append(k["plan"])
+            seen.setdefault(key, []).append(k)
             if k["gap"] is not None:
                 gaps[key] = min(gaps.get(key, k["gap"]), k["gap"])
     out = []
-    for key, seen in plans.items():
-        if len(set(seen)) > 1:
-            counts = {plan: seen.count(plan) for plan in dict.fromkeys(seen)}
-            out.append((*key, counts, gaps.get(key)))
+    for key, kernels in seen.items():
+        names = [k["plan"] for k in kernels]
+        if len(set(names)) > 1:
+            counts = {plan: names.count(plan) for plan in dict.fromkeys(names)}
+            out.append((*key, counts, plan_lead(kernels), gaps.get(key)))
     return out
 
 
@@ -49,6 +87,10 @@ def main():
     parser.add_argument("--limit", default="64MiB", help="tf_ucudnn's workspace limit")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per process")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="start no round of processes that would end past this many "
+                             "seconds (as long as the rounds so far took on average); at least "
+                             "two rounds run")
     parser.add_argument("--without-retime", action="store_true",
                         help="also tf_ucudnn with UCUDNN_GRAPH_RETIME=off (3-run candidate "
                              "times), in the same alternation")
@@ -61,7 +103,13 @@ def main():
     if args.without_retime:
         settings[ours + ", retime off"] = (ours, {"UCUDNN_GRAPH_RETIME": "off"})
     results = {label: [] for label in settings}
+    start = time.monotonic()
     for i in range(args.processes):
+        elapsed = time.monotonic() - start
+        if args.seconds and i >= 2 and elapsed * (i + 1) / i > args.seconds:
+            print(f"stopping after {i} rounds: another would end past {args.seconds:.0f} s",
+                  flush=True)
+            break
         for label, (mode, env) in settings.items():  # alternating: a drift of the machine hits all
             # Stock TF as its model benchmark runs it: TF's limit at 8 GiB.
             r = models.launch(args.model, mode,
@@ -78,9 +126,10 @@ def main():
             step_ms=steps, spread=max(steps) / min(steps) if steps else None,
             kernels=len(runs[0].get("kernels", [])) if runs and "error" not in runs[0] else None,
             differing_plans=len(differing),
-            differing_with_clear_lead=sum(1 for *_, gap in differing
-                                          if gap is not None and gap > CLEAR_LEAD),
-            differing_detail=[dict(zip(("pass", "shape", "plans", "gap"), d)) for d in differing])
+            differing_with_clear_lead=sum(1 for *_, lead, _gap in differing
+                                          if lead is not None and lead > CLEAR_LEAD),
+            differing_detail=[dict(zip(("pass", "shape", "plans", "lead", "candidate_gap"), d))
+                              for d in differing])
         s = summary[label]
         spread = "-" if s["spread"] is None else f"{s['spread']:.3f}"
         print(f"{label}: steps {', '.join(f'{t:.2f}' for t in steps)} ms; spread "

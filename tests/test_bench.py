@@ -460,20 +460,37 @@ class PlanningProfileTest(tf.test.TestCase):
 class PlanSpreadTest(tf.test.TestCase):
     """benchmarks/plan_spread.py: kernels whose plan differs between processes."""
 
-    def test_differing_plans_are_counted_with_their_smallest_lead(self):
+    def test_differing_plans_are_counted_with_the_lead_their_processes_measured(self):
         plan_spread = _benchmark_script(self, "plan_spread")
         fwd = dict(shape="N=64 C=128 H=56 W=56 K=256 R=3 S=3", **{"pass": "forward"})
         bwd = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", **{"pass": "backward-data"})
+        one, two = [[64, "eng51"]], [[32, "eng51"], [32, "eng51"]]
 
-        def run(fwd_plan, fwd_gap, bwd_gap):
-            return dict(kernels=[dict(fwd, plan=fwd_plan, gap=fwd_gap),
-                                 dict(bwd, plan="1x64 eng7", gap=bwd_gap)])
+        def run(fwd_plan, fwd_gap, t64, t32):
+            fwd_kernel = dict(fwd, plan="1x64 eng51" if fwd_plan is one else "2x32 eng51",
+                              micro_batches=fwd_plan, gap=fwd_gap,
+                              times={"64 eng51": t64, "32 eng51": t32})
+            return dict(kernels=[fwd_kernel, dict(bwd, plan="1x64 eng7", gap=0.01,
+                                                  micro_batches=[[64, "eng7"]],
+                                                  times={"64 eng7": 1.0})])
 
-        # VGG-16's forward 3x3 128->256 on an H200: 1x64 twice, 2x32 once.
-        runs = [run("1x64 eng51", 0.20, 0.01), run("2x32 eng51", 0.143, None),
-                run("1x64 eng51", 0.31, 0.02)]
-        (pass_, shape, plans, gap), = plan_spread.plan_differences(runs)
+        # VGG-16's forward 3x3 128->256 on an H200: the candidate at each size
+        # leads by 14 % or more, but one 64 and two 32 cost about the same.
+        runs = [run(one, 0.20, 1.00, 0.51), run(two, 0.143, 1.03, 0.50),
+                run(one, 0.31, 0.99, 0.51)]
+        (pass_, shape, plans, lead, gap), = plan_spread.plan_differences(runs)
         self.assertEqual((pass_, shape), ("forward", fwd["shape"]))
         self.assertEqual(plans, {"1x64 eng51": 2, "2x32 eng51": 1})
         self.assertAlmostEqual(gap, 0.143)
+        # Prices of 2x32 over 1x64 by process: +2 %, -2.9 %, +3 %: median 2 %.
+        self.assertAlmostEqual(lead, 0.02)
         self.assertEqual(plan_spread.plan_differences(runs[::2]), [])
+        # Where the processes measured 1x64 clearly ahead, the lead says so.
+        runs = [run(one, 0.2, 1.0, 0.6), run(two, 0.2, 1.3, 0.6), run(one, 0.2, 1.0, 0.62)]
+        (*_, lead, _gap), = plan_spread.plan_differences(runs)
+        self.assertAlmostEqual(lead, 0.2)
+        # A plan another process did not time has no price there: no lead.
+        runs[0]["kernels"][0]["times"] = {"64 eng51": 1.0}
+        runs[1]["kernels"][0]["times"] = {"32 eng51": 0.5}
+        runs[2]["kernels"][0].pop("times")
+        self.assertIsNone(plan_spread.plan_differences(runs)[0][3])

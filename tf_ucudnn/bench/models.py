@@ -493,10 +493,13 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
 def kernel_plans():
     """The plan of each GPU kernel of this process, compact, for comparing
     processes: dicts of ``pass``, ``shape``, ``plan`` (its micro-batches as
-    :func:`tf_ucudnn.plan_registry.describe_micro_batches` words them) and
-    ``gap``: how much slower the second-best candidate within the kernel's
-    limit was than the best at its plan's first micro-batch size (0.05: 5 %;
-    None with a single candidate there)."""
+    :func:`tf_ucudnn.plan_registry.describe_micro_batches` words them),
+    ``micro_batches`` (``[size, algo]`` pairs), ``times`` (ms by ``"size algo"``:
+    the candidates within the kernel's limit at most 25 % slower than the
+    fastest of their size, at most 6 a size: enough to price another
+    process's plan with this process's timings) and ``gap``: how much slower
+    the second-best candidate within the limit was than the best at its plan's
+    first micro-batch size (0.05: 5 %; None with a single candidate there)."""
     from tf_ucudnn import _engine
     from tf_ucudnn.plan_registry import describe_micro_batches
 
@@ -504,10 +507,16 @@ def kernel_plans():
     for k in _engine.kernels():
         plan = k["plan"]["micro_batches"]
         size = plan[0]["size"] if plan else None
-        times = sorted(r["time_ms"] for r in k["table"]
-                       if r["size"] == size and r["workspace_bytes"] <= k["planned_limit"])
-        gap = times[1] / times[0] - 1 if len(times) > 1 and times[0] > 0 else None
+        rows = [r for r in k["table"] if r["workspace_bytes"] <= k["planned_limit"]]
+        by_size = {}
+        for r in sorted(rows, key=lambda r: r["time_ms"]):
+            by_size.setdefault(r["size"], []).append(r)
+        times = {f"{s} {r['algo']}": r["time_ms"] for s, rs in by_size.items()
+                 for r in rs[:6] if r["time_ms"] <= 1.25 * rs[0]["time_ms"]}
+        first = [r["time_ms"] for r in by_size.get(size, [])]
+        gap = first[1] / first[0] - 1 if len(first) > 1 and first[0] > 0 else None
         out.append({"pass": k["pass"], "shape": k["shape"], "plan": describe_micro_batches(plan),
+                    "micro_batches": [[m["size"], m["algo"]] for m in plan], "times": times,
                     "gap": gap})
     return out
 
