@@ -15,17 +15,8 @@ import tensorflow as tf
 
 from conv_case import make_case  # also puts the checkout's tf_ucudnn on the path
 import tf_ucudnn
+from tf_ucudnn.bench.models import candidate_name
 from tf_ucudnn.division import kernels
-
-
-def engine_name(algo):
-    """A candidate of kernels()["algos"] as TF logs it: "eng34{k2=1,k3=0}[/transposed]"
-    for a graph-API engine, "legacy algo 1 math 2" for a legacy algorithm."""
-    engine = algo.get("engine")
-    if engine is None:
-        return f"legacy algo {algo['algo']} math {algo['math_type']}"
-    knobs = ",".join(f"k{knob}={value}" for knob, value in engine["knobs"])
-    return f"eng{engine['id']}{{{knobs}}}" + ("/transposed" if engine["transposed"] else "")
 
 
 def main():
@@ -48,7 +39,7 @@ def main():
     for k in kernels():
         print(f"\n{k['pass']} {k['shape']} limit {k['key']['workspace_limit'] >> 20} MiB; "
               f"plan {k['plan']['time_ms']:.3f} ms")
-        names = [engine_name(a) for a in k["algos"]]
+        names = [candidate_name(a) for a in k["algos"]]
         for row in sorted(k["table"], key=lambda r: (-r["size"], r["time_ms"])):
             if row["size"] in sizes:
                 print(f"  {row['size']:4d}  {row['time_ms']:8.3f} ms  "

@@ -128,6 +128,7 @@ def main():
             differing_plans=len(differing),
             differing_with_clear_lead=sum(1 for *_, lead, _gap in differing
                                           if lead is not None and lead > CLEAR_LEAD),
+            differing_unpriced=sum(1 for *_, lead, _gap in differing if lead is None),
             differing_detail=[dict(zip(("pass", "shape", "plans", "lead", "candidate_gap"), d))
                               for d in differing])
         s = summary[label]
@@ -136,7 +137,9 @@ def main():
               f"{spread}" + ("" if label.startswith("stock") else
                                     f"; {s['differing_plans']} of {s['kernels']} kernels "
                                     f"planned differently, {s['differing_with_clear_lead']} "
-                                    f"of them with a lead over {CLEAR_LEAD:.0%}"), flush=True)
+                                    f"of them with a lead over {CLEAR_LEAD:.0%}"
+                                    + (f", {s['differing_unpriced']} not priced by any "
+                                       "process" if s["differing_unpriced"] else "")), flush=True)
     if args.json:
         harness.write_json(args.json, dict(model=args.model, batch=args.batch, xla=args.xla,
                                            limit=limit, summary=summary, runs=results))

@@ -494,3 +494,47 @@ class PlanSpreadTest(tf.test.TestCase):
         runs[1]["kernels"][0]["times"] = {"32 eng51": 0.5}
         runs[2]["kernels"][0].pop("times")
         self.assertIsNone(plan_spread.plan_differences(runs)[0][3])
+
+    def test_processes_price_each_others_plans_by_candidate_name_not_index(self):
+        plan_spread = _benchmark_script(self, "plan_spread")
+        fast64 = dict(algo=0, math_type=1, engine=dict(id=51, transposed=False, knobs=[[27, 8]]))
+        fast32 = dict(algo=0, math_type=1, engine=dict(id=51, transposed=False, knobs=[[27, 1]]))
+        legacy = dict(algo=1, math_type=1)
+
+        def kernel(algos, rows, plan):
+            """A record of _engine.kernels(): rows (size, candidate, ms, bytes)."""
+            return dict(shape="N=64 C=128 H=56 W=56 K=256 R=3 S=3", planned_limit=64 << 20,
+                        table=[dict(size=s, algo=algos.index(a), time_ms=t, workspace_bytes=b)
+                               for s, a, t, b in rows],
+                        algos=algos, plan=dict(micro_batches=plan), **{"pass": "forward"})
+
+        def mb(size, algo, ms, bytes_=0):
+            return dict(size=size, algo=algo, time_ms=ms, workspace_bytes=bytes_)
+
+        # Two processes list the same candidates in other orders.
+        a = kernel([fast64, fast32, legacy],
+                   [(64, fast64, 1.00, 0), (64, fast32, 1.20, 0), (64, legacy, 1.10, 8),
+                    (64, legacy, 0.50, 65 << 20), (32, fast32, 0.52, 0), (32, fast64, 0.60, 0)],
+                   [mb(64, "eng51{k27=8}", 1.00)])
+        b = kernel([legacy, fast32, fast64],
+                   [(64, fast64, 1.02, 0), (32, fast32, 0.50, 0), (64, legacy, 1.30, 8)],
+                   [mb(32, "eng51{k27=1}", 0.50)] * 2)
+        c = kernel([legacy, fast64], [(64, fast64, 1.12, 0), (64, legacy, 1.05, 8)],
+                   [mb(64, "ALGO_1/tensor-op", 1.05, 8)])
+        (pa,), (pb,), (pc,) = (bench_models.kernel_plans([k]) for k in (a, b, c))
+        self.assertEqual(pa["micro_batches"], [[64, "eng51{k27=8}"]])
+        self.assertEqual(pc["micro_batches"], [[64, "legacy 1/math 1"]])
+        # Over the limit, or over 25 % slower than the fastest of its size: not kept.
+        self.assertEqual(set(pa["times"]), {"64 eng51{k27=8}", "64 eng51{k27=1}",
+                                            "64 legacy 1/math 1", "32 eng51{k27=1}",
+                                            "32 eng51{k27=8}"})
+        self.assertNotIn("64 legacy 1/math 1", pb["times"])
+        self.assertAlmostEqual(pa["gap"], 0.1)
+        # 2x32 over 1x64: +4 % in a, -1.96 % in b; median +1.02 %.
+        (*_, lead, _gap), = plan_spread.plan_differences([dict(kernels=[pa]),
+                                                          dict(kernels=[pb])])
+        self.assertAlmostEqual(lead, (0.04 + 1.0 / 1.02 - 1) / 2)
+        # c's legacy plan: +10 % in a, -6.25 % in c.
+        (*_, lead, _gap), = plan_spread.plan_differences([dict(kernels=[pa]),
+                                                          dict(kernels=[pc])])
+        self.assertAlmostEqual(lead, (0.10 + 1.05 / 1.12 - 1) / 2)
