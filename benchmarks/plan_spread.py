@@ -11,7 +11,9 @@ others chose with its own timings); writes every process's result to --json.
     python benchmarks/plan_spread.py resnet50 128 --without-retime  # re-timing's effect
 """
 import argparse
+import itertools
 import json
+import statistics
 import time
 
 from tf_ucudnn.bench import harness, models
@@ -36,22 +38,16 @@ def plan_lead(runs_kernels):
     the kernel's lead is the largest pair's. None where no process timed both
     plans of any pair (or the runs predate ``times``)."""
     plans = {k["plan"]: k.get("micro_batches") for k in runs_kernels}
+    priced = [k["times"] for k in runs_kernels if "times" in k]
     leads = []
-    names = list(plans)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            diffs = []
-            for k in runs_kernels:
-                if plans[a] is None or plans[b] is None or "times" not in k:
-                    continue
-                cost_a, cost_b = plan_cost(k["times"], plans[a]), plan_cost(k["times"], plans[b])
-                if cost_a and cost_b:
-                    diffs.append(cost_b / cost_a - 1)
-            if diffs:
-                diffs.sort()
-                mid = len(diffs) // 2
-                median = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
-                leads.append(abs(median))
+    for a, b in itertools.combinations(plans.values(), 2):
+        if a is None or b is None:
+            continue
+        diffs = [cost_b / cost_a - 1 for cost_a, cost_b in
+                 ((plan_cost(times, a), plan_cost(times, b)) for times in priced)
+                 if cost_a and cost_b]
+        if diffs:
+            leads.append(abs(statistics.median(diffs)))
     return max(leads) if leads else None
 
 

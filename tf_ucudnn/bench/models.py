@@ -492,13 +492,14 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
 
 def kernel_plans(kernels=None):
     """The plan of each GPU kernel of this process (or of ``kernels``, records
-    of ``_engine.kernels()``), compact, for comparing processes: dicts of ``pass``, ``shape``, ``plan`` (its micro-batches as
+    of ``_engine.kernels()``), compact, for comparing processes: dicts of
+    ``pass``, ``shape``, ``plan`` (its micro-batches as
     :func:`tf_ucudnn.plan_registry.describe_micro_batches` words them),
     ``micro_batches`` (``[size, candidate]`` pairs, :func:`candidate_name`),
-    ``times`` (ms by ``"size candidate"``:
-    the candidates within the kernel's limit at most 25 % slower than the
-    fastest of their size, at most 6 a size: enough to price another
-    process's plan with this process's timings) and ``gap``: how much slower
+    ``times`` (ms by ``"size candidate"``: the candidates within the
+    kernel's limit at most 25 % slower than the fastest of their size, at
+    most 6 a size: enough to price another process's plan with this
+    process's timings) and ``gap``: how much slower
     the second-best candidate within the limit was than the best at its plan's
     first micro-batch size (0.05: 5 %; None with a single candidate there)."""
     from tf_ucudnn import _engine

@@ -112,8 +112,8 @@ struct EngineKnobs {
 };
 
 // Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
-// default; UCUDNN_GRAPH_RETIME is only checked: ReadGraphRetime). InvalidArgument names the variable, the allowed values and the
-// value found.
+// default; UCUDNN_GRAPH_RETIME is only checked: ReadGraphRetime).
+// InvalidArgument names the variable, the allowed values and the value found.
 Status ReadEngineKnobs(EngineKnobs* knobs);
 
 // Where an XLA custom call's cuDNN workspace lives (UCUDNN_XLA_WORKSPACE),

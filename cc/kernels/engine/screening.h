@@ -46,9 +46,8 @@ ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vecto
                      double prune_factor);
 
 // Re-timing near the best. A candidate's time is the mean of its screening
-// run and two more; between fresh processes on an H200 such times of one
-// candidate moved by more than 7 % (ResNet-50) and 14 % (VGG-16), enough to
-// change a plan (docs/benchmarks.md §11). So the candidates within
+// run and two more: one slow run on a shared, noisy GPU could decide a plan
+// that the benchmark database then keeps. So the candidates within
 // kRetimeWindow of the fastest at a size are timed again, interleaved (one
 // run of each per round, so that a drift of the GPU's clock hits them all),
 // kRetimeRounds rounds, and keep the median (UCUDNN_GRAPH_RETIME=off: not).
