@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -122,6 +122,45 @@ case "$1" in
            --without-retime &
          (export CUDA_VISIBLE_DEVICES=1; timeout 250 bash "$0" new_batch_size inceptionv3
           timeout 300 bash "$0" new_batch_size resnet50 --xla) &
+         wait ;;
+    esac ;;
+  new_size_profile)  # two GPUs, one device call: GPU 0 the GPU suite but XLA; GPU 1 where a
+                     # new size's planning goes (new_batch_size.py's first process, N = 128 then
+                     # 100, with UCUDNN_DEBUG_OUTPUT; the N = 100 kernels summed by
+                     # planning_profile.py) for ResNet-50 and InceptionV3, then the XLA tests
+    CUDA_VISIBLE_DEVICES=0 bash "$0" tests_but_xla 560 &
+    (export CUDA_VISIBLE_DEVICES=1
+     for model in resnet50 inceptionv3; do
+       rm -f "/tmp/new_size_$model.sqlite3"
+       UCUDNN_DATABASE="/tmp/new_size_$model.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 200 \
+         python3 benchmarks/new_batch_size.py "$model" --batches 128,100 \
+         2> "$OUT/new_size_debug_$model.log" | tee "$OUT/new_size_profile_$model.log"
+       awk '/benchmarked .* N=100 /{on=1} on' "$OUT/new_size_debug_$model.log" > /tmp/debug_100.log
+       python3 benchmarks/planning_profile.py /tmp/debug_100.log 2>&1 \
+         | tee -a "$OUT/new_size_profile_$model.log"
+       gzip -f "$OUT/new_size_debug_$model.log"
+     done
+     bash "$0" xla_tests 250) &
+    wait ;;
+  new_size_check)  # A|B on two GPUs, one device call each: a new size timing the neighbours'
+                   # Pareto fronts without re-timing. A: GPU 0 new_batch_size resnet50, then
+                   # --xla; GPU 1 the GPU tests of the stored tables, the transposed graph-engine
+                   # test and the memory-cap auto test, then new_batch_size inceptionv3.
+                   # B: GPU 0 new_batch_size inceptionv3 --xla; GPU 1 plan_spread vgg16 64 5.
+    case "${2:-A}" in
+      A) (export CUDA_VISIBLE_DEVICES=0
+          timeout 260 bash "$0" new_batch_size resnet50
+          timeout 320 bash "$0" new_batch_size resnet50 --xla) &
+         (export CUDA_VISIBLE_DEVICES=1
+          timeout 260 python3 -m pytest tests/test_batch_sizes.py tests/test_database.py \
+            tests/test_workspace_fallback.py -m gpu -q -rf -p no:cacheprovider \
+            "tests/test_graph_engines.py::GraphEnginesGpuTest::test_transposed_graph_engines_match_tensorflow_for_every_plan" \
+            2>&1 | grep -v "^I0000\|^W0000" | tail -60 | tee "$OUT/new_size_tests.log"
+          timeout 300 bash "$0" new_batch_size inceptionv3) &
+         wait ;;
+      B) CUDA_VISIBLE_DEVICES=0 timeout 570 bash "$0" new_batch_size inceptionv3 --xla &
+         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=560 bash "$0" plan_spread vgg16 64 5 \
+           --seconds 480 &
          wait ;;
     esac ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16

@@ -18,6 +18,7 @@
 #include "cc/kernels/engine/cudnn_kernel.h"
 #include "cc/kernels/engine/knobs.h"
 #include "cc/kernels/engine/plan_execution.h"
+#include "cc/kernels/engine/screening.h"
 
 namespace ucudnn {
 
@@ -237,7 +238,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     const std::set<std::string> pruned_before = pruned;
     // A new size between two stored ones: their candidates, not the heuristics'.
     std::vector<GraphCandidate> neighbours;
-    for (int i : NeighbourCandidates(seed_roomy, size)) {
+    for (int i : NeighbourCandidates(seed_roomy, size, kWorkspaceSlack)) {
       const CudnnAlgo& algo = seed_algos_[i];
       if (algo.graph()) neighbours.push_back({algo.engine, algo.deterministic, "stored"});
     }
@@ -273,7 +274,8 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     for (const std::string& name : pruned) {
       if (!pruned_before.count(name)) pruned_here.emplace(name, size);
     }
-    if (retime) {
+    // Not at a new size between two stored ones (screening.h: re-timing).
+    if (retime && neighbours.empty()) {
       UCUDNN_RETURN_IF_ERROR(RetimeNearBest(handle->handle, stream, trials, bench_a, b, bench_out,
                                             t.bias, ws, ws_bytes, &(*got)[size], &runs,
                                             DebugOutput() ? &log : nullptr));

@@ -570,7 +570,8 @@ void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from) {
   }
 }
 
-std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size) {
+std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size,
+                                     int64_t workspace_slack) {
   const auto above = stored.upper_bound(size);
   if (above == stored.end() || above == stored.begin()) return {};
   auto below = std::prev(above);
@@ -581,7 +582,13 @@ std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size) {
   std::vector<int> out;
   for (const auto* row : {&below->second, &above->second}) {
     for (const AlgoPerf& perf : *row) {
-      if (std::find(out.begin(), out.end(), perf.algo) == out.end()) out.push_back(perf.algo);
+      const bool beaten = std::any_of(row->begin(), row->end(), [&](const AlgoPerf& other) {
+        return other.time_ms < perf.time_ms &&
+               other.workspace_bytes <= perf.workspace_bytes + workspace_slack;
+      });
+      if (!beaten && std::find(out.begin(), out.end(), perf.algo) == out.end()) {
+        out.push_back(perf.algo);
+      }
     }
   }
   return out;

@@ -219,12 +219,19 @@ void MergePrunedEngines(PrunedEngines* into, const PrunedEngines& from);
 std::set<std::string> PrunedBelow(const PrunedEngines& pruned, int64_t size);
 
 // The candidates (indices into the table's algos, in order of first
-// appearance) of the stored sizes nearest below and above `size`; empty
-// unless both exist. A kernel benchmarking a new size between two stored ones
-// times these instead of asking cuDNN's heuristics again: a candidate that
-// neither neighbour kept (dominated, pruned or slower) is not expected to win
-// between them, as pruning expects engines to keep their rank as sizes grow.
-std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size);
+// appearance) on the time-workspace Pareto front of each of the stored sizes
+// nearest below and above `size`: those that no other candidate of the row
+// beats in time with no more workspace (`workspace_slack` bytes allowed);
+// empty unless both rows exist. A kernel benchmarking a new size between two
+// stored ones times these instead of asking cuDNN's heuristics again: a
+// candidate that both neighbours measured behind a faster one needing no more
+// workspace is not expected to win between them, as pruning expects engines
+// to keep their rank as sizes grow. (The whole rows, whose many engine configs
+// measure within a few percent of one another, took twice the candidates for
+// 0.3-0.8 % of the size's convolution time: docs/benchmarks.md, a new batch
+// size.)
+std::vector<int> NeighbourCandidates(const PerfTable& stored, int64_t size,
+                                     int64_t workspace_slack);
 
 }  // namespace ucudnn
 

@@ -260,17 +260,24 @@ int main() {
           "a size leaves out the engines pruned below it, not at it");
   }
 
-  // A new size between two stored ones: the candidates of both neighbours.
+  // A new size between two stored ones: the Pareto fronts of both neighbours.
   {
     PerfTable stored;
-    stored[64] = {{2, 1.0, 0}, {0, 1.1, 8}};
-    stored[128] = {{0, 2.0, 8}, {3, 2.1, 0}};
+    // At 64: 0 needs more workspace than 2 and is slower (off the front); 4 is
+    // faster than 2 with 100 bytes more, which the slack discounts (2 is off).
+    stored[64] = {{2, 1.0, 0}, {0, 1.1, 8 << 20}, {4, 0.95, 100}};
+    // At 128: 0 is fastest with more workspace, 3 the fastest with none.
+    stored[128] = {{0, 2.0, 8 << 20}, {3, 2.1, 0}, {6, 2.3, 0}};
     stored[8] = {{5, 0.2, 0}};
-    Check(NeighbourCandidates(stored, 100) == std::vector<int>({2, 0, 3}),
-          "N = 100 between 64 and 128: the candidates of both rows, each once");
-    Check(NeighbourCandidates(stored, 256).empty() && NeighbourCandidates(stored, 4).empty(),
+    stored[32] = {{5, 0.5, 0}, {2, 0.6, 0}};
+    Check(NeighbourCandidates(stored, 100, 1024) == std::vector<int>({4, 0, 3}),
+          "N = 100 between 64 and 128: each row's Pareto front, each candidate once");
+    Check(NeighbourCandidates(stored, 100, 0) == std::vector<int>({2, 4, 0, 3}),
+          "without the slack, the candidate needing 100 bytes less stays on the front");
+    Check(NeighbourCandidates(stored, 256, 1024).empty() &&
+              NeighbourCandidates(stored, 4, 1024).empty(),
           "a size above or below every stored one asks the heuristics");
-    Check(NeighbourCandidates(stored, 64) == std::vector<int>({5, 0, 3}),
+    Check(NeighbourCandidates(stored, 64, 1024) == std::vector<int>({5, 0, 3}),
           "a stored size (measured again) takes the sizes around it");
   }
 

@@ -53,7 +53,10 @@ ScreenVerdict Screen(double screen_ms, int64_t workspace_bytes, const std::vecto
 // kRetimeRounds rounds, and keep the median (UCUDNN_GRAPH_RETIME=off: not).
 // At most kRetimeMax of them: each size of each kernel pays at most
 // kRetimeMax * kRetimeRounds more runs, at most 9 runs' worth of a training
-// step's convolution time per size of a model, first step only.
+// step's convolution time per size of a model, first step only. Not at a new
+// size between two stored ones (a kernel of a new N planning from a stored
+// table): its candidates are the neighbours' re-timed winners, and re-timing
+// them was a third of that size's runs (docs/benchmarks.md, a new batch size).
 constexpr double kRetimeWindow = 0.15;
 constexpr int kRetimeMax = 3;
 constexpr int kRetimeRounds = 3;
