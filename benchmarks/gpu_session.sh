@@ -146,7 +146,9 @@ case "$1" in
                    # Pareto fronts without re-timing. A: GPU 0 new_batch_size resnet50, then
                    # --xla; GPU 1 the GPU tests of the stored tables, the transposed graph-engine
                    # test and the memory-cap auto test, then new_batch_size inceptionv3.
-                   # B: GPU 0 new_batch_size inceptionv3 --xla; GPU 1 plan_spread vgg16 64 5.
+                   # B: GPU 0 new_batch_size inceptionv3 --xla; GPU 1 the transposed and
+                   # workspace-fallback GPU tests (A's cut them), then plan_spread vgg16 64 3.
+                   # C: plan_spread resnet50 128 3 on GPU 0, vgg16 64 3 --xla on GPU 1.
     case "${2:-A}" in
       A) (export CUDA_VISIBLE_DEVICES=0
           timeout 260 bash "$0" new_batch_size resnet50
@@ -158,9 +160,18 @@ case "$1" in
             2>&1 | grep -v "^I0000\|^W0000" | tail -60 | tee "$OUT/new_size_tests.log"
           timeout 300 bash "$0" new_batch_size inceptionv3) &
          wait ;;
-      B) CUDA_VISIBLE_DEVICES=0 timeout 570 bash "$0" new_batch_size inceptionv3 --xla &
-         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=560 bash "$0" plan_spread vgg16 64 5 \
-           --seconds 480 &
+      B) CUDA_VISIBLE_DEVICES=0 timeout 545 bash "$0" new_batch_size inceptionv3 --xla &
+         (export CUDA_VISIBLE_DEVICES=1
+          timeout 300 python3 -m pytest tests/test_workspace_fallback.py -m gpu -v -rf \
+            -p no:cacheprovider \
+            "tests/test_graph_engines.py::GraphEnginesGpuTest::test_transposed_graph_engines_match_tensorflow_for_every_plan" \
+            2>&1 | grep -v "^I0000\|^W0000" | tail -60 | tee "$OUT/new_size_tests_b.log"
+          PLAN_SPREAD_SECONDS=235 bash "$0" plan_spread vgg16 64 3 --seconds 200) &
+         wait ;;
+      C) CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread resnet50 128 3 \
+           --seconds 220 &
+         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread vgg16 64 3 --xla \
+           --seconds 220 &
          wait ;;
     esac ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16

@@ -2,13 +2,16 @@
 K fresh processes per mode (no benchmark database: each plans from scratch),
 stock TF (8 GiB) in the same run. Prints, per mode, the steady step of each process
 (ms), their spread (max / min) and, for tf_ucudnn, how many kernels got a
-different plan in some process, and how many of those had plans more than
-5 % apart (where a stable plan is expected; each process prices the plans the
-others chose with its own timings); writes every process's result to --json.
+different plan in some process, how many of those had plans more than 5 %
+apart (where a stable plan is expected; each process prices the plans the
+others chose with its own timings) and how many had their best two candidates
+more than 5 % apart in every process, with each process's prices for the
+kernels of the first kind; writes every process's result to --json.
 
     python benchmarks/plan_spread.py resnet50 128 --processes 5
     python benchmarks/plan_spread.py vgg16 64 --processes 5 --xla
     python benchmarks/plan_spread.py resnet50 128 --without-retime  # re-timing's effect
+    python benchmarks/plan_spread.py --summarize plan_spread.json  # again, from the JSON
 """
 import argparse
 import itertools
@@ -51,12 +54,24 @@ def plan_lead(runs_kernels):
     return max(leads) if leads else None
 
 
+def plan_prices(runs_kernels):
+    """Each process's view of one kernel's differing plans: ``[(chosen plan,
+    {plan: ms or None})]``, one per process, every plan seen priced with that
+    process's own timings (:func:`plan_cost`). Where processes disagree about
+    a lead, this shows whether the plans' times or the choice moved."""
+    plans = {k["plan"]: k.get("micro_batches") for k in runs_kernels}
+    return [(k["plan"], {plan: (plan_cost(k["times"], mbs) if mbs and "times" in k else None)
+                         for plan, mbs in plans.items()})
+            for k in runs_kernels]
+
+
 def plan_differences(runs):
     """Kernels (pass, shape) whose plan differs between the ``runs`` (results
     of models.run_worker with ``kernels``): ``[(pass, shape, {plan: count},
-    lead, candidate gap)]``, lead as :func:`plan_lead` gives it, candidate gap
-    the smallest of the processes' leads of the best candidate over the second
-    at their plan's first micro-batch size."""
+    lead, candidate gap, prices)]``, lead as :func:`plan_lead` gives it,
+    candidate gap the smallest of the processes' leads of the best candidate
+    over the second at their plan's first micro-batch size, prices as
+    :func:`plan_prices` gives them."""
     seen, gaps = {}, {}
     for run in runs:
         for k in run.get("kernels", []):
@@ -69,14 +84,60 @@ def plan_differences(runs):
         names = [k["plan"] for k in kernels]
         if len(set(names)) > 1:
             counts = {plan: names.count(plan) for plan in dict.fromkeys(names)}
-            out.append((*key, counts, plan_lead(kernels), gaps.get(key)))
+            out.append((*key, counts, plan_lead(kernels), gaps.get(key), plan_prices(kernels)))
     return out
+
+
+def summarize(results):
+    """Per mode label of ``results`` (label -> the processes' results, as
+    --json writes them under ``runs``): step times, spread and the differing
+    plans (:func:`plan_differences`); prints them, and each process's prices
+    for the kernels whose plans differ with a lead over CLEAR_LEAD."""
+    summary = {}
+    for label, runs in results.items():
+        steps = [r["step_ms"] for r in runs if "error" not in r]
+        differing = plan_differences([r for r in runs if "error" not in r])
+        summary[label] = dict(
+            step_ms=steps, spread=max(steps) / min(steps) if steps else None,
+            kernels=len(runs[0].get("kernels", [])) if runs and "error" not in runs[0] else None,
+            differing_plans=len(differing),
+            differing_with_clear_lead=sum(1 for *_, lead, _gap, _prices in differing
+                                          if lead is not None and lead > CLEAR_LEAD),
+            differing_with_clear_gap=sum(1 for *_, gap, _prices in differing
+                                         if gap is not None and gap > CLEAR_LEAD),
+            differing_unpriced=sum(1 for *_, lead, _gap, _prices in differing if lead is None),
+            differing_detail=[dict(zip(("pass", "shape", "plans", "lead", "candidate_gap",
+                                        "prices"), d))
+                              for d in differing])
+        s = summary[label]
+        spread = "-" if s["spread"] is None else f"{s['spread']:.3f}"
+        print(f"{label}: steps {', '.join(f'{t:.2f}' for t in steps)} ms; spread "
+              f"{spread}" + ("" if label.startswith("stock") else
+                                    f"; {s['differing_plans']} of {s['kernels']} kernels "
+                                    f"planned differently, {s['differing_with_clear_lead']} "
+                                    f"of them with a lead over {CLEAR_LEAD:.0%}, "
+                                    f"{s['differing_with_clear_gap']} with the best two "
+                                    f"candidates over {CLEAR_LEAD:.0%} apart in every process"
+                                    + (f", {s['differing_unpriced']} not priced by any "
+                                       "process" if s["differing_unpriced"] else "")), flush=True)
+        for d in s["differing_detail"]:
+            if d["lead"] is not None and d["lead"] > CLEAR_LEAD:
+                gap = "-" if d["candidate_gap"] is None else f"{d['candidate_gap']:.1%}"
+                print(f"  {d['pass']} {d['shape']}: lead {d['lead']:.1%}, candidate gap {gap}; "
+                      "each process's choice and prices (ms):")
+                for chosen, prices in d["prices"]:
+                    print(f"    {chosen}: " + ", ".join(
+                        f"{plan} {'-' if ms is None else f'{ms:.4f}'}"
+                        for plan, ms in prices.items()))
+    return summary
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", choices=sorted(models.MODEL_SPECS))
-    parser.add_argument("batch", type=int)
+    parser.add_argument("model", nargs="?", choices=sorted(models.MODEL_SPECS))
+    parser.add_argument("batch", nargs="?", type=int)
+    parser.add_argument("--summarize", metavar="JSON", default=None,
+                        help="no processes: summarize the runs of a JSON this script wrote")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--xla", action="store_true",
                         help="stock XLA and tf_ucudnn under XLA instead of without")
@@ -91,6 +152,12 @@ def main():
                         help="also tf_ucudnn with UCUDNN_GRAPH_RETIME=off (3-run candidate "
                              "times), in the same alternation")
     args = parser.parse_args()
+    if args.summarize:
+        with open(args.summarize) as f:
+            summarize(json.load(f)["runs"])
+        return
+    if args.model is None or args.batch is None:
+        parser.error("MODEL and BATCH are needed (or --summarize JSON)")
     limit = parse_bytes(args.limit)
     ours = "ucudnn-xla" if args.xla else "rewrite"
     # label -> (bench mode, extra environment)
@@ -114,28 +181,7 @@ def main():
             results[label].append(r)
             print(f"process {i + 1}, {label}: "
                   + (r["error"] if "error" in r else f"{r['step_ms']:.2f} ms"), flush=True)
-    summary = {}
-    for label, runs in results.items():
-        steps = [r["step_ms"] for r in runs if "error" not in r]
-        differing = plan_differences([r for r in runs if "error" not in r])
-        summary[label] = dict(
-            step_ms=steps, spread=max(steps) / min(steps) if steps else None,
-            kernels=len(runs[0].get("kernels", [])) if runs and "error" not in runs[0] else None,
-            differing_plans=len(differing),
-            differing_with_clear_lead=sum(1 for *_, lead, _gap in differing
-                                          if lead is not None and lead > CLEAR_LEAD),
-            differing_unpriced=sum(1 for *_, lead, _gap in differing if lead is None),
-            differing_detail=[dict(zip(("pass", "shape", "plans", "lead", "candidate_gap"), d))
-                              for d in differing])
-        s = summary[label]
-        spread = "-" if s["spread"] is None else f"{s['spread']:.3f}"
-        print(f"{label}: steps {', '.join(f'{t:.2f}' for t in steps)} ms; spread "
-              f"{spread}" + ("" if label.startswith("stock") else
-                                    f"; {s['differing_plans']} of {s['kernels']} kernels "
-                                    f"planned differently, {s['differing_with_clear_lead']} "
-                                    f"of them with a lead over {CLEAR_LEAD:.0%}"
-                                    + (f", {s['differing_unpriced']} not priced by any "
-                                       "process" if s["differing_unpriced"] else "")), flush=True)
+    summary = summarize(results)
     if args.json:
         harness.write_json(args.json, dict(model=args.model, batch=args.batch, xla=args.xla,
                                            limit=limit, summary=summary, runs=results))

@@ -478,22 +478,32 @@ class PlanSpreadTest(tf.test.TestCase):
         # leads by 14 % or more, but one 64 and two 32 cost about the same.
         runs = [run(one, 0.20, 1.00, 0.51), run(two, 0.143, 1.03, 0.50),
                 run(one, 0.31, 0.99, 0.51)]
-        (pass_, shape, plans, lead, gap), = plan_spread.plan_differences(runs)
+        (pass_, shape, plans, lead, gap, prices), = plan_spread.plan_differences(runs)
         self.assertEqual((pass_, shape), ("forward", fwd["shape"]))
         self.assertEqual(plans, {"1x64 eng51": 2, "2x32 eng51": 1})
         self.assertAlmostEqual(gap, 0.143)
         # Prices of 2x32 over 1x64 by process: +2 %, -2.9 %, +3 %: median 2 %.
         self.assertAlmostEqual(lead, 0.02)
+        # Each process: its choice, and both plans at its own times.
+        self.assertEqual([chosen for chosen, _ in prices],
+                         ["1x64 eng51", "2x32 eng51", "1x64 eng51"])
+        self.assertAllClose([list(p.values()) for _, p in prices],
+                            [[1.00, 1.02], [1.03, 1.00], [0.99, 1.02]])
         self.assertEqual(plan_spread.plan_differences(runs[::2]), [])
         # Where the processes measured 1x64 clearly ahead, the lead says so.
         runs = [run(one, 0.2, 1.0, 0.6), run(two, 0.2, 1.3, 0.6), run(one, 0.2, 1.0, 0.62)]
-        (*_, lead, _gap), = plan_spread.plan_differences(runs)
+        (*_, lead, _gap, _prices), = plan_spread.plan_differences(runs)
         self.assertAlmostEqual(lead, 0.2)
         # A plan another process did not time has no price there: no lead.
         runs[0]["kernels"][0]["times"] = {"64 eng51": 1.0}
         runs[1]["kernels"][0]["times"] = {"32 eng51": 0.5}
         runs[2]["kernels"][0].pop("times")
-        self.assertIsNone(plan_spread.plan_differences(runs)[0][3])
+        (*_, lead, _gap, prices), = plan_spread.plan_differences(runs)
+        self.assertIsNone(lead)
+        self.assertEqual([p for _, p in prices],
+                         [{"1x64 eng51": 1.0, "2x32 eng51": None},
+                          {"1x64 eng51": None, "2x32 eng51": 1.0},
+                          {"1x64 eng51": None, "2x32 eng51": None}])
 
     def test_processes_price_each_others_plans_by_candidate_name_not_index(self):
         plan_spread = _benchmark_script(self, "plan_spread")
@@ -531,10 +541,48 @@ class PlanSpreadTest(tf.test.TestCase):
         self.assertNotIn("64 legacy 1/math 1", pb["times"])
         self.assertAlmostEqual(pa["gap"], 0.1)
         # 2x32 over 1x64: +4 % in a, -1.96 % in b; median +1.02 %.
-        (*_, lead, _gap), = plan_spread.plan_differences([dict(kernels=[pa]),
-                                                          dict(kernels=[pb])])
+        (*_, lead, _gap, _prices), = plan_spread.plan_differences([dict(kernels=[pa]),
+                                                                   dict(kernels=[pb])])
         self.assertAlmostEqual(lead, (0.04 + 1.0 / 1.02 - 1) / 2)
         # c's legacy plan: +10 % in a, -6.25 % in c.
-        (*_, lead, _gap), = plan_spread.plan_differences([dict(kernels=[pa]),
-                                                          dict(kernels=[pc])])
+        (*_, lead, _gap, _prices), = plan_spread.plan_differences([dict(kernels=[pa]),
+                                                                   dict(kernels=[pc])])
         self.assertAlmostEqual(lead, (0.10 + 1.05 / 1.12 - 1) / 2)
+
+
+class NeighbourReplayTest(tf.test.TestCase):
+    """benchmarks/neighbour_replay.py: candidates of a new size from its neighbours' rows."""
+
+    def test_rules_count_candidates_and_the_time_they_miss_at_the_new_size(self):
+        replay = _benchmark_script(self, "neighbour_replay")
+        conv = "C=64 H=56 W=56 K=64 R=1 S=1 NHWC float32"
+
+        def kernel(batch, rows):
+            lines = [f"tf_ucudnn: benchmarked forward N={batch} {conv} at {len(rows)} sizes: ..."]
+            for size, trials in rows.items():
+                lines.append(f" timed at {size}:")
+                lines += [f"  {name} (workspace {ws} bytes): loaded, screened {ms} ms{verdict}"
+                          for name, ws, ms, verdict in trials]
+            return lines
+
+        log = kernel(128, {
+            64: [("eng1{}", 0, 1.00, ", timed 1.00 ms"),
+                 ("eng2{}", 100, 1.02, ", timed 1.02 ms"),  # behind eng1 within the slack: off
+                 ("eng3{}", 8 << 20, 0.90, ", timed 0.90 ms"),
+                 ("eng4{}", 0, 1.50, ", dominated")],  # dropped: not in the row
+            128: [("eng1{}", 0, 2.00, ", timed 2.00 ms"), ("eng2{}", 0, 2.10, ", timed 2.10 ms")],
+        }) + ["  eng1{}: re-timed 2.00 ms -> 1.95 ms"] + kernel(100, {
+            100: [("eng2{}", 0, 1.50, ", timed 1.50 ms"), ("eng1{}", 0, 1.55, ", timed 1.55 ms"),
+                  ("eng3{}", 8 << 20, 1.60, ", timed 1.60 ms")],
+        })
+        rows = replay.read_rows(log)
+        self.assertEqual(rows[("forward", conv, 128)][128]["eng1{}"], (1.95, 0))
+        self.assertNotIn("eng4{}", rows[("forward", conv, 128)][64])
+        results = {name: (count, loss) for name, count, loss, _ in
+                   replay.replay(rows, 128, 100, 64, 128)}
+        # Whole rows: eng1, eng2, eng3; the fastest at 100 (eng2) among them.
+        self.assertEqual(results["whole rows"][0], 3)
+        self.assertAlmostEqual(results["whole rows"][1], 0.0)
+        # Fronts: eng1 and eng3 at 64, eng1 at 128; eng2 is missed: 1.55 / 1.50.
+        self.assertEqual(results["Pareto front per row"][0], 2)
+        self.assertAlmostEqual(results["Pareto front per row"][1], 1.55 / 1.50 - 1)
