@@ -23,6 +23,10 @@ heuristics mode A queries (and, in newer logs, the part of them spent fetching
 and reading configs), fallback lists, and the plan builds' engine
 configs and execution plans.
 
+Then how much slower a screening run (timed from an idle GPU) is than the
+timed runs after it (back to back), for runs under 0.2 ms: the host's launch
+latency in single-run times.
+
 Last, a replay of a rule that was built, measured and reverted: time the
 whole mini-batch first, and the smaller micro-batch sizes only where the
 workspace limit kept a proposed candidate out at the whole batch
@@ -40,6 +44,7 @@ import collections
 import gzip
 import math
 import re
+import statistics
 import sys
 
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
@@ -220,6 +225,23 @@ def compare_candidates(path, other):
             print(f"  {kernel[:80]} at {samples}: {engine}")
 
 
+SHORT_MS = 0.2  # runs this short show the host's launch latency most
+
+
+def launch_latency_us(events, short_ms=SHORT_MS):
+    """How much slower a screening run (one run timed from an idle GPU) is
+    than the mean of the timed runs after it (enqueued back to back, so
+    only the first of them starts from an idle GPU), in microseconds, for
+    the trials whose timed runs took under `short_ms`: (count, 10th, 50th
+    and 90th percentile), or None for fewer than 10 such trials."""
+    gaps = [1e3 * (screen - rest) for kind, *trial in events if kind == "trial"
+            for _, _, screen, rest, _, _ in [trial] if 0 < rest < short_ms]
+    if len(gaps) < 10:
+        return None
+    deciles = statistics.quantiles(gaps, n=10)
+    return len(gaps), deciles[0], deciles[4], deciles[8]
+
+
 def main(path):
     events = read_log(path)
     totals = collections.defaultdict(lambda: [0.0] * len(FIELDS))
@@ -248,6 +270,11 @@ def main(path):
               f"{int(host[2])} heuristics queries: mode A {host[3]:.3f} s{fetched}, fallback "
               f"lists {host[5]:.3f} s; {int(host[6])} plan builds: engine configs "
               f"{host[7]:.3f} s, execution plans {host[8]:.3f} s")
+    latency = launch_latency_us(events)
+    if latency:
+        print(f"\nscreening run against the timed runs' mean, {latency[0]} trials under "
+              f"{SHORT_MS} ms: +{latency[1]:.1f} / +{latency[2]:.1f} / +{latency[3]:.1f} us "
+              f"(10th / 50th / 90th percentile; the host's launch latency)")
     if engines:
         print(f"\n{'engine':<10}{'trials':>8}{'dominated':>10}{'GPU s':>9}")
         for name, (n, dominated, ms) in sorted(engines.items(), key=lambda kv: -kv[1][2])[:15]:

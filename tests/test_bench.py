@@ -457,6 +457,30 @@ class PlanningProfileTest(tf.test.TestCase):
         self.assertNotIn("configs fetched", mixed)
 
 
+class LaunchLatencyTest(tf.test.TestCase):
+    """benchmarks/planning_profile.py: screening runs against back-to-back runs."""
+
+    def test_short_trials_give_the_screening_runs_excess_in_microseconds(self):
+        planning_profile = _benchmark_script(self, "planning_profile")
+        path = os.path.join(self.get_temp_dir(), "debug.log")
+        with open(path, "w") as f:
+            f.write("tf_ucudnn: benchmarked forward N=64 C=8 H=8 W=8 K=8 NHWC float32 at 1 "
+                    "sizes: legacy 0.000 s; graph: 12 candidates (heuristics and plans 0.001 s), "
+                    "36 runs 0.003 s, 0 engines pruned\n timed at 64:\n")
+            for i in range(10):  # 0.070 + i us screened against 0.060 ms timed
+                f.write(f"  eng{i}{{}} (workspace 0 bytes): loaded, screened "
+                        f"{0.070 + i / 1e3:.3f} ms, timed 0.060 ms\n")
+            # Over 0.2 ms, and dominated (no timed runs): neither counts.
+            f.write("  eng20{} (workspace 0 bytes): loaded, screened 0.900 ms, timed 0.500 ms\n")
+            f.write("  eng21{} (workspace 0 bytes): loaded, screened 0.090 ms, dominated\n")
+        count, p10, p50, p90 = planning_profile.launch_latency_us(
+            planning_profile.read_log(path))
+        self.assertEqual(count, 10)
+        self.assertAllClose([p10, p50, p90], [10.1, 14.5, 18.9], atol=0.01)
+        self.assertIsNone(planning_profile.launch_latency_us(
+            planning_profile.read_log(path), short_ms=0.05))
+
+
 class PlanSpreadTest(tf.test.TestCase):
     """benchmarks/plan_spread.py: kernels whose plan differs between processes."""
 
