@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -36,6 +36,15 @@ case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
             | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
+  tests_split)  # [SECONDS] the checkout's whole GPU suite (test_xla.py too) on two GPUs in one
+                # device call, split as wheel_tests splits it; failures keep their messages
+    split_run() { timeout "${1}" python3 -m pytest "${@:2}" -m gpu -q -rf -p no:cacheprovider \
+                    -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
+    CUDA_VISIBLE_DEVICES=0 split_run "${2:-560}" $(ls tests/test_*.py | awk -F/ '$2 <= "test_plans.py"') \
+      > "$OUT/gpu_tests_first.log" &
+    CUDA_VISIBLE_DEVICES=1 split_run "${2:-560}" $(ls tests/test_*.py | awk -F/ '$2 > "test_plans.py"') \
+      > "$OUT/gpu_tests_second.log" &
+    wait; tail -3 "$OUT"/gpu_tests_{first,second}.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
                 # dist/*.whl (make wheel), run outside the checkout. `first` is test_bench.py to
                 # test_plans.py, `second` the rest; `all` with two GPUs runs them one per GPU. A test
