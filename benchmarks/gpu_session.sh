@@ -32,6 +32,10 @@ export TF_CPP_MIN_LOG_LEVEL=2
 # DeepBench's layer set in two halves, for runs that exceed one device call's 10 minutes.
 DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
 DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
+# The files of ./tests in two halves, for the GPU suite on two GPUs: first (test_bench.py to
+# test_plans.py) or second (the rest).
+suite_half() { ls tests/test_*.py | awk -F/ -v half="$1" \
+                 '(half == "first") == ($NF <= "test_plans.py")'; }
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
@@ -40,10 +44,8 @@ case "$1" in
                 # device call, split as wheel_tests splits it; failures keep their messages
     split_run() { timeout "${1}" python3 -m pytest "${@:2}" -m gpu -q -rf -p no:cacheprovider \
                     -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
-    CUDA_VISIBLE_DEVICES=0 split_run "${2:-560}" $(ls tests/test_*.py | awk -F/ '$2 <= "test_plans.py"') \
-      > "$OUT/gpu_tests_first.log" &
-    CUDA_VISIBLE_DEVICES=1 split_run "${2:-560}" $(ls tests/test_*.py | awk -F/ '$2 > "test_plans.py"') \
-      > "$OUT/gpu_tests_second.log" &
+    CUDA_VISIBLE_DEVICES=0 split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
+    CUDA_VISIBLE_DEVICES=1 split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
     wait; tail -3 "$OUT"/gpu_tests_{first,second}.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
                 # dist/*.whl (make wheel), run outside the checkout. `first` is test_bench.py to
@@ -57,8 +59,7 @@ case "$1" in
     cd "$dir"
     python3 -c "import tf_ucudnn, os; print('tf_ucudnn from', os.path.dirname(tf_ucudnn.__file__))" \
       | tee "$OUT/wheel_tests_$part.log"
-    second=$(ls tests/test_*.py | awk -F/ '$2 > "test_plans.py"')
-    first=$(ls tests/test_*.py | awk -F/ '$2 <= "test_plans.py"')
+    second=$(suite_half second); first=$(suite_half first)
     run() { timeout "$limit" python3 -m pytest "$@" -m gpu -q -rf -p no:cacheprovider \
               -o faulthandler_timeout=240 2>&1 | grep -v "^E    \|^I0000\|^W0000" | tail -150; }
     case $part in

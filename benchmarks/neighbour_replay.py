@@ -14,42 +14,38 @@ the new size as dominated by one the rule leaves out (its time is then not in
 the log); such a kernel counts at twice its best time.
 """
 import argparse
-import gzip
+import os
 import re
+import sys
 
-KERNEL = re.compile(r"tf_ucudnn: benchmarked (\S+) N=(\d+) (.*) at \d+ sizes")
-SIZE = re.compile(r"^ timed at (\d+):")
-TRIAL = re.compile(r"^  (eng\S+) \(workspace (\d+) bytes\): (?:first run [\d.]+ ms|loaded), "
-                   r"screened ([\d.]+) ms(.*?)(?:, timed ([\d.]+) ms)?$")
-RETIMED = re.compile(r"^  (eng\S+): re-timed [\d.]+ ms -> ([\d.]+) ms")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from planning_profile import read_log  # noqa: E402  (the one reader of these logs)
+
 SLACK = 64 << 10  # screening.h: kWorkspaceSlack
 
 
-def read_rows(lines):
-    """{(pass, shape without N, N): {size: {candidate: (ms, workspace bytes)}}},
-    the candidates each kernel kept at each size (not dominated), with their
-    final times (re-timed where they were)."""
+def read_rows(events):
+    """{(pass, shape without N, N): {size: {candidate: (ms, workspace bytes)}}}
+    from the events of :func:`planning_profile.read_log`: the candidates each
+    kernel kept at each size (not dominated), with their final times
+    (re-timed where they were)."""
     rows, kernel, size = {}, None, None
-    for line in lines:
-        m = KERNEL.search(line)
-        if m:
-            kernel, size = (m.group(1), m.group(3), int(m.group(2))), None
+    for event in events:
+        if event[0] == "kernel":
+            _, _, batch, convolution = event
+            pass_, shape = convolution.split(" ", 1)
+            kernel, size = (pass_, re.sub(r"N=\d+ ", "", shape, count=1), batch), None
             rows[kernel] = {}
-            continue
-        m = SIZE.match(line)
-        if m and kernel:
-            size = int(m.group(1))
+        elif event[0] == "size" and kernel:
+            size = event[1]
             rows[kernel][size] = {}
-            continue
-        m = TRIAL.match(line)
-        if m and kernel and size:
-            name, workspace, screened, verdicts, timed = m.groups()
-            if "dominated" not in verdicts:
-                rows[kernel][size][name] = (float(timed or screened), int(workspace))
-            continue
-        m = RETIMED.match(line)
-        if m and kernel and size and m.group(1) in rows[kernel][size]:
-            rows[kernel][size][m.group(1)] = (float(m.group(2)), rows[kernel][size][m.group(1)][1])
+        elif event[0] == "trial" and kernel and size:
+            _, _, _, screen, rest, what, name, workspace = event
+            if "dominated" not in what:
+                rows[kernel][size][name] = (rest or screen, workspace)
+        elif event[0] == "retimed" and kernel and size and event[1] in rows[kernel][size]:
+            _, name, ms = event
+            rows[kernel][size][name] = (ms, rows[kernel][size][name][1])
     return rows
 
 
@@ -106,9 +102,7 @@ def main():
     parser.add_argument("--old", type=int, default=128)
     parser.add_argument("--new", type=int, default=100)
     args = parser.parse_args()
-    opener = gzip.open if args.log.endswith(".gz") else open
-    with opener(args.log, "rt") as f:
-        rows = read_rows(f.read().splitlines())
+    rows = read_rows(read_log(args.log))
     below = 1 << (args.new.bit_length() - 1)  # powerOfTwo's stored sizes around N = new
     above = below * 2
     print(f"{'rule':52s} {'candidates':>10s} {'loss':>8s} {'worst':>6s}")

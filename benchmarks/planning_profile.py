@@ -57,7 +57,8 @@ FAR_BEHIND = 10  # screening.h: kFarBehindFactor
 SIZE = re.compile(r"^ timed at (\d+):")
 LISTED_SIZE = re.compile(r"^ size (\d+):")
 LISTED = re.compile(r"^  (eng\S+) \[[^\]]*\] candidate$")
-TRIAL_NAME = re.compile(r"^  (eng\S+) \(workspace")
+TRIAL_NAME = re.compile(r"^  (eng\S+) \(workspace (\d+) bytes\)")
+RETIMED = re.compile(r"^  (eng\S+): re-timed [\d.]+ ms -> ([\d.]+) ms")
 BATCH = re.compile(r" N=(\d+) ")
 PLAN = re.compile(r"^tf_ucudnn: /\S+ (\S+ .*): (\d+x\d+.*)$")
 KERNEL = re.compile(r"tf_ucudnn: benchmarked (.*) at \d+ sizes")
@@ -76,10 +77,11 @@ def read_log(path):
     ("host", the numbers of its " host:" line), ("listed_size", int) and
     ("listed", engine name) for the candidates proposed at a size, ("size",
     int) where that size's timed trials begin, ("trial", name, first_ms,
-    screen_ms, rest_ms, what, engine name) with rest_ms the mean of the timed
-    runs after the screening run (0 if none) and `what` the rest of the line
-    (", pruned from larger sizes, dominated", ...), and ("plan", text,
-    convolution). A convolution is named as the log names it ("forward N=128
+    screen_ms, rest_ms, what, engine name, workspace bytes) with rest_ms the
+    mean of the timed runs after the screening run (0 if none) and `what` the
+    rest of the line (", pruned from larger sizes, dominated", ...),
+    ("retimed", engine name, ms) where re-timing near the best replaced a
+    trial's time, and ("plan", text, convolution). A convolution is named as the log names it ("forward N=128
     C=64 ... NHWC float32")."""
     events = []
     opener = gzip.open if path.endswith(".gz") else open
@@ -104,9 +106,12 @@ def read_log(path):
                 events.append(("listed", LISTED.match(line).group(1)))
             elif TRIAL.match(line):
                 t = TRIAL.match(line)
+                full, workspace = TRIAL_NAME.match(line).groups()
                 events.append(("trial", t.group(1), float(t.group(2) or 0), float(t.group(3)),
-                               float(t.group(5) or 0), t.group(4),
-                               TRIAL_NAME.match(line).group(1)))
+                               float(t.group(5) or 0), t.group(4), full, int(workspace)))
+            elif RETIMED.match(line):
+                full, ms = RETIMED.match(line).groups()
+                events.append(("retimed", full, float(ms)))
             elif PLAN.match(line):
                 plan = PLAN.match(line)
                 events.append(("plan", plan.group(2), plan.group(1)))
@@ -122,7 +127,7 @@ def far_behind_savings(events):
         elif event[0] == "size":
             kept = []
         elif event[0] == "trial" and "far behind" not in event[5]:
-            _, name, first, screen, rest, what, _ = event
+            _, name, first, screen, rest, what, _, _ = event
             if name in far:  # pruned at a smaller size
                 saved += trial_ms(first, screen, rest)
                 continue
@@ -151,7 +156,7 @@ def kernels_of(events):
         elif event[0] == "size":
             timed = kernels[-1]["timed"].setdefault(event[1], [])
         elif event[0] == "trial":
-            _, _, first, screen, rest, what, full = event
+            _, _, first, screen, rest, what, full, _ = event
             timed.append((full, trial_ms(first, screen, rest), what))
         elif event[0] == "plan" and not kernels[-1]["plan"]:
             kernels[-1]["plan"] = event[1]
@@ -234,8 +239,8 @@ def launch_latency_us(events, short_ms=SHORT_MS):
     only the first of them starts from an idle GPU), in microseconds, for
     the trials whose timed runs took under `short_ms`: (count, 10th, 50th
     and 90th percentile), or None for fewer than 10 such trials."""
-    gaps = [1e3 * (screen - rest) for kind, *trial in events if kind == "trial"
-            for _, _, screen, rest, _, _ in [trial] if 0 < rest < short_ms]
+    gaps = [1e3 * (event[3] - event[4]) for event in events
+            if event[0] == "trial" and 0 < event[4] < short_ms]
     if len(gaps) < 10:
         return None
     deciles = statistics.quantiles(gaps, n=10)
@@ -253,7 +258,7 @@ def main(path):
             for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
                 row[i] += v
         elif event[0] == "trial":
-            _, name, first, screen, rest, what, _ = event
+            _, name, first, screen, rest, what, _, _ = event
             e = engines[name]
             e[0] += 1
             e[1] += "dominated" in what

@@ -582,7 +582,9 @@ class NeighbourReplayTest(tf.test.TestCase):
         conv = "C=64 H=56 W=56 K=64 R=1 S=1 NHWC float32"
 
         def kernel(batch, rows):
-            lines = [f"tf_ucudnn: benchmarked forward N={batch} {conv} at {len(rows)} sizes: ..."]
+            lines = [f"tf_ucudnn: benchmarked forward N={batch} {conv} at {len(rows)} sizes: "
+                     "legacy 0.000 s; graph: 4 candidates (heuristics and plans 0.001 s), "
+                     "12 runs 0.010 s, 0 engines pruned"]
             for size, trials in rows.items():
                 lines.append(f" timed at {size}:")
                 lines += [f"  {name} (workspace {ws} bytes): loaded, screened {ms} ms{verdict}"
@@ -599,7 +601,10 @@ class NeighbourReplayTest(tf.test.TestCase):
             100: [("eng2{}", 0, 1.50, ", timed 1.50 ms"), ("eng1{}", 0, 1.55, ", timed 1.55 ms"),
                   ("eng3{}", 8 << 20, 1.60, ", timed 1.60 ms")],
         })
-        rows = replay.read_rows(log)
+        path = os.path.join(self.get_temp_dir(), "debug.log")
+        with open(path, "w") as f:
+            f.write("\n".join(log) + "\n")
+        rows = replay.read_rows(replay.read_log(path))
         self.assertEqual(rows[("forward", conv, 128)][128]["eng1{}"], (1.95, 0))
         self.assertNotIn("eng4{}", rows[("forward", conv, 128)][64])
         results = {name: (count, loss) for name, count, loss, _ in
