@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -184,6 +184,20 @@ case "$1" in
            --seconds 220 &
          wait ;;
     esac ;;
+  gated_check)  # OLD_SO [MODEL N]: timing behind a StreamGate against OLD_SO (an op library
+                # timing from an idle GPU), plan_spread K = 5 side by side on two GPUs:
+                # GPU 0 this checkout's op library, GPU 1 a copy of it with OLD_SO
+    old_so=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); model=${3:-resnet50}; n=${4:-128}
+    rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
+    tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
+    cp "$old_so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
+    CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=560 bash "$0" plan_spread "$model" "$n" 5 \
+      --seconds 500 &
+    (cd /tmp/old_checkout && CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-} \
+       timeout 560 python3 benchmarks/plan_spread.py "$model" \
+       "$n" --processes 5 --seconds 500 --json "$OUT/plan_spread_${model}_${n}_old.json" 2>&1 \
+       | grep -v "^[IWE]0000" > "$OUT/plan_spread_${model}_${n}_old.log") &
+    wait ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
                # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds
                # of processes stop in time to write their JSON.

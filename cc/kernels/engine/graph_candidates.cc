@@ -231,10 +231,12 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   const void *x, *w, *y;
   GraphRoles(pass_, a, b, out, &x, &w, &y);
   EventPair events;
-  // `runs` executions of `plan` timed with events: mean ms, or < 0 if cuDNN refused.
-  auto time_runs = [&](const GraphPlan& plan, int runs, double* ms) -> Status {
+  // `runs` executions of `plan` timed with events: mean ms, or < 0 if cuDNN
+  // refused. Behind a StreamGate, but for a first run (module loading).
+  auto time_runs = [&](const GraphPlan& plan, int runs, double* ms, bool gated = true) {
     return events.TimeRuns(
-        stream, runs, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, ms);
+        stream, runs, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, ms,
+        gated);
   };
   // After its screening run a candidate may be dropped, or not proposed again
   // at larger micro-batch sizes of the kernel (screening.h): engines keep their
@@ -254,7 +256,7 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
     }
     // A warm-up run where the engine first runs in the process: module loading.
     if (!EngineLoaded(loaded_prefix + trial.candidate.engine.Name())) {
-      UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &warmup_ms));
+      UCUDNN_RETURN_IF_ERROR(time_runs(plan, 1, &warmup_ms, /*gated=*/false));
       *runs += 1;
       if (warmup_ms < 0) {  // the engine refused at run time: not a candidate
         if (log != nullptr) *log += line + "refused\n";
