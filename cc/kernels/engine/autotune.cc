@@ -149,9 +149,6 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   PrunedEngines pruned_here;  // engines this call's screening pruned, at their size
   bool retime = true;
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
-  // The stored table's sizes measured with room (empty unless seeded).
-  PerfTable seed_roomy = seed_table_;
-  for (int64_t size : seed_pressured_) seed_roomy.erase(size);
   void* ws = nullptr;
   while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
   if (ws == nullptr) ws_bytes = 0;
@@ -238,7 +235,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
     const std::set<std::string> pruned_before = pruned;
     // A new size between two stored ones: their candidates, not the heuristics'.
     std::vector<GraphCandidate> neighbours;
-    for (int i : NeighbourCandidates(seed_roomy, size, kWorkspaceSlack)) {
+    for (int i : NeighbourCandidates(seed_roomy_, size, kWorkspaceSlack)) {
       const CudnnAlgo& algo = seed_algos_[i];
       if (algo.graph()) neighbours.push_back({algo.engine, algo.deterministic, "stored"});
     }

@@ -151,10 +151,8 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   const bool small_rule = small_sizes_where_limited && forced_micro_batch == 0;
   // Sizes measured under memory pressure are measured again (with room now,
   // they replace the stored rows).
-  PerfTable usable = seed_table_;
-  for (int64_t size : seed_pressured_) usable.erase(size);
   const std::vector<int64_t> to_benchmark =
-      seeded_ ? SizesToBenchmark(usable, sizes, std::min(kMinGraphMicroBatch, params_.batch),
+      seeded_ ? SizesToBenchmark(seed_roomy_, sizes, std::min(kMinGraphMicroBatch, params_.batch),
                                  small_rule && engines_ == EngineSet::kAuto)
               : sizes;
   // Rows of a failed earlier attempt go; Benchmark adds to empty tables.
@@ -213,6 +211,8 @@ void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos,
   seed_table_ = std::move(table);
   seed_algos_ = std::move(algos);
   seed_pressured_ = std::move(pressured);
+  seed_roomy_ = seed_table_;
+  for (int64_t size : seed_pressured_) seed_roomy_.erase(size);
   seed_pruned_ = std::move(pruned);
   seeded_ = true;
 }

@@ -334,6 +334,9 @@ class CudnnKernel {
   int benchmarked_sizes_ = 0;
   std::vector<int> benchmark_devices_;
   PerfTable seed_table_;
+  // seed_table_ without the sizes in seed_pressured_: the rows measured with
+  // room, which planning takes as they are (and new sizes their neighbours from).
+  PerfTable seed_roomy_;
   std::vector<CudnnAlgo> seed_algos_;
   // Whether cuDNN takes cudnnOpTensor's T + T -> float and float -> T here:
   // 0 not yet known, 1 yes, -1 no (accumulate in T; AccumulatorBytes() is 0).
