@@ -185,19 +185,29 @@ case "$1" in
          wait ;;
     esac ;;
   gated_check)  # OLD_SO [MODEL N]: timing behind a StreamGate against OLD_SO (an op library
-                # timing from an idle GPU), plan_spread K = 5 side by side on two GPUs:
-                # GPU 0 this checkout's op library, GPU 1 a copy of it with OLD_SO
+                # timing from an idle GPU), side by side on two GPUs, GPU 0 this checkout's op
+                # library, GPU 1 a copy of the checkout with OLD_SO: where a new size's planning
+                # goes (new_size_profile's run, screening excess), then plan_spread K = 5
     old_so=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); model=${3:-resnet50}; n=${4:-128}
     rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
     tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
     cp "$old_so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
-    CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=560 bash "$0" plan_spread "$model" "$n" 5 \
-      --seconds 500 &
-    (cd /tmp/old_checkout && CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-} \
-       timeout 560 python3 benchmarks/plan_spread.py "$model" \
-       "$n" --processes 5 --seconds 500 --json "$OUT/plan_spread_${model}_${n}_old.json" 2>&1 \
-       | grep -v "^[IWE]0000" > "$OUT/plan_spread_${model}_${n}_old.log") &
-    wait ;;
+    profile_and_spread() {  # SUFFIX: in the current checkout
+      rm -f "/tmp/gated_$1.sqlite3"
+      UCUDNN_DATABASE="/tmp/gated_$1.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 150 \
+        python3 benchmarks/new_batch_size.py "$model" --batches 128,100 \
+        2> "/tmp/debug_$1.log" > "$OUT/new_size_profile_$model$1.log"
+      awk '/benchmarked .* N=100 /{on=1} on' "/tmp/debug_$1.log" > "/tmp/debug_100$1.log"
+      python3 benchmarks/planning_profile.py "/tmp/debug_100$1.log" >> "$OUT/new_size_profile_$model$1.log" 2>&1
+      gzip -c "/tmp/debug_$1.log" > "$OUT/new_size_debug_$model$1.log.gz"
+      timeout 420 python3 benchmarks/plan_spread.py "$model" "$n" --processes 5 --seconds 390 \
+        --json "$OUT/plan_spread_${model}_${n}$1.json" 2>&1 | grep -v "^[IWE]0000" \
+        > "$OUT/plan_spread_${model}_${n}$1.log"
+    }
+    (export CUDA_VISIBLE_DEVICES=0; profile_and_spread "") &
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+     profile_and_spread _old) &
+    wait; tail -n 4 "$OUT"/*.log ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
                # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds
                # of processes stop in time to write their JSON.
