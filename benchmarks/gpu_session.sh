@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -36,6 +36,22 @@ DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_
 # test_plans.py) or second (the rest).
 suite_half() { ls tests/test_*.py | awk -F/ -v half="$1" \
                  '(half == "first") == ($NF <= "test_plans.py")'; }
+old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OLD_SO as its op library
+  local so; so=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
+  tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
+  cp "$so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
+}
+profile_new_size() {  # MODEL SUFFIX: N = 128 then 100 in one process with UCUDNN_DEBUG_OUTPUT;
+                      # the N = 100 kernels summed by planning_profile.py
+  rm -f "/tmp/profile_$2.sqlite3"
+  UCUDNN_DATABASE="/tmp/profile_$2.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 150 \
+    python3 benchmarks/new_batch_size.py "$1" --batches 128,100 \
+    2> "/tmp/debug_$2.log" > "$OUT/new_size_profile_$1$2.log"
+  awk '/benchmarked .* N=100 /{on=1} on' "/tmp/debug_$2.log" > "/tmp/debug_100$2.log"
+  python3 benchmarks/planning_profile.py "/tmp/debug_100$2.log" >> "$OUT/new_size_profile_$1$2.log" 2>&1
+  gzip -c "/tmp/debug_$2.log" > "$OUT/new_size_debug_$1$2.log.gz"
+}
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
@@ -188,18 +204,9 @@ case "$1" in
                 # timing from an idle GPU), side by side on two GPUs, GPU 0 this checkout's op
                 # library, GPU 1 a copy of the checkout with OLD_SO: where a new size's planning
                 # goes (new_size_profile's run, screening excess), then plan_spread K = 5
-    old_so=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); model=${3:-resnet50}; n=${4:-128}
-    rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
-    tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
-    cp "$old_so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
+    old_checkout "$2"; model=${3:-resnet50}; n=${4:-128}
     profile_and_spread() {  # SUFFIX: in the current checkout
-      rm -f "/tmp/gated_$1.sqlite3"
-      UCUDNN_DATABASE="/tmp/gated_$1.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 150 \
-        python3 benchmarks/new_batch_size.py "$model" --batches 128,100 \
-        2> "/tmp/debug_$1.log" > "$OUT/new_size_profile_$model$1.log"
-      awk '/benchmarked .* N=100 /{on=1} on' "/tmp/debug_$1.log" > "/tmp/debug_100$1.log"
-      python3 benchmarks/planning_profile.py "/tmp/debug_100$1.log" >> "$OUT/new_size_profile_$model$1.log" 2>&1
-      gzip -c "/tmp/debug_$1.log" > "$OUT/new_size_debug_$model$1.log.gz"
+      profile_new_size "$model" "$1"
       timeout 420 python3 benchmarks/plan_spread.py "$model" "$n" --processes 5 --seconds 390 \
         --json "$OUT/plan_spread_${model}_${n}$1.json" 2>&1 | grep -v "^[IWE]0000" \
         > "$OUT/plan_spread_${model}_${n}$1.log"
@@ -207,6 +214,16 @@ case "$1" in
     (export CUDA_VISIBLE_DEVICES=0; profile_and_spread "") &
     (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
      profile_and_spread _old) &
+    wait; tail -n 4 "$OUT"/*.log ;;
+  gated_profile)  # OLD_SO: GPU 0 new_size_profile's ResNet-50 run with this checkout's op
+                  # library; GPU 1 the re-timing GPU test, then the same run with OLD_SO
+    old_checkout "$2"
+    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 "") &
+    (export CUDA_VISIBLE_DEVICES=1
+     timeout 100 python3 -m pytest tests/test_graph_engines.py -m gpu -q -rf -p no:cacheprovider \
+       -k timed_again 2>&1 | grep -v "^I0000\|^W0000" | tail -40 > "$OUT/retime_test.log"
+     cd /tmp/old_checkout && PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-} \
+       profile_new_size resnet50 _old) &
     wait; tail -n 4 "$OUT"/*.log ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
                # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds

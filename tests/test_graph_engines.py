@@ -199,11 +199,12 @@ class GraphEnginesGpuTest(tf.test.TestCase):
 
     def _retimed(self, setting):
         """The debug log's re-timing lines of a 3x3 convolution's three passes
-        (N = 32, 64 channels at 56x56) and the relative errors of its results."""
+        (N = 32, 64 channels at 56x56, planned with TF32 as ResNet-50's first
+        3x3 layer is) and the relative errors of its results against
+        tf.nn.conv2d without TF32."""
         done = run_python("""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
-            tf.config.experimental.enable_tensor_float_32_execution(False)
             rng = np.random.default_rng(0)
             x = tf.constant(rng.standard_normal((32, 56, 56, 64)), tf.float32)
             f = tf.constant(rng.standard_normal((3, 3, 64, 64)), tf.float32)
@@ -212,7 +213,10 @@ class GraphEnginesGpuTest(tf.test.TestCase):
                     tape.watch([x, f])
                     y = conv(x, f, 1, "SAME")
                 return [y] + tape.gradient(y, [x, f], output_gradients=y)
-            got, want = grads(tf_ucudnn.conv2d), grads(tf.nn.conv2d)
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+            want = grads(tf.nn.conv2d)
+            tf.config.experimental.enable_tensor_float_32_execution(True)
+            got = grads(tf_ucudnn.conv2d)
             print(json.dumps([float(np.linalg.norm(g - w) / np.linalg.norm(w))
                               for g, w in zip(got, want)]))
         """, pythonpath=ROOT, UCUDNN_GRAPH_RETIME=setting, UCUDNN_DATABASE="off",
@@ -222,14 +226,19 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         return re.findall(r"re-timed [0-9.]+ ms -> [0-9.]+ ms", done.stderr), errors
 
     def test_candidates_near_the_best_are_timed_again_unless_retime_is_off(self):
-        # Three passes at 8, 16 and 32 samples: some size has two candidates
-        # within 15 % of each other. Results match TF either way (fp32, no TF32).
+        # Three passes at 8, 16 and 32 samples. With TF32, tensor-core
+        # configs of one engine differ by a few percent here (an H200 timed
+        # two or three within 15 % at each forward size), so some size has
+        # two candidates within 15 % of each other; without TF32, once the
+        # times left out the host's launch latency, an H200 found none. Bound: TF32 rounds the inputs to 10 mantissa bits (unit
+        # roundoff 2^-11, about 4.9e-4 per product), and the gradients take
+        # the TF32 output as their output gradient, so 5e-3 against float32.
         retimed, errors = self._retimed("on")
         self.assertNotEmpty(retimed)
-        self.assertLessEqual(max(errors), 1e-5, errors)
+        self.assertLessEqual(max(errors), 5e-3, errors)
         retimed, errors = self._retimed("off")
         self.assertEmpty(retimed)
-        self.assertLessEqual(max(errors), 1e-5, errors)
+        self.assertLessEqual(max(errors), 5e-3, errors)
 
     def test_equivalence_grid_passes_with_graph_engines_alone(self):
         done = subprocess.run(

@@ -44,11 +44,14 @@ namespace ucudnn {
 // percentile of the convolutions under 0.2 ms (their screening run against
 // the mean of two back-to-back runs), differing between processes with the
 // host's load. The gate opens by itself after kMaxWaitMs, so that nothing
-// waits on it for good (a launch that loads a module may wait for the
-// context to be idle); timed_out() then says the times include that wait.
+// waits on it for long: a launch that loads a kernel (CUDA's lazy loading,
+// also for an engine already run at another shape) waits for the context to
+// be idle, hence for the gate. Enqueuing two runs takes tens of microseconds;
+// 2 ms bounds the cost of such a load (100 ms cost ResNet-50's planning
+// 0.3 s on an H200). timed_out() then says the times include that wait.
 class StreamGate {
  public:
-  static constexpr double kMaxWaitMs = 100;
+  static constexpr double kMaxWaitMs = 2;
 
   // Closes `stream` behind a host function that waits for Open(); closes
   // nothing if the host function cannot be enqueued.
