@@ -215,15 +215,14 @@ case "$1" in
     (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
      profile_and_spread _old) &
     wait; tail -n 4 "$OUT"/*.log ;;
-  gated_profile)  # OLD_SO: GPU 0 new_size_profile's ResNet-50 run with this checkout's op
-                  # library; GPU 1 the re-timing GPU test, then the same run with OLD_SO
+  gated_profile)  # OLD_SO: new_size_profile's ResNet-50 run, GPU 0 with this checkout's op
+                  # library, then the re-timing GPU test; GPU 1 with OLD_SO
     old_checkout "$2"
-    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 "") &
-    (export CUDA_VISIBLE_DEVICES=1
-     timeout 100 python3 -m pytest tests/test_graph_engines.py -m gpu -q -rf -p no:cacheprovider \
-       -k timed_again 2>&1 | grep -v "^I0000\|^W0000" | tail -40 > "$OUT/retime_test.log"
-     cd /tmp/old_checkout && PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-} \
-       profile_new_size resnet50 _old) &
+    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 ""
+     timeout 70 python3 -m pytest tests/test_graph_engines.py -m gpu -q -rf -p no:cacheprovider \
+       -k timed_again 2>&1 | grep -v "^I0000\|^W0000" | tail -40 > "$OUT/retime_test.log") &
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+     profile_new_size resnet50 _old) &
     wait; tail -n 4 "$OUT"/*.log ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
                # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds
