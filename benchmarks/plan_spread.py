@@ -14,6 +14,7 @@ kernels of the first kind; writes every process's result to --json.
     python benchmarks/plan_spread.py --summarize plan_spread.json  # again, from the JSON
 """
 import argparse
+import gzip
 import itertools
 import json
 import statistics
@@ -137,7 +138,8 @@ def main():
     parser.add_argument("model", nargs="?", choices=sorted(models.MODEL_SPECS))
     parser.add_argument("batch", nargs="?", type=int)
     parser.add_argument("--summarize", metavar="JSON", default=None,
-                        help="no processes: summarize the runs of a JSON this script wrote")
+                        help="no processes: summarize the runs of a JSON this script wrote "
+                        "(gzipped if it ends in .gz)")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--xla", action="store_true",
                         help="stock XLA and tf_ucudnn under XLA instead of without")
@@ -153,7 +155,8 @@ def main():
                              "times), in the same alternation")
     args = parser.parse_args()
     if args.summarize:
-        with open(args.summarize) as f:
+        opener = gzip.open if args.summarize.endswith(".gz") else open
+        with opener(args.summarize, "rt") as f:
             summarize(json.load(f)["runs"])
         return
     if args.model is None or args.batch is None:

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import tempfile
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -572,6 +573,30 @@ class PlanSpreadTest(tf.test.TestCase):
         (*_, lead, _gap, _prices), = plan_spread.plan_differences([dict(kernels=[pa]),
                                                                    dict(kernels=[pc])])
         self.assertAlmostEqual(lead, (0.10 + 1.05 / 1.12 - 1) / 2)
+
+
+    def test_summarize_reads_a_written_json_gzipped_or_not(self):
+        plan_spread = _benchmark_script(self, "plan_spread")
+        kernel = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,
+                      micro_batches=[[64, "eng7"]], times={"64 eng7": 1.0}, plan="1x64 eng7",
+                      **{"pass": "forward"})
+        runs = {"stock": [dict(step_ms=10.0), dict(step_ms=10.5)],
+                "rewrite": [dict(step_ms=9.0, kernels=[kernel]),
+                            dict(step_ms=9.9, kernels=[dict(kernel, plan="2x32 eng7")])]}
+        outputs = []
+        for opener, name in ((open, "spread.json"), (gzip.open, "spread.json.gz")):
+            path = os.path.join(self.get_temp_dir(), name)
+            with opener(path, "wt") as f:
+                json.dump(dict(runs=runs), f)
+            out = io.StringIO()
+            with mock.patch("sys.argv", ["plan_spread.py", "--summarize", path]), \
+                    contextlib.redirect_stdout(out):
+                plan_spread.main()
+            outputs.append(out.getvalue())
+        self.assertEqual(outputs[0], outputs[1])
+        self.assertIn("stock: steps 10.00, 10.50 ms; spread 1.050", outputs[0])
+        self.assertIn("rewrite: steps 9.00, 9.90 ms; spread 1.100; 1 of 1 kernels planned "
+                      "differently", outputs[0])
 
 
 class NeighbourReplayTest(tf.test.TestCase):
