@@ -33,9 +33,10 @@ export TF_CPP_MIN_LOG_LEVEL=2
 DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
 DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
 # The files of ./tests in two halves, for the GPU suite on two GPUs: first (test_bench.py to
-# test_plans.py) or second (the rest).
+# test_plans.py, but test_graph_engines.py) or second (the rest). On an H200 the first half
+# with test_graph_engines.py took over 570 s, the second 220-285 s.
 suite_half() { ls tests/test_*.py | awk -F/ -v half="$1" \
-                 '(half == "first") == ($NF <= "test_plans.py")'; }
+                 '(half == "first") == ($NF <= "test_plans.py" && $NF != "test_graph_engines.py")'; }
 old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OLD_SO as its op library
   local so; so=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
   rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
@@ -59,13 +60,13 @@ case "$1" in
   tests_split)  # [SECONDS] the checkout's whole GPU suite (test_xla.py too) on two GPUs in one
                 # device call, split as wheel_tests splits it; failures keep their messages
     split_run() { timeout "${1}" python3 -m pytest "${@:2}" -m gpu -q -rf -p no:cacheprovider \
-                    -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
+                    --durations=40 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
     CUDA_VISIBLE_DEVICES=0 split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
     CUDA_VISIBLE_DEVICES=1 split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
-    wait; tail -3 "$OUT"/gpu_tests_{first,second}.log ;;
+    wait; tail -n 3 "$OUT"/gpu_tests_{first,second}.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
-                # dist/*.whl (make wheel), run outside the checkout. `first` is test_bench.py to
-                # test_plans.py, `second` the rest; `all` with two GPUs runs them one per GPU. A test
+                # dist/*.whl (make wheel), run outside the checkout. `first` and `second` are
+                # suite_half's halves; `all` with two GPUs runs them one per GPU. A test
                 # stuck for 240 s prints every thread's stack (pytest's faulthandler_timeout).
     limit=${2:-560}; part=${3:-all}; site=/tmp/wheel_site_$part; dir=/tmp/wheel_tests_$part
     rm -rf "$site" "$dir" && mkdir -p "$dir"
