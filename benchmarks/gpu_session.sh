@@ -43,10 +43,10 @@ old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OL
   tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
   cp "$so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
 }
-profile_new_size() {  # MODEL SUFFIX: N = 128 then 100 in one process with UCUDNN_DEBUG_OUTPUT;
-                      # the N = 100 kernels summed by planning_profile.py
+profile_new_size() {  # MODEL SUFFIX [SECONDS]: N = 128 then 100 in one process with
+                      # UCUDNN_DEBUG_OUTPUT; the N = 100 kernels summed by planning_profile.py
   rm -f "/tmp/profile_$2.sqlite3"
-  UCUDNN_DATABASE="/tmp/profile_$2.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 150 \
+  UCUDNN_DATABASE="/tmp/profile_$2.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout "${3:-150}" \
     python3 benchmarks/new_batch_size.py "$1" --batches 128,100 \
     2> "/tmp/debug_$2.log" > "$OUT/new_size_profile_$1$2.log"
   awk '/benchmarked .* N=100 /{on=1} on' "/tmp/debug_$2.log" > "/tmp/debug_100$2.log"
@@ -158,14 +158,7 @@ case "$1" in
     CUDA_VISIBLE_DEVICES=0 bash "$0" tests_but_xla 560 &
     (export CUDA_VISIBLE_DEVICES=1
      for model in resnet50 inceptionv3; do
-       rm -f "/tmp/new_size_$model.sqlite3"
-       UCUDNN_DATABASE="/tmp/new_size_$model.sqlite3" UCUDNN_DEBUG_OUTPUT=1 timeout 200 \
-         python3 benchmarks/new_batch_size.py "$model" --batches 128,100 \
-         2> "$OUT/new_size_debug_$model.log" | tee "$OUT/new_size_profile_$model.log"
-       awk '/benchmarked .* N=100 /{on=1} on' "$OUT/new_size_debug_$model.log" > /tmp/debug_100.log
-       python3 benchmarks/planning_profile.py /tmp/debug_100.log 2>&1 \
-         | tee -a "$OUT/new_size_profile_$model.log"
-       gzip -f "$OUT/new_size_debug_$model.log"
+       profile_new_size "$model" "" 200; cat "$OUT/new_size_profile_$model.log"
      done
      bash "$0" xla_tests 250) &
     wait ;;
