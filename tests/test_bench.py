@@ -574,7 +574,6 @@ class PlanSpreadTest(tf.test.TestCase):
                                                                    dict(kernels=[pc])])
         self.assertAlmostEqual(lead, (0.10 + 1.05 / 1.12 - 1) / 2)
 
-
     def test_summarize_reads_a_written_json_gzipped_or_not(self):
         plan_spread = _benchmark_script(self, "plan_spread")
         kernel = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,

@@ -230,9 +230,10 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         # configs of one engine differ by a few percent here (an H200 timed
         # two or three within 15 % at each forward size), so some size has
         # two candidates within 15 % of each other; without TF32, once the
-        # times left out the host's launch latency, an H200 found none. Bound: TF32 rounds the inputs to 10 mantissa bits (unit
-        # roundoff 2^-11, about 4.9e-4 per product), and the gradients take
-        # the TF32 output as their output gradient, so 5e-3 against float32.
+        # times left out the host's launch latency, an H200 found none.
+        # Bound: TF32 rounds the inputs to 10 mantissa bits (unit roundoff
+        # 2^-11, about 4.9e-4 per product), and the gradients take the TF32
+        # output as their output gradient, so 5e-3 against float32.
         retimed, errors = self._retimed("on")
         self.assertNotEmpty(retimed)
         self.assertLessEqual(max(errors), 5e-3, errors)
