@@ -50,6 +50,9 @@ import sys
 LINE = re.compile(r"tf_ucudnn: benchmarked (\S+) .* legacy ([\d.]+) s; graph: (\d+) candidates "
                   r"\(heuristics and plans ([\d.]+) s\), (\d+) runs ([\d.]+) s, (\d+) engines pruned")
 FIELDS = ("kernels", "legacy_s", "candidates", "plans_s", "runs", "runs_s", "pruned")
+# Logs since the timing gate (cuda_check.h's StreamGate) count the gates that opened by
+# themselves: a launch waited at the gate for a kernel load, and the runs were timed again.
+GATES = re.compile(r"engines pruned, (\d+) gates opened by themselves")
 TRIAL = re.compile(r"^  (eng\d+)\S* \(workspace \d+ bytes\): (?:first run ([\d.]+) ms|loaded), "
                    r"screened ([\d.]+) ms(.*?)(?:, timed ([\d.]+) ms)?$")
 TIMED_RUNS = 2  # runs after the screening run (graph_candidates.cc: kTimedRuns - 1)
@@ -251,9 +254,13 @@ def main(path):
     events = read_log(path)
     totals = collections.defaultdict(lambda: [0.0] * len(FIELDS))
     engines = collections.defaultdict(lambda: [0, 0, 0.0])  # trials, dominated, ms
+    gates = None  # gates that opened by themselves, where the log counts them
     for event in events:
         if event[0] == "kernel":
             m = event[1]
+            counted = GATES.search(m.string)
+            if counted:
+                gates = (gates or 0) + int(counted.group(1))
             row = totals[m.group(1)]
             for i, v in enumerate((1,) + tuple(float(g) for g in m.groups()[1:])):
                 row[i] += v
@@ -268,6 +275,9 @@ def main(path):
     for name, row in totals.items():
         print(f"{name:<16}" + "".join(f"{v:>12.3f}" if "_s" in h else f"{int(v):>12d}"
                                       for h, v in zip(FIELDS, row)))
+    if gates is not None:
+        print(f"\ngates that opened by themselves (a launch waited for a kernel load; its runs "
+              f"timed again): {gates}")
     host = [sum(column) for column in zip(*(e[1] for e in events if e[0] == "host"))]
     if host:
         fetched = "" if math.isnan(host[4]) else f" (configs fetched {host[4]:.3f} s)"

@@ -458,6 +458,32 @@ class PlanningProfileTest(tf.test.TestCase):
         self.assertNotIn("configs fetched", mixed)
 
 
+class GateCountTest(tf.test.TestCase):
+    """benchmarks/planning_profile.py: gates that opened by themselves, summed."""
+
+    def _printed(self, pruned_tails):
+        planning_profile = _benchmark_script(self, "planning_profile")
+        path = os.path.join(self.get_temp_dir(), "debug.log")
+        with open(path, "w") as f:
+            for i, tail in enumerate(pruned_tails):
+                f.write(f"tf_ucudnn: benchmarked forward N=64 C={i + 1} H=8 W=8 K=8 NHWC float32 "
+                        f"at 1 sizes: legacy 0.000 s; graph: 2 candidates (heuristics and plans "
+                        f"0.001 s), 6 runs 0.002 s, 0 engines pruned{tail}\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            planning_profile.main(path)
+        return out.getvalue()
+
+    def test_counts_are_summed_where_the_log_has_them(self):
+        printed = self._printed([", 2 gates opened by themselves",
+                                 ", 0 gates opened by themselves", ", 1 gates opened by themselves"])
+        self.assertIn("gates that opened by themselves (a launch waited for a kernel load; its "
+                      "runs timed again): 3", printed)
+        # The kernels' other columns read as before.
+        self.assertIn("all                        3", printed)
+        self.assertNotIn("gates that opened", self._printed(["", ""]))
+
+
 class LaunchLatencyTest(tf.test.TestCase):
     """benchmarks/planning_profile.py: screening runs against back-to-back runs."""
 

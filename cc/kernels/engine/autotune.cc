@@ -118,6 +118,7 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
                                 bool small_sizes_where_limited, MeasuredSizes* got) {
   std::lock_guard<std::mutex> handle_lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  const int gate_timeouts_before = EventPair::GateTimeouts();  // this thread's, for the log
   const ConvParams& p = params_;
   const bool asymmetric = !p.symmetric_padding();
   const int64_t max_size = *std::max_element(sizes.begin(), sizes.end());
@@ -295,12 +296,14 @@ Status CudnnKernel::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
   if (DebugOutput()) {
     std::fprintf(stderr,
                  "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
-                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned\n"
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned, %d gates "
+                 "opened by themselves\n"
                  " host: %d op graphs %.3f s, %d heuristics queries %.3f s (configs fetched "
                  "%.3f s), fallback lists %.3f s, %d plan builds: engine configs %.3f s, plans "
                  "%.3f s\n%s",
                  PassName(pass_), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
-                 runs, runs_s, pruned.size(), host.op_graphs, host.op_graphs_s, host.queries,
+                 runs, runs_s, pruned.size(), EventPair::GateTimeouts() - gate_timeouts_before,
+                 host.op_graphs, host.op_graphs_s, host.queries,
                  host.heuristics_s, host.heuristics_configs_s, host.fallback_s, host.builds,
                  host.engine_configs_s,
                  host.plans_s, log.c_str());

@@ -116,6 +116,13 @@ class EventPair {
     if (stop_) cudaEventDestroy(stop_);
   }
 
+  // Gates that opened by themselves in this thread's TimeRuns so far (each
+  // a launch that waited, then the runs timed again): the debug output's count.
+  static int& GateTimeouts() {
+    thread_local int count = 0;
+    return count;
+  }
+
   // Calls `run()` `runs` times between the two events on `stream` and waits
   // for them: *ms is the mean elapsed milliseconds per run, or -1 if a run
   // returned false (it stops there). `run` enqueues its work on `stream`,
@@ -136,6 +143,7 @@ class EventPair {
     UCUDNN_CUDA_OK(cudaEventSynchronize(stop_));
     if (gate && gate->timed_out() && ran) {
       // The runs waited at the gate (a module load): time them again, ungated.
+      ++GateTimeouts();
       gate.reset();
       return TimeRuns(stream, runs, run, ms, /*gated=*/false);
     }
