@@ -232,6 +232,14 @@ case "$1" in
     CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread \
       resnet50 128 5 --xla --seconds $((end - SECONDS - 70)) &
     wait ;;
+  tests_two_gpus)  # [SECONDS] the tests that need two GPUs (skipped by tests_split, whose halves
+                   # see one GPU each), both GPUs visible; then new_size_profile's ResNet-50 run
+                   # on GPU 0, whose debug output counts the gates that opened by themselves
+    timeout "${2:-300}" python3 -m pytest tests/test_multi_gpu.py tests/test_benchmark_devices.py \
+      tests/test_distributed.py -m gpu -q -rfs -p no:cacheprovider --durations=10 2>&1 \
+      | grep -v "^I0000\|^W0000" | tail -60 > "$OUT/gpu_tests_two_gpus.log"
+    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 "" 150)
+    tail -n 3 "$OUT/gpu_tests_two_gpus.log"; tail -n 12 "$OUT/new_size_profile_resnet50.log" ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
     timeout "${2:-560}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider \
