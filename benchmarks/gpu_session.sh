@@ -232,6 +232,16 @@ case "$1" in
     CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread \
       resnet50 128 5 --xla --seconds $((end - SECONDS - 70)) &
     wait ;;
+  spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
+                # VGG-16 N=64 without XLA, K = 5; GPU 1 ResNet-50 N=128 under XLA, the 3
+                # processes that fit (pool them with spread_xla's by plan_spread.py --summarize
+                # A.json B.json)
+    end=$((SECONDS + ${2:-570}))
+    (export CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=$((end - SECONDS))
+     bash "$0" plan_spread vgg16 64 5 --seconds $((end - SECONDS - 40))) &
+    (export CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS))
+     bash "$0" plan_spread resnet50 128 3 --xla --seconds $((end - SECONDS - 70))) &
+    wait ;;
   tests_two_gpus)  # [SECONDS] the tests that need two GPUs (skipped by tests_split, whose halves
                    # see one GPU each), both GPUs visible; then new_size_profile's ResNet-50 run
                    # on GPU 0, whose debug output counts the gates that opened by themselves

@@ -12,6 +12,7 @@ kernels of the first kind; writes every process's result to --json.
     python benchmarks/plan_spread.py vgg16 64 --processes 5 --xla
     python benchmarks/plan_spread.py resnet50 128 --without-retime  # re-timing's effect
     python benchmarks/plan_spread.py --summarize plan_spread.json  # again, from the JSON
+    python benchmarks/plan_spread.py --summarize gpu0.json gpu1.json  # processes pooled
 """
 import argparse
 import gzip
@@ -137,9 +138,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", nargs="?", choices=sorted(models.MODEL_SPECS))
     parser.add_argument("batch", nargs="?", type=int)
-    parser.add_argument("--summarize", metavar="JSON", default=None,
-                        help="no processes: summarize the runs of a JSON this script wrote "
-                        "(gzipped if it ends in .gz)")
+    parser.add_argument("--summarize", metavar="JSON", nargs="+", default=None,
+                        help="no processes: summarize the runs of JSONs this script wrote "
+                        "(gzipped if they end in .gz); of several (other GPUs or runs of "
+                        "the same model and N), each, then their processes pooled: plans "
+                        "compared across all, the spread over all steps")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--xla", action="store_true",
                         help="stock XLA and tf_ucudnn under XLA instead of without")
@@ -155,9 +158,22 @@ def main():
                              "times), in the same alternation")
     args = parser.parse_args()
     if args.summarize:
-        opener = gzip.open if args.summarize.endswith(".gz") else open
-        with opener(args.summarize, "rt") as f:
-            summarize(json.load(f)["runs"])
+        files = []
+        for path in args.summarize:
+            with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+                files.append(json.load(f)["runs"])
+        if len(files) == 1:
+            summarize(files[0])
+            return
+        for path, runs in zip(args.summarize, files):
+            print(f"{path}:")
+            summarize(runs)
+        pooled = {}
+        for runs in files:
+            for label, results in runs.items():
+                pooled.setdefault(label, []).extend(results)
+        print(f"pooled, {len(files)} files:")
+        summarize(pooled)
         return
     if args.model is None or args.batch is None:
         parser.error("MODEL and BATCH are needed (or --summarize JSON)")

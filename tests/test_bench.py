@@ -623,6 +623,33 @@ class PlanSpreadTest(tf.test.TestCase):
         self.assertIn("rewrite: steps 9.00, 9.90 ms; spread 1.100; 1 of 1 kernels planned "
                       "differently", outputs[0])
 
+    def test_summarize_pools_the_processes_of_several_files(self):
+        plan_spread = _benchmark_script(self, "plan_spread")
+        kernel = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,
+                      micro_batches=[[64, "eng7"]], times={"64 eng7": 1.0}, plan="1x64 eng7",
+                      **{"pass": "forward"})
+        # Each file's processes agree; only pooled do the plans differ.
+        files = [{"stock": [dict(step_ms=10.0)],
+                  "rewrite": [dict(step_ms=9.0, kernels=[kernel])] * 2},
+                 {"stock": [dict(step_ms=11.0)],
+                  "rewrite": [dict(step_ms=9.9, kernels=[dict(kernel, plan="2x32 eng7")])]}]
+        paths = []
+        for i, runs in enumerate(files):
+            paths.append(os.path.join(self.get_temp_dir(), f"pooled{i}.json"))
+            with open(paths[-1], "w") as f:
+                json.dump(dict(runs=runs), f)
+        out = io.StringIO()
+        with mock.patch("sys.argv", ["plan_spread.py", "--summarize", *paths]), \
+                contextlib.redirect_stdout(out):
+            plan_spread.main()
+        text = out.getvalue()
+        self.assertIn(f"{paths[0]}:\n", text)
+        self.assertEqual(text.count("0 of 1 kernels planned differently"), 2)
+        pooled = text.split("pooled, 2 files:\n")[1]
+        self.assertIn("stock: steps 10.00, 11.00 ms; spread 1.100", pooled)
+        self.assertIn("rewrite: steps 9.00, 9.00, 9.90 ms; spread 1.100; 1 of 1 kernels planned "
+                      "differently", pooled)
+
 
 class NeighbourReplayTest(tf.test.TestCase):
     """benchmarks/neighbour_replay.py: candidates of a new size from its neighbours' rows."""
