@@ -10,7 +10,7 @@
 # profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
 # under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|retime_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
