@@ -427,20 +427,27 @@ class ProfileKindsTest(tf.test.TestCase):
 
 
 class PlanningProfileTest(tf.test.TestCase):
-    """benchmarks/planning_profile.py sums the host lines of old and new logs."""
+    """benchmarks/planning_profile.py sums the host lines of old and new logs,
+    and the gates that opened by themselves where the log counts them."""
 
-    def _summary(self, host_lines, gzipped=False):
+    def _printed(self, kernel_tails, gzipped=False):
+        """What planning_profile.py prints for a log of one kernel line per tail
+        (the text after "1 engines pruned": a gate count, a host line)."""
         planning_profile = _benchmark_script(self, "planning_profile")
         path = os.path.join(self.get_temp_dir(), "debug.log" + (".gz" if gzipped else ""))
         with (gzip.open if gzipped else open)(path, "wt") as f:
-            for i, host in enumerate(host_lines):
+            for i, tail in enumerate(kernel_tails):
                 f.write(f"tf_ucudnn: benchmarked forward N=64 C={i + 1} H=8 W=8 K=8 NHWC float32 "
                         f"at 4 sizes: legacy 0.010 s; graph: 5 candidates (heuristics and plans "
-                        f"0.020 s), 9 runs 0.030 s, 1 engines pruned\n{host}\n")
+                        f"0.020 s), 9 runs 0.030 s, 1 engines pruned{tail}\n")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             planning_profile.main(path)
-        return [line for line in out.getvalue().splitlines() if line.startswith("host side")]
+        return out.getvalue()
+
+    def _summary(self, host_lines, gzipped=False):
+        printed = self._printed(["\n" + host for host in host_lines], gzipped)
+        return [line for line in printed.splitlines() if line.startswith("host side")]
 
     def test_configs_fetched_is_summed_where_every_line_has_it(self):
         new = (" host: 4 op graphs 0.001 s, 4 heuristics queries 0.008 s (configs fetched "
@@ -457,24 +464,7 @@ class PlanningProfileTest(tf.test.TestCase):
         self.assertIn("mode A 0.018 s, fallback lists 0.004 s", mixed)
         self.assertNotIn("configs fetched", mixed)
 
-
-class GateCountTest(tf.test.TestCase):
-    """benchmarks/planning_profile.py: gates that opened by themselves, summed."""
-
-    def _printed(self, pruned_tails):
-        planning_profile = _benchmark_script(self, "planning_profile")
-        path = os.path.join(self.get_temp_dir(), "debug.log")
-        with open(path, "w") as f:
-            for i, tail in enumerate(pruned_tails):
-                f.write(f"tf_ucudnn: benchmarked forward N=64 C={i + 1} H=8 W=8 K=8 NHWC float32 "
-                        f"at 1 sizes: legacy 0.000 s; graph: 2 candidates (heuristics and plans "
-                        f"0.001 s), 6 runs 0.002 s, 0 engines pruned{tail}\n")
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            planning_profile.main(path)
-        return out.getvalue()
-
-    def test_counts_are_summed_where_the_log_has_them(self):
+    def test_gate_counts_are_summed_where_the_log_has_them(self):
         printed = self._printed([", 2 gates opened by themselves",
                                  ", 0 gates opened by themselves", ", 1 gates opened by themselves"])
         self.assertIn("gates that opened by themselves (a launch waited for a kernel load; its "
