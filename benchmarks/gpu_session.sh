@@ -53,6 +53,12 @@ profile_new_size() {  # MODEL SUFFIX [SECONDS]: N = 128 then 100 in one process 
   python3 benchmarks/planning_profile.py "/tmp/debug_100$2.log" >> "$OUT/new_size_profile_$1$2.log" 2>&1
   gzip -c "/tmp/debug_$2.log" > "$OUT/new_size_debug_$1$2.log.gz"
 }
+spread_until() {  # END MARGIN ARGS...: plan_spread ARGS, cut at END (in $SECONDS), starting no
+                  # round of processes that would end later than MARGIN s before it
+  local end=$1 margin=$2; shift 2
+  PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread "$@" \
+    --seconds $((end - SECONDS - margin))
+}
 case "$1" in
   setup) nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt" ;;
   tests) timeout "${2:-540}" python3 -m pytest tests -m gpu -q -rf -p no:cacheprovider 2>&1 \
@@ -223,24 +229,17 @@ case "$1" in
                # of processes stop in time to write their JSON.
     end=$((SECONDS + ${2:-570}))
     (export CUDA_VISIBLE_DEVICES=0
-     PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread vgg16 64 5 --xla \
-       --seconds $((end - SECONDS - 60))
-     left=$((end - SECONDS))
-     if [ $left -gt 150 ]; then
-       PLAN_SPREAD_SECONDS=$left bash "$0" plan_spread vgg16 64 5 --seconds $((left - 40))
-     fi) &
-    CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS)) bash "$0" plan_spread \
-      resnet50 128 5 --xla --seconds $((end - SECONDS - 70)) &
+     spread_until "$end" 60 vgg16 64 5 --xla
+     if [ $((end - SECONDS)) -gt 150 ]; then spread_until "$end" 40 vgg16 64 5; fi) &
+    CUDA_VISIBLE_DEVICES=1 spread_until "$end" 70 resnet50 128 5 --xla &
     wait ;;
   spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
                 # VGG-16 N=64 without XLA, K = 5; GPU 1 ResNet-50 N=128 under XLA, the 3
                 # processes that fit (pool them with spread_xla's by plan_spread.py --summarize
                 # A.json B.json)
     end=$((SECONDS + ${2:-570}))
-    (export CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=$((end - SECONDS))
-     bash "$0" plan_spread vgg16 64 5 --seconds $((end - SECONDS - 40))) &
-    (export CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=$((end - SECONDS))
-     bash "$0" plan_spread resnet50 128 3 --xla --seconds $((end - SECONDS - 70))) &
+    CUDA_VISIBLE_DEVICES=0 spread_until "$end" 40 vgg16 64 5 &
+    CUDA_VISIBLE_DEVICES=1 spread_until "$end" 70 resnet50 128 3 --xla &
     wait ;;
   tests_two_gpus)  # [SECONDS] the tests that need two GPUs (skipped by tests_split, whose halves
                    # see one GPU each), both GPUs visible; then new_size_profile's ResNet-50 run
