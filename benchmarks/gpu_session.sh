@@ -245,7 +245,7 @@ case "$1" in
                    # see one GPU each), both GPUs visible; then new_size_profile's ResNet-50 run
                    # on GPU 0, whose debug output counts the gates that opened by themselves
     timeout "${2:-300}" python3 -m pytest tests/test_multi_gpu.py tests/test_benchmark_devices.py \
-      tests/test_distributed.py -m gpu -q -rfs -p no:cacheprovider --durations=10 2>&1 \
+      -m gpu -q -rfs -p no:cacheprovider --durations=10 2>&1 \
       | grep -v "^I0000\|^W0000" | tail -60 > "$OUT/gpu_tests_two_gpus.log"
     (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 "" 150)
     tail -n 3 "$OUT/gpu_tests_two_gpus.log"; tail -n 12 "$OUT/new_size_profile_resnet50.log" ;;
