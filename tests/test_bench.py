@@ -590,50 +590,45 @@ class PlanSpreadTest(tf.test.TestCase):
                                                                    dict(kernels=[pc])])
         self.assertAlmostEqual(lead, (0.10 + 1.05 / 1.12 - 1) / 2)
 
-    def test_summarize_reads_a_written_json_gzipped_or_not(self):
+    # A kernel record as plan_spread's processes write it (kernel_plans).
+    _KERNEL = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,
+                   micro_batches=[[64, "eng7"]], times={"64 eng7": 1.0}, plan="1x64 eng7",
+                   **{"pass": "forward"})
+
+    def _summarized(self, files):
+        """What ``plan_spread.py --summarize`` prints for JSONs written with
+        these runs: files, {name: runs}, gzipped where the name ends in .gz."""
         plan_spread = _benchmark_script(self, "plan_spread")
-        kernel = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,
-                      micro_batches=[[64, "eng7"]], times={"64 eng7": 1.0}, plan="1x64 eng7",
-                      **{"pass": "forward"})
-        runs = {"stock": [dict(step_ms=10.0), dict(step_ms=10.5)],
-                "rewrite": [dict(step_ms=9.0, kernels=[kernel]),
-                            dict(step_ms=9.9, kernels=[dict(kernel, plan="2x32 eng7")])]}
-        outputs = []
-        for opener, name in ((open, "spread.json"), (gzip.open, "spread.json.gz")):
-            path = os.path.join(self.get_temp_dir(), name)
-            with opener(path, "wt") as f:
+        paths = []
+        for name, runs in files.items():
+            paths.append(os.path.join(self.get_temp_dir(), name))
+            with (gzip.open if name.endswith(".gz") else open)(paths[-1], "wt") as f:
                 json.dump(dict(runs=runs), f)
-            out = io.StringIO()
-            with mock.patch("sys.argv", ["plan_spread.py", "--summarize", path]), \
-                    contextlib.redirect_stdout(out):
-                plan_spread.main()
-            outputs.append(out.getvalue())
+        out = io.StringIO()
+        with mock.patch("sys.argv", ["plan_spread.py", "--summarize", *paths]), \
+                contextlib.redirect_stdout(out):
+            plan_spread.main()
+        return out.getvalue()
+
+    def test_summarize_reads_a_written_json_gzipped_or_not(self):
+        runs = {"stock": [dict(step_ms=10.0), dict(step_ms=10.5)],
+                "rewrite": [dict(step_ms=9.0, kernels=[self._KERNEL]),
+                            dict(step_ms=9.9, kernels=[dict(self._KERNEL, plan="2x32 eng7")])]}
+        outputs = [self._summarized({name: runs}) for name in ("spread.json", "spread.json.gz")]
         self.assertEqual(outputs[0], outputs[1])
         self.assertIn("stock: steps 10.00, 10.50 ms; spread 1.050", outputs[0])
         self.assertIn("rewrite: steps 9.00, 9.90 ms; spread 1.100; 1 of 1 kernels planned "
                       "differently", outputs[0])
 
     def test_summarize_pools_the_processes_of_several_files(self):
-        plan_spread = _benchmark_script(self, "plan_spread")
-        kernel = dict(shape="N=64 C=64 H=56 W=56 K=64 R=3 S=3", gap=0.02,
-                      micro_batches=[[64, "eng7"]], times={"64 eng7": 1.0}, plan="1x64 eng7",
-                      **{"pass": "forward"})
         # Each file's processes agree; only pooled do the plans differ.
-        files = [{"stock": [dict(step_ms=10.0)],
-                  "rewrite": [dict(step_ms=9.0, kernels=[kernel])] * 2},
-                 {"stock": [dict(step_ms=11.0)],
-                  "rewrite": [dict(step_ms=9.9, kernels=[dict(kernel, plan="2x32 eng7")])]}]
-        paths = []
-        for i, runs in enumerate(files):
-            paths.append(os.path.join(self.get_temp_dir(), f"pooled{i}.json"))
-            with open(paths[-1], "w") as f:
-                json.dump(dict(runs=runs), f)
-        out = io.StringIO()
-        with mock.patch("sys.argv", ["plan_spread.py", "--summarize", *paths]), \
-                contextlib.redirect_stdout(out):
-            plan_spread.main()
-        text = out.getvalue()
-        self.assertIn(f"{paths[0]}:\n", text)
+        text = self._summarized({
+            "pooled0.json": {"stock": [dict(step_ms=10.0)],
+                             "rewrite": [dict(step_ms=9.0, kernels=[self._KERNEL])] * 2},
+            "pooled1.json": {"stock": [dict(step_ms=11.0)],
+                             "rewrite": [dict(step_ms=9.9,
+                                              kernels=[dict(self._KERNEL, plan="2x32 eng7")])]}})
+        self.assertIn(os.path.join(self.get_temp_dir(), "pooled0.json") + ":\n", text)
         self.assertEqual(text.count("0 of 1 kernels planned differently"), 2)
         pooled = text.split("pooled, 2 files:\n")[1]
         self.assertIn("stock: steps 10.00, 11.00 ms; spread 1.100", pooled)
