@@ -7,8 +7,9 @@
 # and this checkout's op library built (make build, then run from this checkout) or tf_ucudnn
 # installed from its wheel. GPU_ENV=FILE: a shell file sourced first, e.g. one that activates that
 # Python's environment. Wheels in .whl/ (highspy, Workspace Division's solver; CUPTI for the
-# profiles) are installed into /tmp/site first. The committed results are in docs/results/<experiment>/
-# under the names below with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
+# profiles) are installed into /tmp/site first. GPUS=A,B: the two GPUs that two-GPU modes use
+# (default 0,1). The committed results are in docs/results/<experiment>/ under the names below
+# with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
 # MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
@@ -29,6 +30,9 @@ else
   export PYTHONPATH=$PWD:${PYTHONPATH:-}
 fi
 export TF_CPP_MIN_LOG_LEVEL=2
+# Two-GPU modes use GPU 0 and 1, or the two that GPUS=A,B names (on a machine of four, two such
+# modes side by side in one device call).
+gpu() { local ids; IFS=, read -ra ids <<< "${GPUS:-0,1}"; echo "${ids[$1]}"; }
 # DeepBench's layer set in two halves, for runs that exceed one device call's 10 minutes.
 DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
 DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
@@ -67,8 +71,8 @@ case "$1" in
                 # device call, split as wheel_tests splits it; failures keep their messages
     split_run() { timeout "${1}" python3 -m pytest "${@:2}" -m gpu -q -rf -p no:cacheprovider \
                     --durations=40 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
-    CUDA_VISIBLE_DEVICES=0 split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
-    CUDA_VISIBLE_DEVICES=1 split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
+    CUDA_VISIBLE_DEVICES=$(gpu 0) split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
+    CUDA_VISIBLE_DEVICES=$(gpu 1) split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
     wait; tail -n 3 "$OUT"/gpu_tests_{first,second}.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
                 # dist/*.whl (make wheel), run outside the checkout. `first` and `second` are
@@ -89,8 +93,8 @@ case "$1" in
       first) run $first >> "$OUT/wheel_tests_$part.log" ;;
       second) run $second >> "$OUT/wheel_tests_$part.log" ;;
       *) if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-           CUDA_VISIBLE_DEVICES=0 run $first > "$OUT/wheel_tests_first.log" &
-           CUDA_VISIBLE_DEVICES=1 run $second > "$OUT/wheel_tests_second.log" &
+           CUDA_VISIBLE_DEVICES=$(gpu 0) run $first > "$OUT/wheel_tests_first.log" &
+           CUDA_VISIBLE_DEVICES=$(gpu 1) run $second > "$OUT/wheel_tests_second.log" &
            wait
          else
            run tests >> "$OUT/wheel_tests_all.log"
@@ -115,8 +119,8 @@ case "$1" in
   memory_cap_pair)  # MODEL_A MODEL_B CAP [START_A START_B SECONDS]: memory_cap of two models at
                     # once, one per GPU; the JSON and logs of both in one tarball
     budget=${7:-540}
-    CUDA_VISIBLE_DEVICES=0 bash "$0" memory_cap "$2" "$4" "${5:-32}" 512 "$budget" &
-    CUDA_VISIBLE_DEVICES=1 bash "$0" memory_cap "$3" "$4" "${6:-4}" 512 "$budget" &
+    CUDA_VISIBLE_DEVICES=$(gpu 0) bash "$0" memory_cap "$2" "$4" "${5:-32}" 512 "$budget" &
+    CUDA_VISIBLE_DEVICES=$(gpu 1) bash "$0" memory_cap "$3" "$4" "${6:-4}" 512 "$budget" &
     wait
     tail -n 12 "$OUT"/memcap_*.log
     (cd "$OUT" && tar czf memcap_pair.tgz memcap_*.json memcap_*.log memcap_*.png 2>/dev/null \
@@ -143,17 +147,17 @@ case "$1" in
                  # GPU 1 plan_spread vgg16 64 5 --without-retime. B: GPU 0 plan_spread resnet50
                  # 128 5 --without-retime; GPU 1 new_batch_size inceptionv3, then resnet50 --xla.
     case "${2:-A}" in
-      A) (export CUDA_VISIBLE_DEVICES=0
+      A) (export CUDA_VISIBLE_DEVICES=$(gpu 0)
           timeout 200 python3 -m pytest tests/test_graph_engines.py tests/test_batch_sizes.py \
             -m gpu -q -rf -p no:cacheprovider 2>&1 | grep -v "^I0000\|^W0000" | tail -40 \
             | tee "$OUT/retime_tests.log"
           timeout 360 bash "$0" new_batch_size resnet50) &
-         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread vgg16 64 5 \
+         CUDA_VISIBLE_DEVICES=$(gpu 1) PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread vgg16 64 5 \
            --without-retime &
          wait ;;
-      B) CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread resnet50 128 5 \
+      B) CUDA_VISIBLE_DEVICES=$(gpu 0) PLAN_SPREAD_SECONDS=570 bash "$0" plan_spread resnet50 128 5 \
            --without-retime &
-         (export CUDA_VISIBLE_DEVICES=1; timeout 250 bash "$0" new_batch_size inceptionv3
+         (export CUDA_VISIBLE_DEVICES=$(gpu 1); timeout 250 bash "$0" new_batch_size inceptionv3
           timeout 300 bash "$0" new_batch_size resnet50 --xla) &
          wait ;;
     esac ;;
@@ -161,8 +165,8 @@ case "$1" in
                      # new size's planning goes (new_batch_size.py's first process, N = 128 then
                      # 100, with UCUDNN_DEBUG_OUTPUT; the N = 100 kernels summed by
                      # planning_profile.py) for ResNet-50 and InceptionV3, then the XLA tests
-    CUDA_VISIBLE_DEVICES=0 bash "$0" tests_but_xla 560 &
-    (export CUDA_VISIBLE_DEVICES=1
+    CUDA_VISIBLE_DEVICES=$(gpu 0) bash "$0" tests_but_xla 560 &
+    (export CUDA_VISIBLE_DEVICES=$(gpu 1)
      for model in resnet50 inceptionv3; do
        profile_new_size "$model" "" 200; cat "$OUT/new_size_profile_$model.log"
      done
@@ -176,27 +180,27 @@ case "$1" in
                    # workspace-fallback GPU tests (A's cut them), then plan_spread vgg16 64 3.
                    # C: plan_spread resnet50 128 3 on GPU 0, vgg16 64 3 --xla on GPU 1.
     case "${2:-A}" in
-      A) (export CUDA_VISIBLE_DEVICES=0
+      A) (export CUDA_VISIBLE_DEVICES=$(gpu 0)
           timeout 260 bash "$0" new_batch_size resnet50
           timeout 320 bash "$0" new_batch_size resnet50 --xla) &
-         (export CUDA_VISIBLE_DEVICES=1
+         (export CUDA_VISIBLE_DEVICES=$(gpu 1)
           timeout 260 python3 -m pytest tests/test_batch_sizes.py tests/test_database.py \
             tests/test_workspace_fallback.py -m gpu -q -rf -p no:cacheprovider \
             "tests/test_graph_engines.py::GraphEnginesGpuTest::test_transposed_graph_engines_match_tensorflow_for_every_plan" \
             2>&1 | grep -v "^I0000\|^W0000" | tail -60 | tee "$OUT/new_size_tests.log"
           timeout 300 bash "$0" new_batch_size inceptionv3) &
          wait ;;
-      B) CUDA_VISIBLE_DEVICES=0 timeout 545 bash "$0" new_batch_size inceptionv3 --xla &
-         (export CUDA_VISIBLE_DEVICES=1
+      B) CUDA_VISIBLE_DEVICES=$(gpu 0) timeout 545 bash "$0" new_batch_size inceptionv3 --xla &
+         (export CUDA_VISIBLE_DEVICES=$(gpu 1)
           timeout 300 python3 -m pytest tests/test_workspace_fallback.py -m gpu -v -rf \
             -p no:cacheprovider \
             "tests/test_graph_engines.py::GraphEnginesGpuTest::test_transposed_graph_engines_match_tensorflow_for_every_plan" \
             2>&1 | grep -v "^I0000\|^W0000" | tail -60 | tee "$OUT/new_size_tests_b.log"
           PLAN_SPREAD_SECONDS=235 bash "$0" plan_spread vgg16 64 3 --seconds 200) &
          wait ;;
-      C) CUDA_VISIBLE_DEVICES=0 PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread resnet50 128 3 \
+      C) CUDA_VISIBLE_DEVICES=$(gpu 0) PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread resnet50 128 3 \
            --seconds 220 &
-         CUDA_VISIBLE_DEVICES=1 PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread vgg16 64 3 --xla \
+         CUDA_VISIBLE_DEVICES=$(gpu 1) PLAN_SPREAD_SECONDS=285 bash "$0" plan_spread vgg16 64 3 --xla \
            --seconds 220 &
          wait ;;
     esac ;;
@@ -211,35 +215,35 @@ case "$1" in
         --json "$OUT/plan_spread_${model}_${n}$1.json" 2>&1 | grep -v "^[IWE]0000" \
         > "$OUT/plan_spread_${model}_${n}$1.log"
     }
-    (export CUDA_VISIBLE_DEVICES=0; profile_and_spread "") &
-    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+    (export CUDA_VISIBLE_DEVICES=$(gpu 0); profile_and_spread "") &
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=$(gpu 1) PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
      profile_and_spread _old) &
     wait; tail -n 4 "$OUT"/*.log ;;
   gated_profile)  # OLD_SO: new_size_profile's ResNet-50 run, GPU 0 with this checkout's op
                   # library, then the re-timing GPU test; GPU 1 with OLD_SO
     old_checkout "$2"
-    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 ""
+    (export CUDA_VISIBLE_DEVICES=$(gpu 0); profile_new_size resnet50 ""
      timeout 70 python3 -m pytest tests/test_graph_engines.py -m gpu -q -rf -p no:cacheprovider \
        -k timed_again 2>&1 | grep -v "^I0000\|^W0000" | tail -40 > "$OUT/retime_test.log") &
-    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=$(gpu 1) PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
      profile_new_size resnet50 _old) &
     wait; tail -n 4 "$OUT"/*.log ;;
   spread_xla)  # [SECONDS] plan_spread under XLA on two GPUs in one device call: GPU 0 VGG-16
                # N=64, then VGG-16 without XLA in the time left; GPU 1 ResNet-50 N=128. Rounds
                # of processes stop in time to write their JSON.
     end=$((SECONDS + ${2:-570}))
-    (export CUDA_VISIBLE_DEVICES=0
+    (export CUDA_VISIBLE_DEVICES=$(gpu 0)
      spread_until "$end" 60 vgg16 64 5 --xla
      if [ $((end - SECONDS)) -gt 150 ]; then spread_until "$end" 40 vgg16 64 5; fi) &
-    CUDA_VISIBLE_DEVICES=1 spread_until "$end" 70 resnet50 128 5 --xla &
+    CUDA_VISIBLE_DEVICES=$(gpu 1) spread_until "$end" 70 resnet50 128 5 --xla &
     wait ;;
   spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
                 # VGG-16 N=64 without XLA, K = 5; GPU 1 ResNet-50 N=128 under XLA, the 3
                 # processes that fit (pool them with spread_xla's by plan_spread.py --summarize
                 # A.json B.json)
     end=$((SECONDS + ${2:-570}))
-    CUDA_VISIBLE_DEVICES=0 spread_until "$end" 40 vgg16 64 5 &
-    CUDA_VISIBLE_DEVICES=1 spread_until "$end" 70 resnet50 128 3 --xla &
+    CUDA_VISIBLE_DEVICES=$(gpu 0) spread_until "$end" 40 vgg16 64 5 &
+    CUDA_VISIBLE_DEVICES=$(gpu 1) spread_until "$end" 70 resnet50 128 3 --xla &
     wait ;;
   tests_two_gpus)  # [SECONDS] the tests that need two GPUs (skipped by tests_split, whose halves
                    # see one GPU each), both GPUs visible; then new_size_profile's ResNet-50 run
@@ -247,7 +251,7 @@ case "$1" in
     timeout "${2:-300}" python3 -m pytest tests/test_multi_gpu.py tests/test_benchmark_devices.py \
       -m gpu -q -rfs -p no:cacheprovider --durations=10 2>&1 \
       | grep -v "^I0000\|^W0000" | tail -60 > "$OUT/gpu_tests_two_gpus.log"
-    (export CUDA_VISIBLE_DEVICES=0; profile_new_size resnet50 "" 150)
+    (export CUDA_VISIBLE_DEVICES=$(gpu 0); profile_new_size resnet50 "" 150)
     tail -n 3 "$OUT/gpu_tests_two_gpus.log"; tail -n 12 "$OUT/new_size_profile_resnet50.log" ;;
   tests_but_xla)  # the GPU suite without tests/test_xla.py (run that with xla_tests): the whole
                   # suite no longer fits one device call of 10 minutes
