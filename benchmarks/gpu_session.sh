@@ -11,7 +11,7 @@
 # (default 0,1). The committed results are in docs/results/<experiment>/ under the names below
 # with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|relu_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -41,9 +41,15 @@ DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_
 # with test_graph_engines.py took over 570 s, the second 220-285 s.
 suite_half() { ls tests/test_*.py | awk -F/ -v half="$1" \
                  '(half == "first") == ($NF <= "test_plans.py" && $NF != "test_graph_engines.py")'; }
-old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OLD_SO as its op library
-  local so; so=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OLD_SO as its op
+                 # library; or OLD_DIR: a folder of an older checkout's tf_ucudnn/ (its op
+                 # library built), benchmarks/ and tests/, copied there whole
   rm -rf /tmp/old_checkout && mkdir -p /tmp/old_checkout
+  if [ -d "$1" ]; then
+    cp -r "$1"/. /tmp/old_checkout/
+    return
+  fi
+  local so; so=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
   tar --exclude=./.gpu --exclude='./bazel-*' -cf - . | tar -xf - -C /tmp/old_checkout
   cp "$so" /tmp/old_checkout/tf_ucudnn/_ucudnn_ops.so
 }
@@ -237,6 +243,29 @@ case "$1" in
      if [ $((end - SECONDS)) -gt 150 ]; then spread_until "$end" 40 vgg16 64 5; fi) &
     CUDA_VISIBLE_DEVICES=$(gpu 1) spread_until "$end" 70 resnet50 128 5 --xla &
     wait ;;
+  relu_check)  # OLD_DIR: the ReLU epilogue. GPU 0 with this checkout's op library: its GPU
+               # tests (bias and ReLU in test_nn, test_graph_engines, test_xla, test_layers,
+               # test_rewrite), then VGG-16's steps; GPU 1 the same steps with OLD_DIR (a
+               # checkout before the ReLU epilogue, old_checkout): stock XLA against tf_ucudnn under XLA
+               # (float32), stock TF against the rewrite (mixed_float16, where stock fuses
+               # conv + bias + ReLU)
+    old_checkout "$2"
+    relu_steps() {  # SUFFIX
+      timeout 200 bash "$0" xla_pair vgg16 float32 > /dev/null
+      mv "$OUT/xla_pair_vgg16_float32.log" "$OUT/relu_xla_pair_vgg16$1.log"
+      timeout 200 bash "$0" models_targets vgg16 mixed_float16 190 stock,rewrite > /dev/null
+      mv "$OUT/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
+      rm -f "$OUT"/xla_pair_vgg16_float32.json "$OUT"/models_targets_vgg16_mixed_float16.json
+    }
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 200 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
+       tests/test_layers.py tests/test_rewrite.py -m gpu -q -rf -p no:cacheprovider \
+       -k "relu or bias or graph_engines_alone or fused" 2>&1 | grep -v "^I0000\|^W0000" \
+       | tail -60 > "$OUT/relu_tests.log"
+     relu_steps "") &
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+     sleep 150; relu_steps _old) &
+    wait; tail -n 3 "$OUT"/relu_tests.log; tail -n 6 "$OUT"/relu_*vgg16*.log ;;
   spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
                 # VGG-16 N=64 without XLA, K = 5; GPU 1 ResNet-50 N=128 under XLA, the 3
                 # processes that fit (pool them with spread_xla's by plan_spread.py --summarize

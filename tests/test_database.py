@@ -314,7 +314,7 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
 _CONV = dict(batch=32, in_channels=3, in_height=28, in_width=27, out_channels=8,
              filter_height=5, filter_width=3, groups=1, stride_h=2, stride_w=1, dilation_h=1,
              dilation_w=2, pad_top=0, pad_bottom=1, pad_left=2, pad_right=2, out_height=12,
-             out_width=23, layout="NCHW", dtype="bfloat16", bias=False)
+             out_width=23, layout="NCHW", dtype="bfloat16", bias=False, relu=False)
 _KERNEL = dict(
     key={"pass": "backward-filter", "conv": _CONV, "allow_tf32": False, "deterministic": True,
          "workspace_limit": 64 << 20, "policy": "all", "forced_micro_batch": 4,
@@ -382,6 +382,17 @@ class StoredRecordTest(tf.test.TestCase):
         self.assertEqual(database.stored_record(plain)["key"][0], 0)
         self.assertFalse(database.engine_record(database.stored_record(plain))["key"]["conv"]["bias"])
 
+    def test_a_forward_with_bias_and_relu_is_a_stored_pass_of_its_own(self):
+        # Pass 4: tables with the ReLU epilogue never seed a kernel without it.
+        fused = dict(_KERNEL, key=dict(_KERNEL["key"], conv=dict(_CONV, bias=True, relu=True),
+                                       **{"pass": "forward"}))
+        stored = database.stored_record(fused)
+        self.assertEqual(stored["key"][0], 4)
+        self.assertIsNone(database.check_record(stored))
+        self.assertEqual(database.engine_record(stored)["key"], _any_batch(fused["key"]))
+        biased = dict(fused, key=dict(fused["key"], conv=dict(_CONV, bias=True)))
+        self.assertEqual(database.stored_record(biased)["key"][0], 3)
+
     def test_kernels_searched_otherwise_are_stored_under_keys_of_their_own(self):
         # A table timed under UCUDNN_GRAPH_SEARCH=default must not seed a wide
         # kernel (schema 3 keyed them alike), nor one of another layout set or
@@ -401,7 +412,7 @@ class StoredRecordTest(tf.test.TestCase):
         self.assertLen(keys, 6)
 
     def test_an_enum_number_out_of_range_is_refused(self):
-        for position, what, count in ((0, "pass", 4), (18, "layout", 2), (19, "dtype", 3),
+        for position, what, count in ((0, "pass", 5), (18, "layout", 2), (19, "dtype", 3),
                                       (23, "engines", 4), (24, "graph search", 3),
                                       (25, "graph layouts", 3)):
             stored = database.stored_record(_KERNEL)

@@ -9,7 +9,8 @@ without TF32 and float16. The same holds with UCUDNN_GRAPH_LAYOUTS=transposed,
 where every micro-batch computes in the other layout through transposed
 copies in the workspace (or none, where a tensor's two layouts are the same
 memory). Forward passes with a bias (Ucudnn>Conv2DWithBias) run graphs
-with the bias add after the convolution, in both layouts. The whole GPU
+with the bias add after the convolution, and with a ReLU after the add, in
+both layouts. The whole GPU
 equivalence grid of test_nn.py passes with graph engines alone. With the
 default (all) both kinds compete in one benchmark table. UCUDNN_GRAPH_SEARCH=wide
 proposes more candidates than the default and no more than exhaustive, and its
@@ -54,6 +55,10 @@ _CHILD = """
         ("bias_nchw_explicit", (6, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 4),
         ("bias_nhwc_planner", (16, 14, 14, 32, 24, 5, 5), 1, "SAME", "NHWC", "float32", None),
         ("bias_nhwc_half_remainder", (9, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 4),
+        # With bias and ReLU: the add, then a pointwise ReLU.
+        ("bias_relu_nhwc_same_remainder", (10, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float32", 4),
+        ("bias_relu_nchw_explicit", (7, 9, 11, 8, 8, 3, 2), 1, ((1, 0), (0, 2)), "NCHW", "float32", 4),
+        ("bias_relu_nhwc_half_remainder", (10, 12, 12, 16, 32, 3, 3), 1, "SAME", "NHWC", "float16", 4),
     ]
     rng = np.random.default_rng(1804)
     out = {}
@@ -63,20 +68,24 @@ _CHILD = """
         x, x32 = random_tensor(rng, (n, h, w, c) if fmt == "NHWC" else (n, c, h, w), dtype)
         f, f32 = random_tensor(rng, (r, s, c, k), dtype)
         b, b32 = random_tensor(rng, (k,), dtype)
-        bias = name.startswith("bias_")
+        bias, relu = name.startswith("bias_"), name.startswith("bias_relu_")
         op_padding = padding if isinstance(padding, str) else explicit_padding(padding, fmt)
         with tf.device("/GPU:0"), tf.GradientTape() as tape:
             tape.watch([x, f])
             y = tf_ucudnn.conv2d(x, f, stride, op_padding, fmt, micro_batch_size=mb,
-                                 bias=b if bias else None)
+                                 bias=b if bias else None, activation="relu" if relu else None)
         dy, dy32 = random_tensor(rng, y.shape, dtype)
         dx, df = tape.gradient(y, [x, f], output_gradients=dy)
+        if relu:  # the reference's gradients where the op's output is positive (as TF's Relu)
+            dy32 = dy32 * tf.cast(y > 0, tf.float32)
         with tf.device("/CPU:0"), tf.GradientTape() as tape:
             tape.watch([x32, f32])
             y_ref = reference_conv2d(x32, f32, stride, padding, fmt)
             if bias:
                 y_ref = tf.nn.bias_add(y_ref, b32, data_format=fmt)
         dx_ref, df_ref = tape.gradient(y_ref, [x32, f32], output_gradients=dy32)
+        if relu:
+            y_ref = tf.nn.relu(y_ref)
         out[name] = dict(
             errors=[rel_l2(y, y_ref), rel_l2(dx, dx_ref), rel_l2(df, df_ref)],
             plans={p["pass"]: [(m["size"], m["algo"]) for m in p["micro_batches"]]

@@ -23,6 +23,8 @@ class Conv2DLayerMatchesKerasTest(parameterized.TestCase, tf.test.TestCase):
         ("dilation2", dict(filters=6, kernel_size=3, dilation_rate=2, padding="same")),
         ("groups2", dict(filters=6, kernel_size=3, groups=2)),
         ("no_bias_relu", dict(filters=6, kernel_size=3, use_bias=False, activation="relu")),
+        ("bias_relu_fused", dict(filters=6, kernel_size=3, padding="same", activation="relu")),
+        ("bias_elu", dict(filters=6, kernel_size=3, activation="elu")),
         ("channels_first", dict(filters=6, kernel_size=3, padding="same", strides=2,
                                 groups=2, data_format="channels_first")),
     )
@@ -42,17 +44,24 @@ class Conv2DLayerMatchesKerasTest(parameterized.TestCase, tf.test.TestCase):
         layer.set_weights(reference.get_weights())
         assert_rel_l2(self, layer(x), want, 1e-5, f"tf_ucudnn Conv2D({config})")
 
-    @parameterized.named_parameters(("bias", True, "Ucudnn>Conv2DWithBias"),
-                                    ("no_bias", False, "Ucudnn>Conv2D"))
-    def test_the_bias_is_added_by_the_convolution_op(self, use_bias, op_type):
-        layer = tf_ucudnn.layers.Conv2D(4, 3, use_bias=use_bias, activation="relu")
+    @parameterized.named_parameters(("bias_relu", True, "relu", "Ucudnn>Conv2DWithBias", None),
+                                    ("bias_elu", True, "elu", "Ucudnn>Conv2DWithBias", "Elu"),
+                                    ("no_bias_relu", False, "relu", "Ucudnn>Conv2D", "Relu"))
+    def test_bias_and_relu_are_applied_by_the_convolution_op(self, use_bias, activation, op_type,
+                                                             activation_op):
+        layer = tf_ucudnn.layers.Conv2D(4, 3, use_bias=use_bias, activation=activation)
         x = tf.ones((2, 6, 6, 3))
         graph = tf.function(layer).get_concrete_function(x).graph
+        ops = [op for op in graph.get_operations() if op.type.startswith("Ucudnn>")]
         types = [op.type for op in graph.get_operations()]
-        self.assertEqual([t for t in types if t.startswith("Ucudnn>")], [op_type])
+        self.assertEqual([op.type for op in ops], [op_type])
         self.assertNotIn("BiasAdd", types)
         self.assertNotIn("AddV2", types)
-        self.assertIn("Relu", types)
+        for other in ("Relu", "Elu"):
+            (self.assertIn if other == activation_op else self.assertNotIn)(other, types)
+        if use_bias:
+            self.assertEqual(ops[0].get_attr("activation"),
+                             b"relu" if activation == "relu" else b"linear")
 
     @staticmethod
     def _data():

@@ -152,10 +152,13 @@ class Conv2dEquivalenceMixin:
                         DTYPES[dtype], micro_batch_size(micro_batch, SHAPES[shape][0]), **knobs)
 
     def check_conv(self, shape, strides, padding, dilations, groups, data_format, dtype,
-                   micro_batch_size, bias=False, **knobs):
+                   micro_batch_size, bias=False, relu=False, **knobs):
         """Forward, backward-data and backward-filter against the reference
         (with ``bias``: the forward adds a random bias, whose gradient is
-        checked too).
+        checked too; with ``relu`` as well, the op's fused ReLU follows it:
+        the reference's gradients take the output gradient where the op's
+        output is positive, as TF's Relu gradient reads its own output, so
+        that values rounded across 0 do not count as errors).
 
         Args:
           shape: (N, H, W, C, K, R, S).
@@ -173,10 +176,13 @@ class Conv2dEquivalenceMixin:
             with tf.GradientTape() as tape:
                 tape.watch([x, f, b])
                 y = tf_ucudnn.conv2d(x, f, op_strides, op_padding, data_format, op_dilations,
-                                     bias=b if bias else None,
+                                     bias=b if bias else None, activation="relu" if relu else None,
                                      micro_batch_size=micro_batch_size, **knobs)
             dy, dy32 = random_tensor(rng, y.shape, dtype)
             dx, df, db = tape.gradient(y, [x, f, b], output_gradients=dy)
+            if relu:  # the output gradient that reaches the convolution and the bias
+                dy = dy * tf.cast(y > 0, dtype)
+                dy32 = dy32 * tf.cast(y > 0, tf.float32)
         with tf.device("/CPU:0"):
             with tf.GradientTape() as tape:
                 tape.watch([x32, f32, b32])
@@ -184,6 +190,8 @@ class Conv2dEquivalenceMixin:
                 if bias:
                     y_ref = tf.nn.bias_add(y_ref, b32, data_format=data_format)
             dx_ref, df_ref, db_ref = tape.gradient(y_ref, [x32, f32, b32], output_gradients=dy32)
+            if relu:
+                y_ref = tf.nn.relu(y_ref)
 
         for name, got in (("output", y), ("input gradient", dx), ("filter gradient", df)):
             self.assertEqual(got.dtype, dtype, f"{name} dtype")
@@ -221,6 +229,10 @@ class Conv2dMatchesTensorFlowTest(Conv2dEquivalenceMixin, parameterized.TestCase
     @parameterized.named_parameters(*BIAS_GRID)
     def test_bias_and_gradients_match_reference(self, **case):
         self.check_conv2d_and_gradients(bias=True, **case)
+
+    @parameterized.named_parameters(*BIAS_GRID)
+    def test_bias_relu_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(bias=True, relu=True, **case)
 
     @parameterized.named_parameters(*random_cases(40, seed=1804))
     def test_random_geometry_matches_reference(self, **case):
@@ -355,6 +367,10 @@ class Conv2dGpuTest(Conv2dEquivalenceMixin, parameterized.TestCase, tf.test.Test
     def test_bias_and_gradients_match_reference(self, **case):
         self.check_conv2d_and_gradients(bias=True, **case)
 
+    @parameterized.named_parameters(*BIAS_GRID)
+    def test_bias_relu_and_gradients_match_reference(self, **case):
+        self.check_conv2d_and_gradients(bias=True, relu=True, **case)
+
     @parameterized.named_parameters(("0_bytes", 0), ("1_KiB", 1024), ("1_MiB", 1 << 20),
                                     ("64_MiB", 64 << 20))
     def test_recorded_plans_fit_the_workspace_limit(self, workspace_limit):
@@ -415,7 +431,7 @@ class Conv2dSignatureTest(tf.test.TestCase):
         params = inspect.signature(tf_ucudnn.conv2d).parameters
         positional, keyword_only = self.positional_and_keyword_only(tf_ucudnn.conv2d)
         self.assertEqual(positional, list(tf_params))
-        self.assertEqual(keyword_only, ["bias"] + self.KNOBS)
+        self.assertEqual(keyword_only, ["bias", "activation"] + self.KNOBS)
         for name in tf_params:
             self.assertEqual(params[name].default, tf_params[name].default, name)
 
@@ -478,6 +494,18 @@ class NumpyIntegerArgumentsTest(tf.test.TestCase):
             with self.subTest(strides=repr(strides)):
                 with self.assertRaisesRegex(ValueError, "strides must be an int"):
                     tf_ucudnn.conv2d(x, w, strides, "SAME")
+
+    def test_activation_is_relu_after_a_bias_or_none(self):
+        x, w, b = tf.ones([1, 4, 4, 1]), tf.ones([1, 1, 1, 1]), tf.ones([1])
+        with self.assertRaisesRegex(ValueError, "activation must be None, 'linear' or 'relu', "
+                                                "got 'elu'"):
+            tf_ucudnn.conv2d(x, w, 1, "SAME", bias=b, activation="elu")
+        with self.assertRaisesRegex(ValueError, "needs a bias"):
+            tf_ucudnn.conv2d(x, w, 1, "SAME", activation="relu")
+        self.assertAllEqual(tf_ucudnn.conv2d(x, w, 1, "SAME", bias=-2 * b, activation="relu"),
+                            tf.zeros([1, 4, 4, 1]))
+        self.assertAllEqual(tf_ucudnn.conv2d(x, w, 1, "SAME", bias=-2 * b, activation="linear"),
+                            -tf.ones([1, 4, 4, 1]))
 
 
 class Conv2dTransposeTest(parameterized.TestCase, tf.test.TestCase):

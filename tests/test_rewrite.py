@@ -215,11 +215,25 @@ class EnableRewriteTest(RewriteTestCase):
             got, ops = executed_ops(fn, self.x, self.w, self.b)
         self.assertEqual(ucudnn_passes(ops), {"Ucudnn>Conv2D"}, ops)
         self.assertFalse(ops & STOCK_CONV_OPS, ops)
-        if "_FusedConv2D" in stock:  # the remapper fused it: the bias stays with the conv
+        if "_FusedConv2D" in stock:  # the remapper fused it: bias and ReLU stay with the conv
             self.assertGreater(tf_ucudnn.rewrite_stats()["fused_rewritten"], before["fused_rewritten"])
             self.assertIn("Ucudnn>Conv2DWithBias", ops)
-            self.assertIn("Relu", ops)
+            self.assertNotIn("Relu", ops)
             self.assertNotIn("BiasAdd", ops)
+        self.assertLessEqual(rel_l2(got, want), 1e-5)
+
+    def test_fused_conv_bias_elu_becomes_the_ucudnn_conv_with_bias_then_elu(self):
+        # Only the ReLU goes into the op; other fused activations stay nodes.
+        fn = tf.function(lambda x, w, b: tf.nn.elu(tf.nn.bias_add(tf.nn.conv2d(x, w, 1, "SAME"), b)))
+        want, stock = executed_ops(fn, self.x, self.w, self.b)
+        with tf_ucudnn.enable_rewrite():
+            got, nodes = executed_nodes(fn, self.x, self.w, self.b)
+        ops = {stock_op_name(node.op) for node in nodes}
+        self.assertFalse(ops & STOCK_CONV_OPS, ops)
+        if "_FusedConv2D" in stock:
+            convs = [node for node in nodes if node.op == "Ucudnn>Conv2DWithBias"]
+            self.assertEqual([node.attr["activation"].s for node in convs], [b"linear"])
+            self.assertIn("Elu", ops)
         self.assertLessEqual(rel_l2(got, want), 1e-5)
 
     def test_context_manager_restores_the_previous_state(self):

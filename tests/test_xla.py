@@ -44,9 +44,11 @@ def _device():
     return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
 
 
-def _compare_under_xla(test, case, data_format, dtype, bias=False, **knobs):
+def _compare_under_xla(test, case, data_format, dtype, bias=False, relu=False, **knobs):
     """Forward and both gradients under jit_compile=True against the reference
-    (with ``bias``: Ucudnn>Conv2DWithBias, and the bias gradient too)."""
+    (with ``bias``: Ucudnn>Conv2DWithBias, and the bias gradient too; with
+    ``relu``, its fused ReLU: the loss's gradient 2y is 0 where the ReLU cut,
+    so rounding across 0 costs nothing)."""
     name, n, h, w, c, k, kernel, strides, padding, dilations, groups = case
     kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
     rng = np.random.default_rng(0)
@@ -60,7 +62,8 @@ def _compare_under_xla(test, case, data_format, dtype, bias=False, **knobs):
         with tf.GradientTape() as tape:
             tape.watch([x, f, b])
             y = tf_ucudnn.conv2d(x, f, strides, pad, data_format=data_format,
-                                 dilations=dilations, bias=b if bias else None, **knobs)
+                                 dilations=dilations, bias=b if bias else None,
+                                 activation="relu" if relu else None, **knobs)
             # d(loss)/dy = 2y: a non-uniform upstream gradient.
             loss = tf.reduce_sum(tf.cast(y, tf.float32) ** 2)
         dx, df, db = tape.gradient(loss, [x, f, b])
@@ -73,6 +76,8 @@ def _compare_under_xla(test, case, data_format, dtype, bias=False, **knobs):
         want = reference_conv2d(x32, f32, strides, padding, data_format, dilations)
         if bias:
             want = tf.nn.bias_add(want, b32, data_format=data_format)
+        if relu:
+            want = tf.nn.relu(want)
         loss = tf.reduce_sum(want ** 2)
     want_dx, want_df, want_db = tape.gradient(loss, [x32, f32, b32])
     tol = TOLERANCE[dtype]
@@ -191,6 +196,12 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
     def test_bias_outputs_and_gradients_match(self, case, data_format):
         _compare_under_xla(self, case, data_format, tf.float32, bias=True)
 
+    @parameterized.named_parameters(*[(f"{c[0]}_{fmt}", c, fmt) for c in CASES
+                                      for fmt in ("NHWC", "NCHW")
+                                      if fmt == "NHWC" or tf.config.list_physical_devices("GPU")])
+    def test_bias_relu_outputs_and_gradients_match(self, case, data_format):
+        _compare_under_xla(self, case, data_format, tf.float32, bias=True, relu=True)
+
     def test_bias_stays_in_the_convolution(self):
         x, f, b = tf.ones((2, 5, 5, 3)), tf.ones((3, 3, 3, 4)), tf.ones((4,))
 
@@ -208,6 +219,23 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
         else:
             self.assertIn("convolution(", hlo)
             self.assertIn(" add(", hlo)
+
+    def test_relu_stays_in_the_convolution(self):
+        x, f, b = tf.ones((2, 5, 5, 3)), -tf.ones((3, 3, 3, 4)), tf.ones((4,))
+
+        @tf.function(jit_compile=True)
+        def fn(x, f, b):
+            return tf_ucudnn.conv2d(x, f, 1, "SAME", bias=b, activation="relu")
+
+        with tf.device(_device()):
+            hlo = _hlo_of(fn, x, f, b)
+            y = fn(x, f, b)
+        self.assertAllEqual(y, tf.zeros_like(y))  # every sum is negative: all cut
+        if tf.config.list_physical_devices("GPU"):
+            self.assertIn('custom_call_target="ucudnn_conv2d_forward"', hlo)
+            self.assertNotIn(" maximum(", hlo)
+        else:
+            self.assertIn(" maximum(", hlo)
 
     def test_the_jit_function_holds_no_tf_ucudnn_op_after_compilation(self):
         x = tf.ones((2, 5, 5, 3))
@@ -570,18 +598,22 @@ class XlaZeroSizeTest(tf.test.TestCase, parameterized.TestCase):
 
 class BiasOnAnEmptyInputTest(tf.test.TestCase, parameterized.TestCase):
     """An input with no rows whose explicit padding still gives output rows:
-    each output element is a sum over nothing plus its channel's bias, as
-    tf.nn.bias_add(tf.nn.conv2d(...)) gives, with and without XLA (on the GPU
-    the engine broadcasts the bias; no convolution is planned)."""
+    each output element is a sum over nothing plus its channel's bias (and its
+    ReLU), as tf.nn.bias_add(tf.nn.conv2d(...)) gives, with and without XLA
+    (on the GPU the engine broadcasts the bias; no convolution is planned)."""
 
-    @parameterized.named_parameters(("eager", False), ("xla", True))
-    def test_the_output_is_the_bias(self, jit_compile):
+    @parameterized.named_parameters(("eager", False, None), ("xla", True, None),
+                                    ("eager_relu", False, "relu"), ("xla_relu", True, "relu"))
+    def test_the_output_is_the_bias(self, jit_compile, activation):
         x, f, b = tf.zeros((2, 0, 3, 2)), tf.ones((1, 1, 2, 3)), tf.constant([1.0, -2.0, 3.0])
         padding = [[0, 0], [1, 1], [0, 0], [0, 0]]
-        fn = tf.function(lambda x, f, b: tf_ucudnn.conv2d(x, f, 1, padding, bias=b),
+        fn = tf.function(lambda x, f, b: tf_ucudnn.conv2d(x, f, 1, padding, bias=b,
+                                                          activation=activation),
                          jit_compile=jit_compile)
         with tf.device(_device()):
             got = fn(x, f, b)
         want = tf.nn.bias_add(tf.nn.conv2d(x, f, 1, padding), b)
+        if activation == "relu":
+            want = tf.nn.relu(want)
         self.assertEqual(got.shape, (2, 2, 3, 3))
         self.assertAllEqual(got, want)

@@ -72,9 +72,10 @@ _CONV_FIELDS = ("in_channels", "in_height", "in_width", "out_channels",
                 "out_height", "out_width", "layout", "dtype")
 _SETTINGS = 1 + len(_CONV_FIELDS)  # where the settings start
 _KEY_FIELDS = _SETTINGS + 4 + 3  # 27
-# The stored pass: the forward pass with its bias epilogue (conv["bias"]) is
-# a pass of its own here, so that keys written before it keep their meaning.
-_PASSES = ("forward", "backward-data", "backward-filter", "forward+bias")
+# The stored pass: the forward pass with its bias epilogue (conv["bias"]), and
+# with bias and ReLU (conv["relu"]), are passes of their own here, so that keys
+# written before them keep their meaning.
+_PASSES = ("forward", "backward-data", "backward-filter", "forward+bias", "forward+bias+relu")
 _LAYOUTS = ("NHWC", "NCHW")
 _DTYPES = ("float32", "float16", "bfloat16")
 _ENGINE_SETS = ("all", "legacy", "graph", "auto")  # EngineSet's numbering (knobs.h)
@@ -577,7 +578,8 @@ def stored_record(entry):
     key, conv = entry["key"], entry["key"]["conv"]
     fields = [conv[name] for name in _CONV_FIELDS[:-2]]
     fields += [_LAYOUTS.index(conv["layout"]), _DTYPES.index(conv["dtype"])]
-    stored_pass = "forward+bias" if conv.get("bias") else key["pass"]
+    stored_pass = ("forward+bias+relu" if conv.get("relu") else
+                   "forward+bias" if conv.get("bias") else key["pass"])
     stored_key = [_PASSES.index(stored_pass), *fields, int(key["allow_tf32"]),
                   int(key["deterministic"]), key["workspace_limit"],
                   _ENGINE_SETS.index(key["engines"]),
@@ -658,7 +660,8 @@ def engine_record(record):
     conv["layout"] = _named(_LAYOUTS, conv["layout"], "layout")
     conv["dtype"] = _named(_DTYPES, conv["dtype"], "dtype")
     stored_pass = _named(_PASSES, key[0], "pass")
-    conv["bias"] = stored_pass == "forward+bias"
+    conv["bias"] = stored_pass.startswith("forward+bias")
+    conv["relu"] = stored_pass == "forward+bias+relu"
     tf32, deterministic, limit, engines, search, layouts, prune = key[_SETTINGS:]
     # A table holds for any N, batch-size policy and forced size: the engine
     # keys it without them (these values stand in).

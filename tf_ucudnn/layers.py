@@ -35,7 +35,11 @@ def layer_attrs(layer, *, workspace_limit=None, batch_size_policy=None, micro_ba
 
 def conv2d_call(layer, inputs, attrs):
     """``keras.layers.Conv2D.call`` through tf_ucudnn: the convolution and its
-    bias as one op (``Ucudnn>Conv2DWithBias``), then the layer's activation."""
+    bias as one op (``Ucudnn>Conv2DWithBias``), with the layer's activation
+    in it where that is ``"relu"`` (Keras' own function, its default
+    arguments), else after it."""
+    if layer.use_bias and layer.activation is keras.activations.relu:
+        return nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs, layer.bias, activation="relu")
     outputs = nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs,
                                   layer.bias if layer.use_bias else None)
     return outputs if layer.activation is None else layer.activation(outputs)

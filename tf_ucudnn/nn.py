@@ -166,8 +166,8 @@ def _check_rank(tensor, name):
 
 
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,  # noqa: A002
-           name=None, *, bias=None, workspace_limit=None, batch_size_policy=None,
-           micro_batch_size=None):
+           name=None, *, bias=None, activation=None, workspace_limit=None,
+           batch_size_policy=None, micro_batch_size=None):
     """Micro-batched 2-D convolution: the same result as ``tf.nn.conv2d``.
 
     On the GPU each call's mini-batch is split into micro-batches so that fast
@@ -177,13 +177,16 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     ``micro_batch_size`` (else the whole batch) with an im2col + GEMM kernel.
 
     The arguments up to ``name`` are ``tf.nn.conv2d``'s, in its order;
-    ``bias`` and μ-cuDNN's knobs are keyword-only. With ``bias`` the result
-    is ``tf.nn.bias_add(tf.nn.conv2d(...), bias, data_format)`` from one op,
-    ``Ucudnn>Conv2DWithBias``: on the GPU the bias is added in the
-    convolution's cuDNN kernel where its engine takes one (graph-API engines:
-    a pointwise add after the convolution), else right after it
-    (``cudnnAddTensor``), planned as one pass. Under XLA this keeps the bias
-    inside the custom call, as XLA fuses it into its own convolutions.
+    ``bias``, ``activation`` and μ-cuDNN's knobs are keyword-only. With
+    ``bias`` the result is ``tf.nn.bias_add(tf.nn.conv2d(...), bias,
+    data_format)`` from one op, ``Ucudnn>Conv2DWithBias``: on the GPU the
+    bias is added in the convolution's cuDNN kernel where its engine takes
+    one (graph-API engines: a pointwise add after the convolution), else
+    right after it (``cudnnAddTensor``), planned as one pass; with
+    ``activation="relu"`` as well, ``tf.nn.relu`` of that (a pointwise ReLU
+    after the add, or ``cudnnActivationForward``). Under XLA this keeps bias
+    and ReLU inside the custom call, as XLA fuses them into its own
+    convolutions.
 
     Args:
       input: float32, float16 or bfloat16 tensor, ``[batch, height, width,
@@ -199,6 +202,7 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
       name: op name (a name scope around the op).
       bias: None, or ``[out_channels]`` of the input's dtype, added to every
         output element of its channel.
+      activation: None or ``"linear"`` (none), or ``"relu"`` (needs ``bias``).
       workspace_limit: bytes of cuDNN workspace per kernel: an int or a
         string such as ``"64MiB"`` or ``"1GiB"``; ``"auto"`` to follow the
         GPU's free memory (:data:`tf_ucudnn.units.AUTO_WORKSPACE_LIMIT`);
@@ -213,12 +217,18 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
       (NHWC) or ``[batch, out_channels, out_height, out_width]`` (NCHW).
 
     Raises:
-      ValueError: bad arguments known when the graph is built.
+      ValueError: bad arguments known when the graph is built (an
+        ``activation`` other than those, or ``"relu"`` without ``bias``).
       tf.errors.InvalidArgumentError: bad shapes found when the op runs
         (channel mismatch, groups not dividing, 0 input channels, sizes whose
         element count exceeds 2**63 - 1). Zero-size inputs (batch 0, an empty
         spatial dimension) give empty outputs, as ``tf.nn.conv2d``.
     """
+    activation = activation or "linear"
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be None, 'linear' or 'relu', got {activation!r}")
+    if activation != "linear" and bias is None:
+        raise ValueError(f"activation={activation!r} is fused after the bias: it needs a bias")
     with tf.name_scope(name or "ucudnn_conv2d"):
         input = tf.convert_to_tensor(input)
         filters = tf.convert_to_tensor(filters, dtype=input.dtype)
@@ -231,16 +241,22 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        return ucudnn_conv2d_op(input, filters, attrs, bias)
+        return ucudnn_conv2d_op(input, filters, attrs, bias, activation)
 
 
-def ucudnn_conv2d_op(input, filters, attrs, bias=None):  # noqa: A002
-    """The ``Ucudnn>Conv2D`` op (``Ucudnn>Conv2DWithBias`` with a ``bias``)
-    with attributes from ``_conv_attrs`` (and optionally ``total_workspace``,
-    bytes); their gradients are registered below."""
+# Ucudnn>Conv2DWithBias's activation attribute (the op's registration).
+_ACTIVATIONS = ("linear", "relu")
+
+
+def ucudnn_conv2d_op(input, filters, attrs, bias=None, activation="linear"):  # noqa: A002
+    """The ``Ucudnn>Conv2D`` op (``Ucudnn>Conv2DWithBias`` with a ``bias``,
+    and its ``activation``: ``"linear"`` or ``"relu"``) with attributes from
+    ``_conv_attrs`` (and optionally ``total_workspace``, bytes); their
+    gradients are registered below."""
     if bias is None:
         return _ops.ucudnn_conv2d(input=input, filter=filters, **attrs)
-    return _ops.ucudnn_conv2d_with_bias(input=input, filter=filters, bias=bias, **attrs)
+    return _ops.ucudnn_conv2d_with_bias(input=input, filter=filters, bias=bias,
+                                        activation=activation, **attrs)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
@@ -388,8 +404,12 @@ def _conv2d_grad(op, grad):
 
 @tf.RegisterGradient("Ucudnn>Conv2DWithBias")
 def _conv2d_with_bias_grad(op, grad):
-    """Gradients of Ucudnn>Conv2DWithBias: Ucudnn>Conv2D's, and the bias's
-    (the output gradient summed over all but the channel dimension)."""
+    """Gradients of Ucudnn>Conv2DWithBias: with the ReLU, the output gradient
+    where the output is positive (``ReluGrad`` of the output, as TF's Relu
+    gradient); then Ucudnn>Conv2D's, and the bias's (that gradient summed
+    over all but the channel dimension)."""
+    if op.get_attr("activation") in (b"relu", "relu"):
+        grad = tf.raw_ops.ReluGrad(gradients=grad, features=op.outputs[0])
     dx, dw = _conv2d_grad(op, grad)
     db = tf.raw_ops.BiasAddGrad(out_backprop=grad, data_format=_op_attrs(op)["data_format"])
     return dx, dw, db

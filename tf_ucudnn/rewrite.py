@@ -10,7 +10,8 @@ a loaded SavedModel) has its ``Conv2D``, ``Conv2DBackpropInput`` and
 attributes. ``_FusedConv2D`` nodes that Grappler's remapper made of a
 convolution, a ``BiasAdd`` and optionally ``Relu``/``Relu6``/``Elu``/
 ``LeakyRelu``/``Tanh``/``Sigmoid`` become ``Ucudnn>Conv2DWithBias`` (the
-bias in the convolution's kernel) followed by the same activation; other fused
+bias, and a ``Relu``, in the convolution's kernel) followed by the same
+activation for the others; other fused
 convolutions (batch-norm fusions) are left alone and counted in
 :func:`rewrite_stats`. Like TF's function-call options it is set through, the
 rewrite is per thread.
@@ -313,8 +314,8 @@ def _install_xla_warning():
 def _xla_call(layer, settings, inputs):
     """A stock ``keras.layers.Conv2D`` or ``Conv2DTranspose``'s ``call``
     through tf_ucudnn, with the rewrite's settings (for ``Conv2D`` the
-    convolution and its bias in one op, as XLA fuses the bias into its own
-    convolutions), then the layer's activation."""
+    convolution and its bias in one op, with a ReLU activation, as XLA fuses
+    bias and ReLU into its own convolutions), then any other activation."""
     from tf_ucudnn import layers
 
     call = (layers.conv2d_transpose_call if isinstance(layer, keras.layers.Conv2DTranspose)

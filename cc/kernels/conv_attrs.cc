@@ -149,6 +149,11 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
         "micro_batch_size must be 0 (the planner decides) or positive, got ",
         attrs->micro_batch_size);
   }
+  if (ctx->HasAttr("activation")) {  // the op registration limits its values
+    std::string activation;
+    TF_RETURN_IF_ERROR(ctx->GetAttr("activation", &activation));
+    attrs->relu = activation == "relu";
+  }
   // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
   TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
   // A forced micro-batch size has one plan: nothing to divide. The kernel

@@ -62,7 +62,7 @@ struct LaunchConv<CPUDevice, T> {
     if (p.empty()) {
       T* o = out->flat<T>().data();
       std::fill(o, o + out->NumElements(), static_cast<T>(0.0f));
-      ucudnn::CpuAddBias<T>(p, p.batch, bias->flat<T>().data(), o);
+      ucudnn::CpuBiasEpilogue<T>(p, p.batch, bias->flat<T>().data(), o);
       return absl::OkStatus();
     }
     // On the CPU there is one algorithm and no workspace: micro-batches of
@@ -98,7 +98,7 @@ struct LaunchConv<CPUDevice, T> {
               ucudnn::CpuForward<T>(p, mb.size, a_ptr + in_off, b_ptr, out_ptr + out_off,
                                     parallel_for);
               if (p.bias) {
-                ucudnn::CpuAddBias<T>(p, mb.size, bias->flat<T>().data(), out_ptr + out_off);
+                ucudnn::CpuBiasEpilogue<T>(p, mb.size, bias->flat<T>().data(), out_ptr + out_off);
               }
               break;
             case Pass::kBackwardData:
@@ -275,6 +275,7 @@ class UcudnnConvOp : public OpKernel {
       bias = &ctx->input(2);
       OP_REQUIRES_OK(ctx, CheckBias(bias->shape(), params));
       params.bias = true;
+      params.relu = attrs_.relu;
     }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {

@@ -10,9 +10,10 @@
 // bfloat16) by the tf_ucudnn ops with the same attributes plus μ-cuDNN's
 // knobs, and _FusedConv2D nodes that the remapper made of conv + BiasAdd
 // [+ Relu | Relu6 | Elu | LeakyRelu | Tanh | Sigmoid] by Ucudnn>Conv2DWithBias
-// (the bias in the convolution's kernel where its cuDNN engine takes one)
-// followed by the same activation node. Other fused convolutions (batch-norm
-// fusions, other filter formats) are left alone and counted.
+// (the bias, and a Relu, in the convolution's kernel where its cuDNN engine
+// takes them) followed by the same activation node for the others. Other
+// fused convolutions (batch-norm fusions, other filter formats) are left
+// alone and counted.
 //
 // Parameters (parameter_map): workspace_limit (int, bytes; -1 = the op's
 // default), total_workspace (int, bytes; -1 = the op's default, > 0 =
@@ -143,8 +144,9 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
   }
 
   // _FusedConv2D(input, filter, bias) with fused_ops [BiasAdd] or [BiasAdd,
-  // activation] -> Ucudnn>Conv2DWithBias [-> activation]; the last node keeps
-  // the fused node's name so its consumers are unchanged.
+  // Relu] -> Ucudnn>Conv2DWithBias (activation "linear" or "relu"); [BiasAdd,
+  // another activation] -> Ucudnn>Conv2DWithBias -> activation. The last node
+  // keeps the fused node's name so its consumers are unchanged.
   bool RewriteFused(NodeDef* node, std::vector<NodeDef>* added) const {
     const auto& attr = node->attr();
     auto get = [&](const char* name) -> const AttrValue* {
@@ -176,6 +178,8 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
 
     const std::string name = node->name();
     const DataType t = attr.at("T").type();
+    const bool fused_relu = activation == "Relu";
+    if (fused_relu) activation.clear();
     NodeDef conv;
     conv.set_name(activation.empty() ? name : absl::StrCat(name, "/ucudnn_conv"));
     conv.set_op("Ucudnn>Conv2DWithBias");
@@ -187,6 +191,7 @@ class UcudnnRewriter : public grappler::CustomGraphOptimizer {
       if (const AttrValue* v = get(a)) (*conv.mutable_attr())[a] = *v;
     }
     AddKnobs(&conv);
+    (*conv.mutable_attr())["activation"].set_s(fused_relu ? "relu" : "linear");
     if (activation.empty()) {
       *node = std::move(conv);  // in place
       return true;

@@ -71,6 +71,7 @@ bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   p->layout = static_cast<ucudnn::Layout>(f[18]);
   p->dtype = static_cast<ucudnn::DType>(f[19]);
   p->bias = f[20] != 0;
+  p->relu = f[20] == 2;
   // The encoder wrote Fields(): decoding must give them back.
   const auto back = p->Fields();
   for (size_t i = 0; i < n; ++i) {

@@ -83,6 +83,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     if (kBias) {
       OP_REQUIRES_OK(ctx, CheckBias(ctx->InputShape(2), params));
       params.bias = true;
+      params.relu = attrs_.relu;
     }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
@@ -90,12 +91,14 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     }
     if (params.empty()) {
       // As stock TF: an empty result, or a zero filter gradient (or the bias
-      // alone, a sum over nothing plus the bias); nothing to plan.
+      // alone, a sum over nothing plus the bias, and its ReLU); nothing to plan.
       const TensorShape& result = PassResultShape(kPass, input_shape, filter_shape, output_shape);
-      ctx->SetOutput(0, kBias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
-                                                    {ChannelDimension(params.layout)})
-                              : xla::Broadcast(xla::Zero(ctx->builder(), type_),
-                                               result.dim_sizes()));
+      xla::XlaOp out = kBias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
+                                                   {ChannelDimension(params.layout)})
+                             : xla::Broadcast(xla::Zero(ctx->builder(), type_),
+                                              result.dim_sizes());
+      if (params.relu) out = xla::Max(out, xla::Zero(ctx->builder(), type_));
+      ctx->SetOutput(0, out);
       return;
     }
     Operands ops;
@@ -253,6 +256,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
         absl::StatusOr<xla::XlaOp> out =
             MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
         if (kBias && out.ok()) out = xla::Add(*out, ops.bias, {ChannelDimension(attrs_.layout)});
+        if (attrs_.relu && out.ok()) out = xla::Max(*out, xla::Zero(ctx->builder(), type_));
         return out;
       }
       case Pass::kBackwardData: {

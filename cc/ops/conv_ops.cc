@@ -113,11 +113,14 @@ REGISTER_OP("Ucudnn>Conv2DWithBias")
     .Input("bias: T")
     .Output("output: T")
     .UCUDNN_CONV_ATTRS
+    .Attr("activation: {'linear', 'relu'} = 'linear'")
     .SetShapeFn(Conv2DWithBiasShape)
     .Doc(R"doc(
-Ucudnn>Conv2D followed by BiasAdd, in one kernel on the GPU (the bias is the
-epilogue of the convolution's cuDNN engine where one takes it).
+Ucudnn>Conv2D followed by BiasAdd, and Relu where activation is 'relu', in one
+kernel on the GPU (bias and ReLU are the epilogue of the convolution's cuDNN
+engine where one takes them).
 bias: [out_channels], added to every output element of its channel.
+activation: 'linear' (none) or 'relu' (max(., 0) after the bias).
 )doc");
 
 REGISTER_OP("Ucudnn>Conv2DBackpropInput")

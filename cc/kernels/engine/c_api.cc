@@ -216,7 +216,8 @@ json ConvJson(const ucudnn::ConvParams& p) {
           {"out_width", p.out_width},
           {"layout", ucudnn::LayoutName(p.layout)},
           {"dtype", ucudnn::DTypeName(p.dtype)},
-          {"bias", p.bias}};
+          {"bias", p.bias},
+          {"relu", p.relu}};
 }
 
 ucudnn::ConvParams ConvFromJson(const json& j) {
@@ -244,6 +245,7 @@ ucudnn::ConvParams ConvFromJson(const json& j) {
   p.dtype = EnumField(j, "dtype", ucudnn::DTypeName, 3);
   // Absent in what was written before the bias epilogue.
   p.bias = j.contains("bias") && j.at("bias").get<bool>();
+  p.relu = j.contains("relu") && j.at("relu").get<bool>();
   return p;
 }
 

@@ -54,7 +54,7 @@ std::array<int64_t, 21> ConvParams::Fields() const {
           filter_height, filter_width, groups, stride_h,   stride_w,
           dilation_h, dilation_w,  pad_top,    pad_bottom, pad_left,
           pad_right,  out_height,  out_width,  static_cast<int64_t>(layout),
-          static_cast<int64_t>(dtype), bias ? 1 : 0};
+          static_cast<int64_t>(dtype), Epilogue()};
 }
 
 ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
@@ -80,6 +80,7 @@ ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
   p.layout = static_cast<Layout>(f[18]);
   p.dtype = static_cast<DType>(f[19]);
   p.bias = f[20] != 0;
+  p.relu = f[20] == 2;
   return p;
 }
 
@@ -90,7 +91,7 @@ std::string ConvParams::ToString() const {
     << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
     << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
     << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
-    << DTypeName(dtype) << (bias ? " +bias" : "");
+    << DTypeName(dtype) << (bias ? " +bias" : "") << (relu ? "+relu" : "");
   return s.str();
 }
 

@@ -44,6 +44,10 @@ struct ConvParams {
   // cuDNN's graph-API engines, or cudnnAddTensor after a legacy algorithm).
   // Never set for the backward passes.
   bool bias = false;
+  // With the bias, a ReLU after it (Conv2D + BiasAdd + Relu in one kernel:
+  // a pointwise node of the graph-API engines' epilogue, or
+  // cudnnActivationForward after a legacy algorithm). Only with `bias`.
+  bool relu = false;
 
   int64_t group_in_channels() const { return in_channels / groups; }
   int64_t group_out_channels() const { return out_channels / groups; }
@@ -68,12 +72,15 @@ struct ConvParams {
            out_width == 0;
   }
 
+  // The forward epilogue as one number: 0 none, 1 the bias, 2 the bias and a
+  // ReLU (the last of Fields()).
+  int64_t Epilogue() const { return bias ? (relu ? 2 : 1) : 0; }
   // Every field that defines the convolution, batch included, for cache keys.
   std::array<int64_t, 21> Fields() const;
   // The convolution of Fields() (its inverse).
   static ConvParams FromFields(const std::array<int64_t, 21>& f);
   // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32",
-  // with " +bias" appended where bias is set.
+  // with " +bias" (" +bias+relu") appended where bias (and relu) is set.
   std::string ToString() const;
 };
 

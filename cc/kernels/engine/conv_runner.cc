@@ -116,7 +116,7 @@ std::string JoinInts(const std::vector<Int>& values) {
 }
 
 // An empty convolution with a bias: every output element is the bias of its
-// channel (a sum over nothing, plus the bias).
+// channel (a sum over nothing, plus the bias), or its ReLU.
 Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& p,
                     const PassTensors& t) {
   const int64_t bytes = p.batch * p.output_sample_size() * DTypeSize(p.dtype);
@@ -131,6 +131,7 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));
   const float one = 1.0f;
   UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, bias.d, t.bias, &one, y.d, t.out));
+  if (p.relu) UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, y, t.out));
   return Status();
 }
 
@@ -148,6 +149,9 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                                      q.params.ToString());
     }
     return FillWithBias(handle, q.stream, q.params, tensors);
+  }
+  if (q.params.relu && !q.params.bias) {
+    return Status::InvalidArgument("a ReLU epilogue needs the bias: " + q.params.ToString());
   }
   if (q.params.bias && (q.pass != Pass::kForward || tensors.bias == nullptr)) {
     return Status::InvalidArgument(std::string("a bias needs the forward pass and its tensor, "

@@ -191,14 +191,15 @@ void CpuStoreFilter(const ConvParams& p, const float* filter_backprop, T* out) {
 }
 
 template <typename T>
-void CpuAddBias(const ConvParams& p, int64_t size, const T* bias, T* output) {
+void CpuBiasEpilogue(const ConvParams& p, int64_t size, const T* bias, T* output) {
   const int64_t k = p.out_channels, pixels = p.out_height * p.out_width;
   for (int64_t n = 0; n < size; ++n) {
     T* sample = output + n * p.output_sample_size();
     for (int64_t i = 0; i < pixels * k; ++i) {
       // NHWC: channel-minor; NCHW: a plane of pixels per channel.
       const int64_t c = p.layout == Layout::kNHWC ? i % k : i / pixels;
-      sample[i] = static_cast<T>(static_cast<float>(sample[i]) + static_cast<float>(bias[c]));
+      const float sum = static_cast<float>(sample[i]) + static_cast<float>(bias[c]);
+      sample[i] = static_cast<T>(p.relu && sum < 0.0f ? 0.0f : sum);  // NaN stays NaN
     }
   }
 }
@@ -211,7 +212,7 @@ void CpuAddBias(const ConvParams& p, int64_t size, const T* bias, T* output) {
   template void CpuBackwardFilter<T>(const ConvParams&, int64_t, const T*, const T*,   \
                                      float*, bool, const ParallelFor&);                \
   template void CpuStoreFilter<T>(const ConvParams&, const float*, T*);               \
-  template void CpuAddBias<T>(const ConvParams&, int64_t, const T*, T*);
+  template void CpuBiasEpilogue<T>(const ConvParams&, int64_t, const T*, T*);
 
 UCUDNN_INSTANTIATE_CPU(float)
 UCUDNN_INSTANTIATE_CPU(Eigen::half)

@@ -37,10 +37,10 @@ void CpuBackwardFilter(const ConvParams& params, int64_t size, const T* input,
                        const T* out_backprop, float* filter_backprop, bool accumulate,
                        const ParallelFor& parallel_for);
 
-// Adds bias[k] to every element of channel k of `size` output samples (in
-// float32, rounded to T once).
+// Adds bias[k] to every element of channel k of `size` output samples, then
+// max(., 0) where params.relu (in float32, rounded to T once).
 template <typename T>
-void CpuAddBias(const ConvParams& params, int64_t size, const T* bias, T* output);
+void CpuBiasEpilogue(const ConvParams& params, int64_t size, const T* bias, T* output);
 // The float32 filter gradient ([R, S, C/groups, K]) rounded to T.
 template <typename T>
 void CpuStoreFilter(const ConvParams& params, const float* filter_backprop, T* out);

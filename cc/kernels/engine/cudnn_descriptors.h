@@ -73,6 +73,25 @@ struct OpTensorDesc {
   OpTensorDesc& operator=(const OpTensorDesc&) = delete;
 };
 
+// A ReLU (cudnnActivationForward, in place on y: the bias-and-ReLU epilogue
+// after a legacy algorithm, and an empty convolution's relu(bias)).
+struct ReluDesc {
+  cudnnActivationDescriptor_t d = nullptr;
+  ReluDesc() {
+    cudnnCreateActivationDescriptor(&d);
+    cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
+  }
+  ~ReluDesc() { if (d) cudnnDestroyActivationDescriptor(d); }
+  ReluDesc(const ReluDesc&) = delete;
+  ReluDesc& operator=(const ReluDesc&) = delete;
+  // y = max(y, 0) for the tensor `desc` describes.
+  Status Apply(cudnnHandle_t handle, const TensorDesc& desc, void* y) const {
+    const float one = 1.0f, zero = 0.0f;
+    UCUDNN_CUDNN_OK(cudnnActivationForward(handle, d, &one, desc.d, y, &zero, desc.d, y));
+    return Status();
+  }
+};
+
 // The descriptors of one micro-batch size and math type.
 struct ConvDescriptors {
   TensorDesc x, y;  // x: the input as cuDNN sees it (padded if asymmetric)
@@ -86,12 +105,13 @@ struct ConvDescriptors {
 // cuDNN-layout filter in float32, a one-element zero in T and in float32 (the
 // B operand of cudnnOpTensor, broadcast and scaled by 0), and the ADD op.
 // For a forward pass with a bias: the bias as [1, K, 1, 1] (cudnnAddTensor
-// after a legacy algorithm).
+// after a legacy algorithm), and the ReLU where the epilogue has one.
 struct FilterDescriptors {
   TensorDesc tf, cudnn;
   TensorDesc cudnn_float, zero_t, zero_float;
   OpTensorDesc add;
   TensorDesc bias;
+  ReluDesc relu;
 };
 
 // Legacy algorithms of a pass: how many cuDNN has, and their enum names.

@@ -26,8 +26,10 @@ namespace fe = cudnn_frontend;
 namespace {
 
 // Unique ids of the three tensors in every graph and variant pack, the bias
-// of a forward graph with one, and its virtual convolution result.
-constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidConv = 'c';
+// of a forward graph with one, its virtual convolution result, and the
+// virtual sum before a ReLU.
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidConv = 'c',
+                  kUidBiased = 'a';
 
 // How many configs of each heuristics list become candidates, in the list's
 // order (mode A ranks by predicted speed). Planning builds a plan and runs
@@ -102,8 +104,17 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   fe::Tensor y = MakeTensor(spec.y, l, kUidY, spec.data_type, spec.alignment);
   UCUDNN_RETURN_IF_ERROR(FrontendOk(y, "the graph's y tensor"));
   // With a bias, the convolution writes a float intermediate that a
-  // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y.
-  std::unique_ptr<fe::Tensor> conv_y, bias;
+  // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y; with a
+  // ReLU too, the add writes a second float intermediate that the ReLU reads.
+  if (spec.relu && (!spec.bias || spec.pass != Pass::kForward)) {
+    return Status::InvalidArgument("a ReLU epilogue needs the forward pass and a bias");
+  }
+  std::unique_ptr<fe::Tensor> conv_y, bias, biased;
+  if (spec.relu) {
+    biased = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidBiased, CUDNN_DATA_FLOAT,
+                                                     spec.alignment, /*is_virtual=*/true));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*biased, "the graph's biased result"));
+  }
   if (spec.bias) {
     const int64_t bias_dims[4] = {1, spec.y[1], 1, 1};
     conv_y = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidConv, CUDNN_DATA_FLOAT,
@@ -146,11 +157,27 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
         fe::OperationBuilder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
             .setxDesc(*conv_y)
             .setbDesc(*bias)
-            .setyDesc(y)
+            .setyDesc(spec.relu ? *biased : y)
             .setpwDesc(add)
             .build());
     UCUDNN_RETURN_IF_ERROR(FrontendOk(*add_op, "the bias add"));
     ops.push_back(add_op.get());
+  }
+  std::unique_ptr<fe::Operation> relu_op;
+  if (spec.relu) {
+    fe::PointWiseDesc relu = fe::PointWiseDescBuilder()
+                                 .setMode(CUDNN_POINTWISE_RELU_FWD)
+                                 .setComputeType(CUDNN_DATA_FLOAT)
+                                 .build();
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(relu, "the ReLU descriptor"));
+    relu_op = std::make_unique<fe::Operation>(
+        fe::OperationBuilder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
+            .setxDesc(*biased)
+            .setyDesc(y)
+            .setpwDesc(relu)
+            .build());
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*relu_op, "the ReLU"));
+    ops.push_back(relu_op.get());
   }
   auto made = std::make_unique<fe::OperationGraph>(
       fe::OperationGraphBuilder()

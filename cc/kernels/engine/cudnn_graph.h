@@ -65,6 +65,9 @@ struct ConvGraphSpec {
   // batch and pixels (a pointwise add after the convolution in the graph,
   // its intermediate in float).
   bool bias = false;
+  // Forward with the bias: y = max(conv(x, w) + b, 0) (a pointwise ReLU after
+  // the add, the sum in float).
+  bool relu = false;
 };
 
 // Which engines may run, from TensorFlow's numerics settings. Engines that

@@ -191,7 +191,8 @@ class CudnnKernel {
   // Elements of one sample of the explicitly padded input.
   int64_t padded_sample_elems() const { return params_.in_channels * padded_h_ * padded_w_; }
   // Mean ms of AddBias over `size` samples at `y` (the legacy candidates'
-  // share of a forward pass with a bias, which cudnnFind does not time).
+  // share of a forward pass with a bias and any ReLU, which cudnnFind does
+  // not time).
   Status TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64_t size, const void* bias,
                      void* y, double* ms);
   Status BenchmarkSize(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
@@ -253,12 +254,13 @@ class CudnnKernel {
                             const void* a, const void* b, void* out, const void* bias,
                             void* workspace, void* padded);
   // One micro-batch of `offset` samples in: its convolution, and the bias
-  // added where the kernel has one (ConvParams::bias).
+  // (and ReLU) epilogue where the kernel has one (ConvParams::bias, relu).
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                        int64_t offset, bool accumulate, const void* a, const void* b, void* out,
                        const void* bias, void* workspace, void* padded);
   // A legacy algorithm's forward output of `size` samples at `y` gets the
-  // bias added (cudnnAddTensor; the descriptors of `math_type`).
+  // bias added (cudnnAddTensor; the descriptors of `math_type`), then the
+  // ReLU where the epilogue has one (ConvParams::relu).
   Status AddBias(cudnnHandle_t handle, int64_t size, int math_type, const void* bias, void* y);
   // The filter operand (b) and the output as the pass's cuDNN calls take
   // them: the caller's when its filter is in cuDNN's layout; else ps.filter

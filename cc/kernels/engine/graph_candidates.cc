@@ -70,7 +70,8 @@ int64_t PowerOfTwoAlignment(int64_t bytes) {
 }  // namespace
 
 std::string CudnnKernel::KindPrefix(int device) const {
-  return std::to_string(device) + " " + PassName(pass_) + (params_.bias ? "+bias " : " ") +
+  return std::to_string(device) + " " + PassName(pass_) +
+         (params_.bias ? (params_.relu ? "+bias+relu " : "+bias ") : " ") +
          DTypeName(params_.dtype) + " " + LayoutName(params_.layout);
 }
 
@@ -108,6 +109,7 @@ ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transpo
                                    PowerOfTwoAlignment(p.output_sample_size() * elem)});
   spec.accumulate = accumulate;
   spec.bias = params_.bias;
+  spec.relu = params_.relu;
   return spec;
 }
 

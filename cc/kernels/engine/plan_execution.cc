@@ -150,6 +150,7 @@ Status CudnnKernel::AddBias(cudnnHandle_t handle, int64_t size, int math_type, c
   UCUDNN_RETURN_IF_ERROR(GetDescriptors(size, math_type, &d));
   const float one = 1.0f;
   UCUDNN_CUDNN_OK(cudnnAddTensor(handle, &one, f->bias.d, bias, &one, d->y.d, y));
+  if (params_.relu) UCUDNN_RETURN_IF_ERROR(f->relu.Apply(handle, d->y, y));
   return Status();
 }
 
