@@ -92,6 +92,20 @@ cudnnBackendDescriptorType_t OperationType(Pass pass) {
   return CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
 }
 
+// A pointwise node of the forward epilogue, computing in float: y = x + b
+// (CUDNN_POINTWISE_ADD, `b` given) or y = max(x, 0) (RELU_FWD, `b` null).
+Status MakePointwise(cudnnPointwiseMode_t mode, const fe::Tensor& x, const fe::Tensor* b,
+                     const fe::Tensor& y, const char* what, std::unique_ptr<fe::Operation>* out) {
+  fe::PointWiseDesc desc =
+      fe::PointWiseDescBuilder().setMode(mode).setComputeType(CUDNN_DATA_FLOAT).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(desc, what));
+  fe::OperationBuilder builder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  builder.setxDesc(x).setyDesc(y).setpwDesc(desc);
+  if (b != nullptr) builder.setbDesc(*b);
+  *out = std::make_unique<fe::Operation>(builder.build());
+  return FrontendOk(**out, what);
+}
+
 // The operation graph of one convolution node for `spec`. The graph holds
 // (shared) every descriptor it was built from.
 Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
@@ -146,37 +160,15 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   fe::Operation op = builder.setcDesc(conv).setAlpha(1.0f).setBeta(beta).build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
   std::vector<const fe::Operation*> ops = {&op};
-  std::unique_ptr<fe::Operation> add_op;
+  std::unique_ptr<fe::Operation> add_op, relu_op;
   if (spec.bias) {
-    fe::PointWiseDesc add = fe::PointWiseDescBuilder()
-                                .setMode(CUDNN_POINTWISE_ADD)
-                                .setComputeType(CUDNN_DATA_FLOAT)
-                                .build();
-    UCUDNN_RETURN_IF_ERROR(FrontendOk(add, "the bias add descriptor"));
-    add_op = std::make_unique<fe::Operation>(
-        fe::OperationBuilder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
-            .setxDesc(*conv_y)
-            .setbDesc(*bias)
-            .setyDesc(spec.relu ? *biased : y)
-            .setpwDesc(add)
-            .build());
-    UCUDNN_RETURN_IF_ERROR(FrontendOk(*add_op, "the bias add"));
+    UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_ADD, *conv_y, bias.get(),
+                                         spec.relu ? *biased : y, "the bias add", &add_op));
     ops.push_back(add_op.get());
   }
-  std::unique_ptr<fe::Operation> relu_op;
   if (spec.relu) {
-    fe::PointWiseDesc relu = fe::PointWiseDescBuilder()
-                                 .setMode(CUDNN_POINTWISE_RELU_FWD)
-                                 .setComputeType(CUDNN_DATA_FLOAT)
-                                 .build();
-    UCUDNN_RETURN_IF_ERROR(FrontendOk(relu, "the ReLU descriptor"));
-    relu_op = std::make_unique<fe::Operation>(
-        fe::OperationBuilder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
-            .setxDesc(*biased)
-            .setyDesc(y)
-            .setpwDesc(relu)
-            .build());
-    UCUDNN_RETURN_IF_ERROR(FrontendOk(*relu_op, "the ReLU"));
+    UCUDNN_RETURN_IF_ERROR(
+        MakePointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, y, "the ReLU", &relu_op));
     ops.push_back(relu_op.get());
   }
   auto made = std::make_unique<fe::OperationGraph>(
