@@ -243,28 +243,29 @@ case "$1" in
      if [ $((end - SECONDS)) -gt 150 ]; then spread_until "$end" 40 vgg16 64 5; fi) &
     CUDA_VISIBLE_DEVICES=$(gpu 1) spread_until "$end" 70 resnet50 128 5 --xla &
     wait ;;
-  relu_check)  # OLD_DIR: the ReLU epilogue. GPU 0 with this checkout's op library: its GPU
-               # tests (bias and ReLU in test_nn, test_graph_engines, test_xla, test_layers,
-               # test_rewrite), then VGG-16's steps; GPU 1 the same steps with OLD_DIR (a
-               # checkout before the ReLU epilogue, old_checkout): stock XLA against tf_ucudnn under XLA
-               # (float32), stock TF against the rewrite (mixed_float16, where stock fuses
-               # conv + bias + ReLU)
+  relu_check)  # OLD_DIR: the ReLU epilogue. GPU 0 with this checkout's op library: the
+               # bias and ReLU tests of test_nn, test_graph_engines, test_xla, test_layers and
+               # test_rewrite on the GPU, then VGG-16's steps; GPU 1 the same steps with
+               # OLD_DIR (a checkout before the ReLU epilogue, see old_checkout): stock XLA
+               # against tf_ucudnn under XLA (float32), stock TF against the rewrite
+               # (mixed_float16, where stock fuses conv + bias + ReLU)
     old_checkout "$2"
     relu_steps() {  # SUFFIX
-      timeout 200 bash "$0" xla_pair vgg16 float32 > /dev/null
+      timeout 160 bash "$0" xla_pair vgg16 float32 150 > /dev/null
       mv "$OUT/xla_pair_vgg16_float32.log" "$OUT/relu_xla_pair_vgg16$1.log"
       timeout 200 bash "$0" models_targets vgg16 mixed_float16 190 stock,rewrite > /dev/null
       mv "$OUT/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
       rm -f "$OUT"/xla_pair_vgg16_float32.json "$OUT"/models_targets_vgg16_mixed_float16.json
     }
     (export CUDA_VISIBLE_DEVICES=0
-     timeout 200 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
-       tests/test_layers.py tests/test_rewrite.py -m gpu -q -rf -p no:cacheprovider \
-       -k "relu or bias or graph_engines_alone or fused" 2>&1 | grep -v "^I0000\|^W0000" \
+     timeout 170 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
+       tests/test_layers.py tests/test_rewrite.py -q -rf -p no:cacheprovider \
+       -k "relu or bias or graph_engines_alone or transposed_graph_engines or fused" 2>&1 \
+       | grep -v "^I0000\|^W0000" \
        | tail -60 > "$OUT/relu_tests.log"
      relu_steps "") &
     (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
-     sleep 150; relu_steps _old) &
+     sleep 120; relu_steps _old) &
     wait; tail -n 3 "$OUT"/relu_tests.log; tail -n 6 "$OUT"/relu_*vgg16*.log ;;
   spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
                 # VGG-16 N=64 without XLA, K = 5; GPU 1 ResNet-50 N=128 under XLA, the 3
