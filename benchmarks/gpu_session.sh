@@ -251,14 +251,14 @@ case "$1" in
                # (mixed_float16, where stock fuses conv + bias + ReLU)
     old_checkout "$2"
     relu_steps() {  # SUFFIX
-      timeout 160 bash "$0" xla_pair vgg16 float32 150 > /dev/null
+      timeout 150 bash "$0" xla_pair vgg16 float32 140 > /dev/null
       mv "$OUT/xla_pair_vgg16_float32.log" "$OUT/relu_xla_pair_vgg16$1.log"
-      timeout 200 bash "$0" models_targets vgg16 mixed_float16 190 stock,rewrite > /dev/null
+      timeout 180 bash "$0" models_targets vgg16 mixed_float16 170 stock,rewrite > /dev/null
       mv "$OUT/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
       rm -f "$OUT"/xla_pair_vgg16_float32.json "$OUT"/models_targets_vgg16_mixed_float16.json
     }
     (export CUDA_VISIBLE_DEVICES=0
-     timeout 170 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
+     timeout 200 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
        tests/test_layers.py tests/test_rewrite.py -q -rf -p no:cacheprovider \
        -k "relu or bias or graph_engines_alone or transposed_graph_engines or fused" 2>&1 \
        | grep -v "^I0000\|^W0000" \
