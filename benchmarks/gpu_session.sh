@@ -248,7 +248,7 @@ case "$1" in
                # test_rewrite on the GPU, then VGG-16's steps; GPU 1 the same steps with
                # OLD_DIR (a checkout before the ReLU epilogue, see old_checkout): stock XLA
                # against tf_ucudnn under XLA (float32), stock TF against the rewrite
-               # (mixed_float16, where stock fuses conv + bias + ReLU)
+               # (mixed_float16, where stock fuses conv + bias + ReLU); one database each
     old_checkout "$2"
     relu_steps() {  # SUFFIX
       timeout 150 bash "$0" xla_pair vgg16 float32 140 > /dev/null
@@ -257,14 +257,15 @@ case "$1" in
       mv "$OUT/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
       rm -f "$OUT"/xla_pair_vgg16_float32.json "$OUT"/models_targets_vgg16_mixed_float16.json
     }
-    (export CUDA_VISIBLE_DEVICES=0
+    (export CUDA_VISIBLE_DEVICES=$(gpu 0) UCUDNN_DATABASE=/tmp/relu_new.sqlite3
      timeout 200 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \
        tests/test_layers.py tests/test_rewrite.py -q -rf -p no:cacheprovider \
        -k "relu or bias or graph_engines_alone or transposed_graph_engines or fused" 2>&1 \
        | grep -v "^I0000\|^W0000" \
        | tail -60 > "$OUT/relu_tests.log"
      relu_steps "") &
-    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=1 PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
+    (cd /tmp/old_checkout && export CUDA_VISIBLE_DEVICES=$(gpu 1) UCUDNN_DATABASE=/tmp/relu_old.sqlite3 \
+       PYTHONPATH=/tmp/old_checkout:${PYTHONPATH:-}
      sleep 120; relu_steps _old) &
     wait; tail -n 3 "$OUT"/relu_tests.log; tail -n 6 "$OUT"/relu_*vgg16*.log ;;
   spread_rest)  # [SECONDS] the plan_spread cells spread_xla leaves in one device call: GPU 0
