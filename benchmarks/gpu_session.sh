@@ -250,12 +250,13 @@ case "$1" in
                # against tf_ucudnn under XLA (float32), stock TF against the rewrite
                # (mixed_float16, where stock fuses conv + bias + ReLU); one database each
     old_checkout "$2"
-    relu_steps() {  # SUFFIX
-      timeout 150 bash "$0" xla_pair vgg16 float32 140 > /dev/null
-      mv "$OUT/xla_pair_vgg16_float32.log" "$OUT/relu_xla_pair_vgg16$1.log"
-      timeout 180 bash "$0" models_targets vgg16 mixed_float16 170 stock,rewrite > /dev/null
-      mv "$OUT/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
-      rm -f "$OUT"/xla_pair_vgg16_float32.json "$OUT"/models_targets_vgg16_mixed_float16.json
+    relu_steps() {  # SUFFIX: the two step runs, in a folder of their own (the two sides' runs
+                    # write the same names), their logs moved to $OUT with SUFFIX
+      local dir=/tmp/relu_steps$1; mkdir -p "$dir"
+      OUT=$dir timeout 150 bash "$0" xla_pair vgg16 float32 140 > /dev/null
+      OUT=$dir timeout 180 bash "$0" models_targets vgg16 mixed_float16 170 stock,rewrite > /dev/null
+      mv "$dir/xla_pair_vgg16_float32.log" "$OUT/relu_xla_pair_vgg16$1.log"
+      mv "$dir/models_targets_vgg16_mixed_float16.log" "$OUT/relu_models_vgg16_mixed_float16$1.log"
     }
     (export CUDA_VISIBLE_DEVICES=$(gpu 0) UCUDNN_DATABASE=/tmp/relu_new.sqlite3
      timeout 200 python3 -m pytest tests/test_nn.py tests/test_graph_engines.py tests/test_xla.py \

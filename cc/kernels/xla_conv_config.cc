@@ -49,7 +49,7 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
 
 bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   if (n != std::tuple_size<decltype(p->Fields())>::value) return false;
-  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2 || f[20] < 0 || f[20] > 1) return false;
+  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2 || f[20] < 0 || f[20] > 2) return false;
   p->batch = f[0];
   p->in_channels = f[1];
   p->in_height = f[2];
