@@ -11,7 +11,7 @@
 # (default 0,1). The committed results are in docs/results/<experiment>/ under the names below
 # with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_pair|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|relu_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_gpus|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|relu_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -30,9 +30,9 @@ else
   export PYTHONPATH=$PWD:${PYTHONPATH:-}
 fi
 export TF_CPP_MIN_LOG_LEVEL=2
-# Two-GPU modes use GPU 0 and 1, or the two that GPUS=A,B names (on a machine of four, two such
-# modes side by side in one device call).
-gpu() { local ids; IFS=, read -ra ids <<< "${GPUS:-0,1}"; echo "${ids[$1]}"; }
+# gpu I: the I-th GPU of GPUS=A,B,... (default 0,1), else GPU I. Two-GPU modes use gpu 0 and 1, so
+# on a machine of four, GPUS=2,3 runs a second such mode beside one on GPUs 0 and 1.
+gpu() { local ids; IFS=, read -ra ids <<< "${GPUS:-0,1}"; echo "${ids[$1]:-$1}"; }
 # DeepBench's layer set in two halves, for runs that exceed one device call's 10 minutes.
 DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
 DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
@@ -110,26 +110,34 @@ case "$1" in
   memory_cap)  # MODEL CAP [START MAX SECONDS]: the memory-cap sweep of one model at one cap on the
                # GPUs visible: stock XLA, tf_ucudnn at auto with and without XLA, then tf_ucudnn
                # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish);
-               # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead
+               # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead; MEMCAP_PRECISION=P
+               # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files'
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
+    precision=${MEMCAP_PRECISION:-float32}
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
-            --bisect-steps 1 --worker-timeout 240)
+            --bisect-steps 1 --worker-timeout 240 --precision "$precision")
     IFS=';' read -ra runs <<< "${MEMCAP_RUNS:-stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock}"
     for run in "${runs[@]}"; do
       set -- $run; left=$((budget - (SECONDS - t0)))
       [ "$left" -gt 60 ] || { echo "memory_cap $model: no time left for $run" >&2; break; }
       name="memcap_${model}_${cap}_${1//,/+}${2:+_$2}"
+      [ "$precision" = float32 ] || name+="_$precision"
       timeout "$left" python3 -m tf_ucudnn.bench "${common[@]}" --modes "$1" ${2:+--limits "$2"} \
         --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
     done ;;
-  memory_cap_pair)  # MODEL_A MODEL_B CAP [START_A START_B SECONDS]: memory_cap of two models at
-                    # once, one per GPU; the JSON and logs of both in one tarball
-    budget=${7:-540}
-    CUDA_VISIBLE_DEVICES=$(gpu 0) bash "$0" memory_cap "$2" "$4" "${5:-32}" 512 "$budget" &
-    CUDA_VISIBLE_DEVICES=$(gpu 1) bash "$0" memory_cap "$3" "$4" "${6:-4}" 512 "$budget" &
+  memory_cap_gpus)  # CAP SECONDS MODEL[:START[:MAX]]...: memory_cap of several models at once,
+                    # the i-th on the i-th GPU (0, 1, ...; of GPUS where it names them); the JSON,
+                    # logs and figures of all in one tarball (a call returns at most 8 files)
+    cap=$2; budget=$3; i=0
+    for cell in "${@:4}"; do
+      IFS=: read -r model start max <<< "$cell"
+      CUDA_VISIBLE_DEVICES=$(gpu $i) bash "$0" memory_cap "$model" "$cap" "${start:-32}" \
+        "${max:-512}" "$budget" &
+      i=$((i + 1))
+    done
     wait
     tail -n 12 "$OUT"/memcap_*.log
-    (cd "$OUT" && tar czf memcap_pair.tgz memcap_*.json memcap_*.log memcap_*.png 2>/dev/null \
+    (cd "$OUT" && tar czf "memcap_$cap.tgz" memcap_*.json memcap_*.log memcap_*.png 2>/dev/null \
       && rm -f memcap_*.json memcap_*.log memcap_*.png) ;;
   new_batch_size)  # MODEL [--xla]: N = 128 cold then 100 in the same process, 100 in a new
                    # process with that database, 100 cold (benchmarks/new_batch_size.py)
