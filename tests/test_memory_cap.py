@@ -320,6 +320,63 @@ class MergeReportsTest(tf.test.TestCase):
         self.assertEqual(quietly(bench.main, ["--plot", *paths]), 1)
 
 
+class CompareLimitsTest(tf.test.TestCase):
+    """A workspace limit against another: the rule for making ``auto`` the default."""
+
+    @staticmethod
+    def _sweep(mode, limit, largest, ms_per_image, model="edsr", cap=8 * GiB):
+        return memory_cap.run_sweep(
+            dict(model=model, cap=cap, mode=mode, limit=limit),
+            lambda _, n: fake_run(n, largest, ms_per_image=ms_per_image),
+            start_batch=8, max_batch=64, bisect_steps=1)
+
+    def test_ratios_at_common_sizes_lost_sizes_and_the_verdict(self):
+        sweeps = [
+            # ucudnn: auto 2 % slower per image, same largest N (16, 32; 64 oom; 48 ok).
+            self._sweep("ucudnn", "auto", 50, 1.02), self._sweep("ucudnn", 64 * MiB, 50, 1.0),
+            # ucudnn-xla: auto faster, but out of memory at 48 (so 32 is its largest N
+            # after one bisection step) where 64 MiB trains.
+            self._sweep("ucudnn-xla", "auto", 40, 0.5), self._sweep("ucudnn-xla", 64 * MiB, 50, 1.0),
+            # stock-xla has no limit; unet only at 64 MiB: neither is compared.
+            self._sweep("stock-xla", None, 30, 1.0), self._sweep("ucudnn", 64 * MiB, 50, 1.0, "unet")]
+        same, lost = memory_cap.compare_limits(sweeps, "auto", 64 * MiB)
+        self.assertEqual((same["mode"], lost["mode"]), ("ucudnn", "ucudnn-xla"))
+        # img/s = 1000 N / (10 + k N): the ratio is (10 + N) / (10 + 1.02 N), worst at the largest N.
+        self.assertEqual(list(same["ratios"]), [8, 16, 32, 48])
+        self.assertEqual(same["worst_batch"], 48)
+        self.assertAlmostEqual(same["worst_ratio"], 58 / (10 + 1.02 * 48))
+        self.assertEqual((same["lost_batches"], same["largest_batches"]), ([], (48, 48)))
+        self.assertTrue(same["holds"])
+        self.assertEqual((lost["lost_batches"], lost["largest_batches"]), ([48], (32, 48)))
+        self.assertGreater(lost["worst_ratio"], 1.0)
+        self.assertFalse(lost["holds"])
+        # A tolerance of 1 % turns the 2 % slowdown into a miss.
+        self.assertFalse(memory_cap.compare_limits(sweeps[:2], "auto", 64 * MiB,
+                                                   tolerance=0.01)[0]["holds"])
+        with self.assertRaisesRegex(ValueError, "fraction"):
+            memory_cap.compare_limits(sweeps, "auto", 64 * MiB, tolerance=1.0)
+
+    def test_the_command_prints_each_pair_and_the_verdict(self):
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "edsr.json")
+        sweeps = [self._sweep("ucudnn", "auto", 50, 1.02), self._sweep("ucudnn", 64 * MiB, 50, 1.0)]
+        quietly(bench.write_json, path, memory_cap.report(sweeps, environment={}, args={}))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = bench.main(["--plot", path, "--compare-limits", "auto,64MiB"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertIn("workspace limit auto against 64 MiB", text)
+        self.assertIn("edsr 8 GiB ucudnn 8,16,32,48 "
+                      f"{58 / (10 + 1.02 * 48):.3f} 48 - 48 / 48 yes", " ".join(text.split()))
+        self.assertIn("verdict: never more than 3% slower and never out of memory where 64 MiB "
+                      "trains: holds (in 1 of 1 model, cap and mode pairs)", text)
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            bench.main(["--plot", path, "--compare-limits", "auto"])
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            bench.main(["--compare-limits", "auto,64MiB"])
+
+
 class ParallelSweepsTest(tf.test.TestCase):
 
     def test_two_gpus_run_distinct_sweeps_at_once_and_every_sweep_once(self):

@@ -71,6 +71,15 @@ def _limit_or_auto_list(text):
             for t in tokens]
 
 
+def _limit_pair(text):
+    """--compare-limits: two workspace limits, whole MiB or ``auto``."""
+    limits = _limit_or_auto_list(text)
+    if len(limits) != 2 or limits[0] == limits[1]:
+        raise argparse.ArgumentTypeError(
+            f"--compare-limits needs two different limits such as auto,64MiB, got {text!r}")
+    return limits
+
+
 def _cap_list(text):
     """--memory-cap: memory caps, whole MiB (TF's memory_limit is in MiB)."""
     try:
@@ -124,6 +133,12 @@ def parse_args(argv=None):
                         help="only draw the figures of a saved --json result (no GPU needed); "
                              "several memory-cap results are merged into one table and figure "
                              "(and one JSON with --json)")
+    parser.add_argument("--compare-limits", type=_limit_pair, default=None,
+                        metavar="CANDIDATE,REFERENCE",
+                        help="with --plot of memory-cap results: whether tf_ucudnn's workspace "
+                             "limit CANDIDATE (whole MiB or auto) is never more than 3%% slower "
+                             "than REFERENCE at any N both trained and never out of memory "
+                             "where REFERENCE trains, e.g. auto,64MiB")
     parser.add_argument("--models", type=_model_list, default=None,
                         help=f"model mode: comma list of {', '.join(MODELS)}; one training "
                              "step per setting (stock TF and tf_ucudnn's rewrite at --limits, "
@@ -244,6 +259,8 @@ def _check_mode_options(parser, args):
     if args.modes and any(m not in allowed for m in args.modes):
         parser.error(f"--modes{' with --memory-cap' if args.memory_cap else ''} must be a comma "
                      f"list of {', '.join(allowed)}, got {','.join(args.modes)}")
+    if args.compare_limits and not args.plot:
+        parser.error("--compare-limits reads saved memory-cap results: give them with --plot")
     if not args.memory_cap and memory_cap.AUTO in (args.limits or []):
         parser.error("--limits auto is for --memory-cap only (the other modes set "
                      "TF_CUDNN_WORKSPACE_LIMIT_IN_MB, a number)")
@@ -279,6 +296,15 @@ def _plot(args):
         if args.json:
             harness.write_json(args.json, report)
             source = args.json
+    if args.compare_limits:
+        if report.get("kind") != memory_cap.KIND:
+            print("tf_ucudnn.bench: error: --compare-limits: --plot's JSON is not a memory-cap "
+                  "result", file=sys.stderr)
+            return 1
+        candidate, reference = args.compare_limits
+        memory_cap.print_limit_comparison(
+            memory_cap.compare_limits(report["sweeps"], candidate, reference),
+            candidate, reference)
     for path in figures.draw(report, args.png or os.path.splitext(source)[0]):
         print(f"wrote {path}")
     return 0

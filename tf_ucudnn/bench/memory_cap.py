@@ -563,6 +563,85 @@ def print_table(rows):
     print(table.render(header, cells, align="lllrlrrrrrr"))
 
 
+def compare_limits(sweeps, candidate, reference, *, tolerance=0.03):
+    """Whether tf_ucudnn's workspace limit ``candidate`` can stand in for
+    ``reference`` (e.g. ``auto`` for the default 64 MiB): per model, cap
+    and mode swept at both limits, ``candidate``'s images/s over
+    ``reference``'s at each N both trained, and the N that ``reference``
+    trained and ``candidate`` did not. The rule for a new default: never
+    more than ``tolerance`` slower, never out of memory where the old one
+    trains; it holds where every row's ``holds`` is True.
+
+    Args:
+      sweeps: :func:`run_sweep` results (a report's ``sweeps``); per N the
+        medians of its runs, as in :func:`summarize`.
+      candidate, reference: workspace limits as the sweeps hold them: bytes,
+        or :data:`AUTO`.
+      tolerance: the slowdown allowed, a fraction in [0, 1) (0.03: 3 %).
+
+    Returns:
+      One dict per (model, cap, mode) swept at both limits, in the sweeps'
+      order: ``model``, ``cap``, ``mode``, ``ratios`` ({N: ratio} over the N
+      both trained), ``worst_batch`` and ``worst_ratio`` (the smallest
+      ratio; None without a common N), ``lost_batches`` (sorted N that
+      ``reference`` trained and ``candidate`` failed or lay above its
+      largest), ``largest_batches`` (``candidate``'s, ``reference``'s; None
+      where nothing trained) and ``holds`` (a common N, no ratio below
+      1 - ``tolerance``, no lost N).
+
+    Raises:
+      ValueError: ``tolerance`` outside [0, 1).
+    """
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a fraction in [0, 1), got {tolerance}")
+    by_key = {}
+    for sweep in sweeps:
+        by_key.setdefault((sweep["model"], sweep["cap"], sweep["mode"]), {})[sweep["limit"]] = sweep
+    rows = []
+    for (model, cap, mode), limits in by_key.items():
+        if candidate not in limits or reference not in limits:
+            continue
+        cand_runs = limits[candidate]["runs"]
+        cand, ref = _best(cand_runs), _best(limits[reference]["runs"])
+        cand_largest, ref_largest = max(cand, default=None), max(ref, default=None)
+        failed = {r["batch"] for r in cand_runs if r["status"] != "ok"}
+        ratios = {n: cand[n]["images_per_s"] / ref[n]["images_per_s"]
+                  for n in sorted(set(cand) & set(ref))}
+        lost = sorted(n for n in ref if n not in cand
+                      and (n in failed or cand_largest is None or n > cand_largest))
+        worst = min(ratios, key=ratios.get, default=None)
+        rows.append(dict(model=model, cap=cap, mode=mode, ratios=ratios, worst_batch=worst,
+                         worst_ratio=ratios.get(worst), lost_batches=lost,
+                         largest_batches=(cand_largest, ref_largest),
+                         holds=bool(ratios) and ratios[worst] >= 1 - tolerance and not lost))
+    return rows
+
+
+def print_limit_comparison(rows, candidate, reference, *, tolerance=0.03):
+    """Prints :func:`compare_limits`' rows and the verdict over all of them."""
+    header = ("model", "cap", "mode", "N both trained", "worst ratio", "at N", "lost N",
+              "largest N", "holds")
+    cells = [(r["model"], format_bytes(r["cap"]), r["mode"],
+              ",".join(str(n) for n in r["ratios"]) or "none",
+              "" if r["worst_ratio"] is None else f"{r['worst_ratio']:.3f}",
+              "" if r["worst_batch"] is None else str(r["worst_batch"]),
+              ",".join(str(n) for n in r["lost_batches"]) or "-",
+              " / ".join("none" if n is None else str(n) for n in r["largest_batches"]),
+              "yes" if r["holds"] else "no") for r in rows]
+    names = f"{limit_label(candidate)} against {limit_label(reference)}"
+    print(f"workspace limit {names}: ratio of images/s at each N, largest N "
+          f"{limit_label(candidate)} / {limit_label(reference)}")
+    print(table.render(header, cells, align="lllllrlll"))
+    if not rows:
+        print(f"verdict: no model, cap and mode was swept at both limits ({names})")
+    else:
+        held = sum(r["holds"] for r in rows)
+        verdict = "holds" if held == len(rows) else "does not hold"
+        print(f"verdict: never more than {tolerance:.0%} slower and never out of memory where "
+              f"{limit_label(reference)} trains: {verdict} (in {held} of {len(rows)} model, cap "
+              f"and mode pairs)")
+
+
 def report(sweeps, *, environment, args, complete=True):
     """The JSON report of a run: ``kind`` (:data:`KIND`), ``complete``
     (False while sweeps are still running), ``environment``
