@@ -1,5 +1,6 @@
 #include "cc/kernels/xla_conv_config.h"
 
+#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <sstream>
@@ -48,36 +49,15 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
 }
 
 bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
-  if (n != std::tuple_size<decltype(p->Fields())>::value) return false;
-  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2 || f[20] < 0 || f[20] > 2) return false;
-  p->batch = f[0];
-  p->in_channels = f[1];
-  p->in_height = f[2];
-  p->in_width = f[3];
-  p->out_channels = f[4];
-  p->filter_height = f[5];
-  p->filter_width = f[6];
-  p->groups = f[7];
-  p->stride_h = f[8];
-  p->stride_w = f[9];
-  p->dilation_h = f[10];
-  p->dilation_w = f[11];
-  p->pad_top = f[12];
-  p->pad_bottom = f[13];
-  p->pad_left = f[14];
-  p->pad_right = f[15];
-  p->out_height = f[16];
-  p->out_width = f[17];
-  p->layout = static_cast<ucudnn::Layout>(f[18]);
-  p->dtype = static_cast<ucudnn::DType>(f[19]);
-  p->bias = f[20] != 0;
-  p->relu = f[20] == 2;
-  // The encoder wrote Fields(): decoding must give them back.
-  const auto back = p->Fields();
-  for (size_t i = 0; i < n; ++i) {
-    if (back[i] != f[i]) return false;
-  }
-  return true;
+  decltype(p->Fields()) fields;
+  if (n != fields.size()) return false;
+  // Layout and dtype are cast to enums: out of range, they would come back.
+  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2) return false;
+  std::copy(f, f + n, fields.begin());
+  *p = ucudnn::ConvParams::FromFields(fields);
+  // The encoder wrote Fields(): decoding must give them back (this refuses an
+  // epilogue other than ConvParams::Epilogue()'s too).
+  return p->Fields() == fields;
 }
 
 }  // namespace ucudnn_tf
