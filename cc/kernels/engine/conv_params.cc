@@ -91,7 +91,7 @@ std::string ConvParams::ToString() const {
     << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
     << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
     << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
-    << DTypeName(dtype) << (bias ? " +bias" : "") << (relu ? "+relu" : "");
+    << DTypeName(dtype) << (bias ? " " : "") << EpilogueName();
   return s.str();
 }
 

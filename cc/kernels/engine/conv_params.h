@@ -75,6 +75,8 @@ struct ConvParams {
   // The forward epilogue as one number: 0 none, 1 the bias, 2 the bias and a
   // ReLU (the last of Fields()).
   int64_t Epilogue() const { return bias ? (relu ? 2 : 1) : 0; }
+  // Its name in ToString() and the candidates' kinds: "", "+bias", "+bias+relu".
+  const char* EpilogueName() const { return bias ? (relu ? "+bias+relu" : "+bias") : ""; }
   // Every field that defines the convolution, batch included, for cache keys.
   std::array<int64_t, 21> Fields() const;
   // The convolution of Fields() (its inverse).

@@ -70,8 +70,7 @@ int64_t PowerOfTwoAlignment(int64_t bytes) {
 }  // namespace
 
 std::string CudnnKernel::KindPrefix(int device) const {
-  return std::to_string(device) + " " + PassName(pass_) +
-         (params_.bias ? (params_.relu ? "+bias+relu " : "+bias ") : " ") +
+  return std::to_string(device) + " " + PassName(pass_) + params_.EpilogueName() + " " +
          DTypeName(params_.dtype) + " " + LayoutName(params_.layout);
 }
 
