@@ -125,14 +125,19 @@ case "$1" in
       timeout "$left" python3 -m tf_ucudnn.bench "${common[@]}" --modes "$1" ${2:+--limits "$2"} \
         --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
     done ;;
-  memory_cap_gpus)  # CAP SECONDS MODEL[:START[:MAX]]...: memory_cap of several models at once,
-                    # the i-th on the i-th GPU (0, 1, ...; of GPUS where it names them); the JSON,
-                    # logs and figures of all in one tarball (a call returns at most 8 files)
+  memory_cap_gpus)  # CAP SECONDS CELL...: memory_cap of several cells at once, the i-th on the
+                    # i-th GPU (0, 1, ...; of GPUS where it names them); the JSON, logs and
+                    # figures of all in one tarball (a call returns at most 8 files). CELL:
+                    # MODEL[:START[:MAX[:CAP[:PRECISION]]]][=RUNS], where CAP, PRECISION and
+                    # RUNS (MEMCAP_RUNS' form, quoted) replace CAP, MEMCAP_PRECISION and
+                    # MEMCAP_RUNS for that cell, e.g. "unet:8=stock-xla"
     cap=$2; budget=$3; i=0
     for cell in "${@:4}"; do
-      IFS=: read -r model start max <<< "$cell"
-      CUDA_VISIBLE_DEVICES=$(gpu $i) bash "$0" memory_cap "$model" "$cap" "${start:-32}" \
-        "${max:-512}" "$budget" &
+      runs=${MEMCAP_RUNS:-}; [[ $cell == *=* ]] && runs=${cell#*=}
+      IFS=: read -r model start max cell_cap precision <<< "${cell%%=*}"
+      CUDA_VISIBLE_DEVICES=$(gpu $i) MEMCAP_RUNS=$runs \
+        MEMCAP_PRECISION=${precision:-${MEMCAP_PRECISION:-float32}} bash "$0" memory_cap \
+        "$model" "${cell_cap:-$cap}" "${start:-32}" "${max:-512}" "$budget" &
       i=$((i + 1))
     done
     wait
