@@ -111,7 +111,8 @@ case "$1" in
                # GPUs visible: stock XLA, tf_ucudnn at auto with and without XLA, then tf_ucudnn
                # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish);
                # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead; MEMCAP_PRECISION=P
-               # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files'
+               # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files';
+               # UCUDNN_DEBUG_OUTPUT=1 keeps each run's plans in its JSON (ucudnn_log)
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     precision=${MEMCAP_PRECISION:-float32}
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"

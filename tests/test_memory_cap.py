@@ -139,6 +139,36 @@ class FailureBookkeepingTest(tf.test.TestCase):
         self.assertTrue(failed["message"].endswith("TypeError: bad"))
         self.assertLessEqual(len(failed["message"]), 700)
 
+    def test_a_run_keeps_tf_ucudnns_own_stderr_lines_and_its_line_counts_step_downs(self):
+        step_down = ("I tf_ucudnn: workspace_limit=auto: 10 bytes free for forward N=96; "
+                     "running a plan that needs 0 bytes instead of 512 (logged once per kernel)")
+        plan = "tf_ucudnn: GPU:0 forward N=96: (96, algo 1) (workspace_limit=auto: planned)"
+        stderr = "\n".join(["I0000 noise", plan, step_down, "W0000 more noise"])
+        out = "RESULT " + json.dumps(fake_run(96, 128)) + "\n"
+        ok = memory_cap.parse_worker_output(0, out, stderr)
+        self.assertEqual(ok["ucudnn_log"], [plan, step_down])
+        self.assertEqual(ok["status"], "ok")
+        failed = memory_cap.parse_worker_output(1, "", stderr + "\nTypeError: bad")
+        self.assertEqual((failed["status"], failed["ucudnn_log"]), ("error", [plan, step_down]))
+        self.assertNotIn("ucudnn_log", memory_cap.parse_worker_output(0, out, "I0000 noise"))
+        self.assertEqual(len(memory_cap.ucudnn_log("tf_ucudnn: x\n" * 1000)), 400)
+        sweep = dict(model="vgg16", cap=8 * GiB, mode="ucudnn-xla", limit="auto")
+        line = memory_cap._run_line(sweep, dict(ok, batch=96, run=0))
+        self.assertTrue(line.endswith(", 1 kernel stepped down"), line)
+        ok["ucudnn_log"] = [step_down, step_down.replace("N=96", "N=95")]
+        self.assertTrue(memory_cap._run_line(sweep, dict(ok, batch=96, run=0))
+                        .endswith(", 2 kernels stepped down"))
+        self.assertNotIn("stepped down",
+                         memory_cap._run_line(sweep, dict(fake_run(96, 128), batch=96, run=0)))
+
+        def slow(cmd, env, **kwargs):  # a timeout keeps what the worker wrote (bytes)
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"], stderr=stderr.encode())
+
+        with mock.patch.object(memory_cap.subprocess, "run", side_effect=slow):
+            timed_out = memory_cap.launch(sweep, 96, timeout=5)
+        self.assertEqual((timed_out["status"], timed_out["ucudnn_log"]),
+                         ("timeout", [plan, step_down]))
+
     def test_launch_records_a_timeout_and_pins_the_worker_to_its_gpu(self):
         sweep = dict(model="vgg16", cap=8 * GiB, mode="ucudnn", limit="auto")
         seen = {}

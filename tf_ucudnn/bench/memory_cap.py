@@ -80,6 +80,8 @@ _OOM_PATTERN = re.compile(r"out of memory|resource.?exhausted|\bOOM\b|failed to 
                           r"CUDA_ERROR_OUT_OF_MEMORY|CUDNN_STATUS_ALLOC_FAILED",
                           re.IGNORECASE)
 _MESSAGE_CHARS = 600  # the end of a failure's message that a run keeps
+_LOG_LINES = 400  # tf_ucudnn's stderr lines that a run keeps (plans are one line each)
+_STEP_DOWN = "running a plan that needs"  # in tf_ucudnn's line for a kernel that stepped down
 
 
 def failure_status(message):
@@ -455,11 +457,33 @@ def launch(sweep, batch, *, gpu=None, timeout=1800, steps_per_epoch=DEFAULT_STEP
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return dict(status="timeout", message=f"timed out after {timeout} s", gpu=gpu,
-                    wall_s=time.perf_counter() - start)
+    except subprocess.TimeoutExpired as e:
+        timed_out = dict(status="timeout", message=f"timed out after {timeout} s", gpu=gpu,
+                         wall_s=time.perf_counter() - start)
+        log = ucudnn_log(e.stderr)
+        return dict(timed_out, ucudnn_log=log) if log else timed_out
     return dict(parse_worker_output(done.returncode, done.stdout, done.stderr), gpu=gpu,
                 wall_s=time.perf_counter() - start)
+
+
+def ucudnn_log(stderr):
+    """tf_ucudnn's own lines of a worker's stderr, in order.
+
+    These are the kernels that ran a smaller plan than planned (one line per
+    kernel: ``I tf_ucudnn: workspace_limit=auto: … running a plan that
+    needs …``, or ``W`` where an allocation failed) and, with
+    ``UCUDNN_DEBUG_OUTPUT=1`` in the benchmark's environment (workers inherit
+    it), each plan with its workspace limit and planning notes.
+
+    Args:
+      stderr: the worker's stderr (str, bytes, or None after a timeout).
+
+    Returns:
+      A list of at most 400 lines (str).
+    """
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    return [line for line in (stderr or "").splitlines() if "tf_ucudnn: " in line][:_LOG_LINES]
 
 
 def parse_worker_output(returncode, stdout, stderr):
@@ -468,13 +492,18 @@ def parse_worker_output(returncode, stdout, stderr):
     The last ``RESULT {json}`` line of ``stdout`` wins, whatever the exit
     status (a worker may crash while TensorFlow shuts down). Without one,
     the run failed: ``"oom"`` if ``stderr`` says out of memory, else
-    ``"error"``, with the exit status and the end of ``stderr``.
+    ``"error"``, with the exit status and the end of ``stderr``. Either way
+    tf_ucudnn's own lines of ``stderr`` (:func:`ucudnn_log`), where there
+    are any, are kept as ``ucudnn_log``.
     """
     lines = [l for l in stdout.splitlines() if l.startswith("RESULT ")]
+    log = ucudnn_log(stderr)
     if lines:
-        return json.loads(lines[-1][len("RESULT "):])
-    tail = stderr.strip()[-_MESSAGE_CHARS:]
-    return dict(status=failure_status(tail), message=f"exit status {returncode}: {tail}")
+        result = json.loads(lines[-1][len("RESULT "):])
+    else:
+        tail = stderr.strip()[-_MESSAGE_CHARS:]
+        result = dict(status=failure_status(tail), message=f"exit status {returncode}: {tail}")
+    return dict(result, ucudnn_log=log) if log else result
 
 
 def _best(runs):
@@ -697,9 +726,14 @@ def _run_line(sweep, r):
         return (f"  {what}: {r['step_ms']:.1f} ms/step, {r['images_per_s']:.1f} img/s, first "
                 f"step {r['first_step_s']:.1f} s"
                 + ("" if r.get("peak_bytes") is None else
-                   f", peak {r['peak_bytes'] / 2**30:.2f} GiB"))
+                   f", peak {r['peak_bytes'] / 2**30:.2f} GiB") + _step_downs(r))
     message = (r.get("message") or "").replace("\n", " ")
     return f"  {what}: {r['status']}" + (f" ({message[-160:]})" if message else "")
+
+
+def _step_downs(r):
+    count = sum(_STEP_DOWN in line for line in r.get("ucudnn_log", ()))
+    return f", {count} kernel{'s' if count != 1 else ''} stepped down" if count else ""
 
 
 def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_batch=None,
