@@ -458,10 +458,8 @@ def launch(sweep, batch, *, gpu=None, timeout=1800, steps_per_epoch=DEFAULT_STEP
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        timed_out = dict(status="timeout", message=f"timed out after {timeout} s", gpu=gpu,
-                         wall_s=time.perf_counter() - start)
-        log = ucudnn_log(e.stderr)
-        return dict(timed_out, ucudnn_log=log) if log else timed_out
+        return _with_ucudnn_log(dict(status="timeout", message=f"timed out after {timeout} s",
+                                     gpu=gpu, wall_s=time.perf_counter() - start), e.stderr)
     return dict(parse_worker_output(done.returncode, done.stdout, done.stderr), gpu=gpu,
                 wall_s=time.perf_counter() - start)
 
@@ -486,6 +484,12 @@ def ucudnn_log(stderr):
     return [line for line in (stderr or "").splitlines() if "tf_ucudnn: " in line][:_LOG_LINES]
 
 
+def _with_ucudnn_log(run, stderr):
+    """``run`` with ``ucudnn_log`` (:func:`ucudnn_log` of ``stderr``) where it has lines."""
+    log = ucudnn_log(stderr)
+    return dict(run, ucudnn_log=log) if log else run
+
+
 def parse_worker_output(returncode, stdout, stderr):
     """A worker's run dict from its exit status and output.
 
@@ -497,13 +501,12 @@ def parse_worker_output(returncode, stdout, stderr):
     are any, are kept as ``ucudnn_log``.
     """
     lines = [l for l in stdout.splitlines() if l.startswith("RESULT ")]
-    log = ucudnn_log(stderr)
     if lines:
         result = json.loads(lines[-1][len("RESULT "):])
     else:
         tail = stderr.strip()[-_MESSAGE_CHARS:]
         result = dict(status=failure_status(tail), message=f"exit status {returncode}: {tail}")
-    return dict(result, ucudnn_log=log) if log else result
+    return _with_ucudnn_log(result, stderr)
 
 
 def _best(runs):
