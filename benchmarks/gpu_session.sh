@@ -112,7 +112,8 @@ case "$1" in
                # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish);
                # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead; MEMCAP_PRECISION=P
                # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files';
-               # UCUDNN_DEBUG_OUTPUT=1 keeps each run's plans in its JSON (ucudnn_log)
+               # UCUDNN_DEBUG_OUTPUT=1 keeps each run's plans in its JSON (ucudnn_log);
+               # MEMCAP_TAG=T adds _T to the files' names (e.g. for a run under other XLA_FLAGS)
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     precision=${MEMCAP_PRECISION:-float32}
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
@@ -123,6 +124,7 @@ case "$1" in
       [ "$left" -gt 60 ] || { echo "memory_cap $model: no time left for $run" >&2; break; }
       name="memcap_${model}_${cap}_${1//,/+}${2:+_$2}"
       [ "$precision" = float32 ] || name+="_$precision"
+      name+="${MEMCAP_TAG:+_$MEMCAP_TAG}"
       timeout "$left" python3 -m tf_ucudnn.bench "${common[@]}" --modes "$1" ${2:+--limits "$2"} \
         --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
     done ;;

@@ -203,11 +203,13 @@ class EnvironmentRecordTest(tf.test.TestCase):
         with mock.patch.dict(os.environ, {"CUDA_MODULE_LOADING": "EAGER",
                                           "UCUDNN_GRAPH_PRUNE_FACTOR": "0",
                                           "TF_CUDNN_WORKSPACE_LIMIT_IN_MB": "64",
+                                          "XLA_FLAGS": "--xla_gpu_memory_limit_slop_factor=9",
                                           "UNRELATED_VARIABLE": "1"}):
             variables = bench.describe_environment(on_gpu=False)["variables"]
         self.assertEqual(variables.get("CUDA_MODULE_LOADING"), "EAGER")
         self.assertEqual(variables.get("UCUDNN_GRAPH_PRUNE_FACTOR"), "0")
         self.assertEqual(variables.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB"), "64")
+        self.assertEqual(variables.get("XLA_FLAGS"), "--xla_gpu_memory_limit_slop_factor=9")
         self.assertNotIn("UNRELATED_VARIABLE", variables)
 
 

@@ -95,10 +95,13 @@ def timing_variables():
       cuDNN settings (``TF_CUDNN_*``, which workers set per limit as well) and
       ``CUDA_MODULE_LOADING`` (with CUDA's default, lazy loading, stock TF's
       autotuner can time candidates' first, module-loading runs and pick a
-      slower engine; see docs/benchmarks.md, §2).
+      slower engine; see docs/benchmarks.md, §2), and XLA's flags
+      (``XLA_FLAGS``, ``TF_XLA_FLAGS``: e.g. the memory limit its
+      rematerialization plans within).
     """
     others = {k: v for k, v in os.environ.items()
-              if k.startswith("TF_CUDNN_") or k == "CUDA_MODULE_LOADING"}
+              if k.startswith("TF_CUDNN_")
+              or k in ("CUDA_MODULE_LOADING", "XLA_FLAGS", "TF_XLA_FLAGS")}
     return dict(sorted({**environment.ucudnn_variables(), **others}.items()))
 
 
