@@ -519,6 +519,42 @@ class OptionsTest(tf.test.TestCase):
         self.assertIn("launching the worker: JSONDecodeError", stock["runs"][0]["message"])
         self.assertEqual(memory_cap.summarize(sweeps)[1]["largest_batch"], 48)
 
+    def test_a_sweep_cut_off_keeps_the_runs_it_measured(self):
+        """Each run is saved as it ends: a time limit that stops the benchmark in the
+        middle of a sweep (a slow first step, say) loses only the run in progress."""
+        snapshots = []
+
+        def launcher(sweep, batch, **kwargs):
+            if sweep["mode"] == "stock-xla" and batch == 48:
+                raise KeyboardInterrupt  # the benchmark stopped from outside
+            return fake_run(batch, 40)
+
+        with self.assertRaises(KeyboardInterrupt):
+            quietly(memory_cap.run_memory_cap, ["vgg16"], [8 * GiB], modes=["stock-xla"],
+                    start_batch=32, launcher=launcher, progress=False,
+                    on_sweep=lambda sweeps: snapshots.append(sweeps))
+        last, = snapshots[-1]
+        self.assertTrue(last["unfinished"])
+        self.assertEqual([(r["batch"], r["status"]) for r in last["runs"]],
+                         [(32, "ok"), (64, "oom")])
+        row, = memory_cap.summarize(snapshots[-1])
+        self.assertEqual((row["largest_batch"], row["failed_batch"], row["unfinished"]),
+                         (32, 64, True))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            memory_cap.print_table([row])
+        self.assertIn("stock-xla (cut off)", out.getvalue())
+
+    def test_finished_sweeps_are_saved_without_the_unfinished_mark(self):
+        snapshots = []
+        quietly(memory_cap.run_memory_cap, ["vgg16"], [8 * GiB], modes=["stock", "stock-xla"],
+                launcher=lambda sweep, batch, **kw: fake_run(batch, 48), progress=False,
+                on_sweep=lambda sweeps: snapshots.append(sweeps))
+        self.assertTrue(any(s.get("unfinished") for snap in snapshots for s in snap))
+        self.assertEqual([s.get("unfinished") for s in snapshots[-1]], [None, None])
+        self.assertEqual([r["unfinished"] for r in memory_cap.summarize(snapshots[-1])],
+                         [False, False])
+
 
 class WorkerStartTest(tf.test.TestCase):
 

@@ -420,10 +420,12 @@ def _run_memory_cap(args, on_gpu, argv):
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
         precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv))
 
-    def save_so_far(done):  # an interrupted run keeps the sweeps that finished
-        with open(args.json, "w") as f:
+    def save_so_far(done):  # an interrupted run keeps every run that finished
+        partial = args.json + ".partial"  # replaced whole: a kill mid-write leaves the last
+        with open(partial, "w") as f:
             json.dump(memory_cap.report(done, environment=environment, args=settings,
                                         complete=False), f, indent=2)
+        os.replace(partial, args.json)
 
     sweeps = memory_cap.run_memory_cap(
         args.models, args.memory_cap, modes=modes, limits=limits, start_batch=args.start_batch,

@@ -542,7 +542,9 @@ def summarize(sweeps):
       ``step_ms``, ``first_step_s`` (at ``best_batch``), ``peak_bytes`` (at
       ``largest_batch``, the largest of its runs), and ``images_per_s_vs_stock``
       and ``batch_vs_stock``: the ratios to the better of ``stock`` and
-      ``stock-xla`` (None where neither trained or it was not run).
+      ``stock-xla`` (None where neither trained or it was not run), and
+      ``unfinished`` (True for a sweep cut off while running: its largest N
+      is a lower bound).
     """
     rows = []
     for sweep in sweeps:
@@ -560,7 +562,8 @@ def summarize(sweeps):
             failure_message=failed and failed.get("message"),
             best_images_per_s=at_best.get("images_per_s"), best_batch=best,
             step_ms=at_best.get("step_ms"), first_step_s=at_best.get("first_step_s"),
-            peak_bytes=trained[largest]["peak_bytes"] if largest else None))
+            peak_bytes=trained[largest]["peak_bytes"] if largest else None,
+            unfinished=bool(sweep.get("unfinished"))))
     for row in rows:
         stock = [r for r in rows if r["mode"] in STOCK_MODES and r["model"] == row["model"]
                  and r["cap"] == row["cap"]]
@@ -583,11 +586,12 @@ def print_table(rows):
     cells = []
     for r in rows:
         failed = "" if r["failed_batch"] is None else f"{r['failed_batch']} {r['failure']}"
+        setting = r["setting"] + (" (cut off)" if r.get("unfinished") else "")
         if r["largest_batch"] is None:
-            cells.append((r["model"], format_bytes(r["cap"]), r["setting"], "none", failed,
+            cells.append((r["model"], format_bytes(r["cap"]), setting, "none", failed,
                           "", "", "", "", "", ""))
             continue
-        cells.append((r["model"], format_bytes(r["cap"]), r["setting"], str(r["largest_batch"]),
+        cells.append((r["model"], format_bytes(r["cap"]), setting, str(r["largest_batch"]),
                       failed, f"{r['best_images_per_s']:.1f}", str(r["best_batch"]),
                       ratio(r["images_per_s_vs_stock"]), ratio(r["batch_vs_stock"]),
                       f"{r['first_step_s']:.2f}",
@@ -760,8 +764,10 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
         steps_per_epoch=, epochs=, precision=)`` returns a run dict; None:
         :func:`launch` (tests pass a fake).
       progress: show a progress bar over the sweeps (``keras.utils.Progbar``).
-      on_sweep: called with the list of finished sweeps each time one
-        finishes (the command saves them, so that an interrupted run keeps them).
+      on_sweep: called after each run with the sweeps so far: the finished
+        ones, then those still running with the runs they have and
+        ``unfinished: True`` (the command saves them, so that a run cut off
+        by a time limit keeps every N it measured).
 
     Returns:
       :func:`run_sweep`'s results, in the order of :func:`sweeps_of`.
@@ -777,10 +783,18 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
 
         bar = keras.utils.Progbar(len(sweeps), unit_name="sweep")
     finished = []
+    running = {}  # id of a sweep in progress -> (the sweep, its runs so far)
+
+    def so_far():
+        return list(finished) + [dict(s, runs=list(rs), unfinished=True)
+                                 for s, rs in running.values()]
 
     def on_run(sweep, r):
         with lock:
             print(_run_line(sweep, r), flush=True)
+            running.setdefault(id(sweep), (sweep, []))[1].append(r)
+            if on_sweep:
+                on_sweep(so_far())
 
     def run_one(sweep, gpu):
         def measure(s, batch):
@@ -796,9 +810,10 @@ def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_ba
                            bisect_steps=bisect_steps, runs=runs, on_run=on_run)
         result["gpu"] = gpu
         with lock:
+            running.pop(id(sweep), None)
             finished.append(result)
             if on_sweep:
-                on_sweep(list(finished))
+                on_sweep(so_far())
             if bar is not None:
                 bar.update(len(finished))
                 sys.stdout.write("\n")
