@@ -152,6 +152,11 @@ class FailureBookkeepingTest(tf.test.TestCase):
         self.assertEqual((failed["status"], failed["ucudnn_log"]), ("error", [plan, step_down]))
         self.assertNotIn("ucudnn_log", memory_cap.parse_worker_output(0, out, "I0000 noise"))
         self.assertEqual(len(memory_cap.ucudnn_log("tf_ucudnn: x\n" * 1000)), 400)
+        benchmarked = ("tf_ucudnn: benchmarked backward-filter N=96 at 8 sizes: legacy 0.005 s; "
+                       "graph: 29 candidates (heuristics and plans 40.021 s)")
+        host = " host: 8 op graphs 0.002 s, 8 heuristics queries 0.1 s"
+        debug = "\n".join([benchmarked, host, " size 96:", "  eng48 kept", host, plan])
+        self.assertEqual(memory_cap.ucudnn_log(debug), [benchmarked, host, plan])
         sweep = dict(model="vgg16", cap=8 * GiB, mode="ucudnn-xla", limit="auto")
         line = memory_cap._run_line(sweep, dict(ok, batch=96, run=0))
         self.assertTrue(line.endswith(", 1 kernel stepped down"), line)

@@ -471,7 +471,10 @@ def ucudnn_log(stderr):
     kernel: ``I tf_ucudnn: workspace_limit=auto: … running a plan that
     needs …``, or ``W`` where an allocation failed) and, with
     ``UCUDNN_DEBUG_OUTPUT=1`` in the benchmark's environment (workers inherit
-    it), each plan with its workspace limit and planning notes.
+    it), each plan with its workspace limit and planning notes, and after
+    each ``tf_ucudnn: benchmarked …`` line its `` host: …`` line (where the
+    planning's host seconds went: heuristics queries, plan builds). The
+    debug output's per-candidate lines are left out.
 
     Args:
       stderr: the worker's stderr (str, bytes, or None after a timeout).
@@ -481,7 +484,16 @@ def ucudnn_log(stderr):
     """
     if isinstance(stderr, bytes):
         stderr = stderr.decode(errors="replace")
-    return [line for line in (stderr or "").splitlines() if "tf_ucudnn: " in line][:_LOG_LINES]
+    kept, after_benchmark = [], False
+    for line in (stderr or "").splitlines():
+        if "tf_ucudnn: " in line:
+            kept.append(line)
+            after_benchmark = "tf_ucudnn: benchmarked " in line
+        else:
+            if after_benchmark and line.startswith(" host: "):
+                kept.append(line)
+            after_benchmark = False
+    return kept[:_LOG_LINES]
 
 
 def _with_ucudnn_log(run, stderr):
