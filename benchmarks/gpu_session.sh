@@ -109,7 +109,7 @@ case "$1" in
     tail -n 15 "$OUT"/wheel_tests_*.log ;;
   memory_cap)  # MODEL CAP [START MAX SECONDS]: the memory-cap sweep of one model at one cap on the
                # GPUs visible: stock XLA, tf_ucudnn at auto with and without XLA, then tf_ucudnn
-               # at 64 MiB and stock TF (one JSON each, each saved as its sweeps finish);
+               # at 64 MiB and stock TF (one JSON each, saved after every run);
                # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead; MEMCAP_PRECISION=P
                # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files';
                # UCUDNN_DEBUG_OUTPUT=1 keeps each run's plans in its JSON (ucudnn_log);

@@ -213,6 +213,24 @@ class EnvironmentRecordTest(tf.test.TestCase):
         self.assertNotIn("UNRELATED_VARIABLE", variables)
 
 
+class WriteJsonTest(tf.test.TestCase):
+
+    def test_a_write_that_fails_midway_leaves_the_last_file(self):
+        from tf_ucudnn.bench import harness
+        path = os.path.join(self.get_temp_dir(), "report.json")
+        harness.write_json(path, {"runs": 1}, say=False)
+
+        def broken_dump(obj, f, **kwargs):
+            f.write('{"runs": ')
+            raise KeyboardInterrupt
+
+        with mock.patch.object(harness.json, "dump", broken_dump), \
+                self.assertRaises(KeyboardInterrupt):
+            harness.write_json(path, {"runs": 2})
+        with open(path) as f:
+            self.assertEqual(json.load(f), {"runs": 1})
+
+
 class OverheadTableTest(tf.test.TestCase):
 
     def test_summary_counts_kernels_within_three_percent(self):

@@ -421,11 +421,8 @@ def _run_memory_cap(args, on_gpu, argv):
         precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv))
 
     def save_so_far(done):  # an interrupted run keeps every run that finished
-        partial = args.json + ".partial"  # replaced whole: a kill mid-write leaves the last
-        with open(partial, "w") as f:
-            json.dump(memory_cap.report(done, environment=environment, args=settings,
-                                        complete=False), f, indent=2)
-        os.replace(partial, args.json)
+        harness.write_json(args.json, memory_cap.report(done, environment=environment,
+                                                        args=settings, complete=False), say=False)
 
     sweeps = memory_cap.run_memory_cap(
         args.models, args.memory_cap, modes=modes, limits=limits, start_batch=args.start_batch,

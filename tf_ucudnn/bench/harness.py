@@ -138,11 +138,16 @@ def describe_environment(on_gpu):
     return env
 
 
-def write_json(path, report):
-    """Writes ``report`` (a JSON-ready dict) to ``path``, indented, and says so."""
-    with open(path, "w") as f:
+def write_json(path, report, *, say=True):
+    """Writes ``report`` (a JSON-ready dict) to ``path``, indented, and says
+    so (unless ``say`` is False). The file is replaced whole (written beside
+    it, then renamed), so a process killed while writing leaves the last one."""
+    partial = path + ".partial"
+    with open(partial, "w") as f:
         json.dump(report, f, indent=2)
-    print(f"wrote {path}")
+    os.replace(partial, path)
+    if say:
+        print(f"wrote {path}")
 
 
 def with_package_on_path(env):
