@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cc/kernels/device_memory.h"
 #include "cc/kernels/engine/conv_runner.h"
@@ -32,12 +33,23 @@ using ucudnn::Pass;
 // UCUDNN_XLA_WORKSPACE=buffer the call also has a workspace result buffer
 // (placed by XLA's buffer assignment, of the workspace limit's size), which
 // serves cuDNN's workspace while it is free and large enough.
+//
+// cuDNN's workspace otherwise comes from TF's allocator of the GPU directly,
+// asked without retry: XLA's FFI allocates with retry on failure, and TF's
+// BFC allocator then waits up to 10 s for memory to be freed before it
+// refuses a block, where the engine would rather take a smaller search
+// workspace or plan at once (as the TF kernels do). Such a block goes back
+// at Release, ReleaseAll or the handler's end, like XLA's scratch
+// (TF's allocator is not stream-ordered; XLA runs on TF's compute stream).
 class FfiScratch : public ucudnn::ScratchAllocator {
  public:
   FfiScratch(ffi::ScratchAllocator* scratch, int device, void* workspace,
              int64_t workspace_bytes)
       : scratch_(scratch), device_(device), workspace_(workspace),
         workspace_bytes_(workspace_bytes) {}
+  ~FfiScratch() override { FreeDirect(); }
+  FfiScratch(const FfiScratch&) = delete;
+  FfiScratch& operator=(const FfiScratch&) = delete;
   void* Allocate(int64_t bytes) override {
     if (bytes <= 0) return nullptr;
     // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
@@ -50,14 +62,35 @@ class FfiScratch : public ucudnn::ScratchAllocator {
       workspace_lent_ = true;
       return workspace_;
     }
-    return Allocate(bytes);
+    if (bytes <= 0) return nullptr;
+    Allocator* tf = TfGpuAllocator(device_);
+    if (tf == nullptr) return Allocate(bytes);
+    AllocationAttributes attrs;
+    attrs.retry_on_failure = false;
+    void* p = tf->AllocateRaw(Allocator::kAllocatorAlignment, static_cast<size_t>(bytes), attrs);
+    if (p != nullptr) direct_.push_back(p);
+    return p;
   }
   // XLA's scratch goes back only when the call returns; the buffer is free
-  // again for the next workspace.
+  // again for the next workspace; a block of TF's allocator goes back now.
   void Release(void* block) override {
-    if (block != nullptr && block == workspace_) workspace_lent_ = false;
+    if (block == nullptr) return;
+    if (block == workspace_) {
+      workspace_lent_ = false;
+      return;
+    }
+    for (auto it = direct_.begin(); it != direct_.end(); ++it) {
+      if (*it == block) {
+        TfGpuAllocator(device_)->DeallocateRaw(block);
+        direct_.erase(it);
+        return;
+      }
+    }
   }
-  void ReleaseAll() override { workspace_lent_ = false; }
+  void ReleaseAll() override {
+    workspace_lent_ = false;
+    FreeDirect();
+  }
   // XLA's scratch allocator under TF is TF's allocator of the call's GPU.
   ucudnn::FreeDeviceMemory FreeMemory() override { return FreeMemoryOf(TfGpuAllocator(device_)); }
 
@@ -67,6 +100,12 @@ class FfiScratch : public ucudnn::ScratchAllocator {
   void* workspace_;          // the call's workspace result, or nullptr
   int64_t workspace_bytes_;  // its size
   bool workspace_lent_ = false;
+  std::vector<void*> direct_;  // workspaces from TF's allocator, not yet given back
+
+  void FreeDirect() {
+    for (void* block : direct_) TfGpuAllocator(device_)->DeallocateRaw(block);
+    direct_.clear();
+  }
 };
 
 ffi::Error ToFfiError(const ucudnn::Status& s) {
