@@ -405,7 +405,7 @@ class CompareLimitsTest(tf.test.TestCase):
         self.assertIn("edsr 8 GiB ucudnn 8,16,32,48 "
                       f"{58 / (10 + 1.02 * 48):.3f} 48 - 48 / 48 yes", " ".join(text.split()))
         self.assertIn("verdict: never more than 3% slower and never out of memory where 64 MiB "
-                      "trains: holds (in 1 of 1 model, cap and mode pairs)", text)
+                      "trains: holds (1 of 1 model, cap and mode pairs hold)", text)
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
             bench.main(["--plot", path, "--compare-limits", "auto"])
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):

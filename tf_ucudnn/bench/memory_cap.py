@@ -686,8 +686,8 @@ def print_limit_comparison(rows, candidate, reference, *, tolerance=0.03):
         held = sum(r["holds"] for r in rows)
         verdict = "holds" if held == len(rows) else "does not hold"
         print(f"verdict: never more than {tolerance:.0%} slower and never out of memory where "
-              f"{limit_label(reference)} trains: {verdict} (in {held} of {len(rows)} model, cap "
-              f"and mode pairs)")
+              f"{limit_label(reference)} trains: {verdict} ({held} of {len(rows)} model, cap and "
+              f"mode pairs hold)")
 
 
 def report(sweeps, *, environment, args, complete=True):
