@@ -113,11 +113,16 @@ case "$1" in
                # MEMCAP_RUNS="MODES [LIMITS];..." runs those instead; MEMCAP_PRECISION=P
                # (mixed_bfloat16, mixed_float16) trains in P, its name added to the files';
                # UCUDNN_DEBUG_OUTPUT=1 keeps each run's plans in its JSON (ucudnn_log);
-               # MEMCAP_TAG=T adds _T to the files' names (e.g. for a run under other XLA_FLAGS)
+               # MEMCAP_TAG=T adds _T to the files' names (e.g. for a run under other XLA_FLAGS);
+               # MEMCAP_PROCESSES=K: K processes per N, medians (--runs); MEMCAP_STEPS=S timed
+               # steps per epoch; MEMCAP_WORKER_TIMEOUT=s per process (default 240; stock XLA's
+               # first step at high resolution takes 170 s and more)
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     precision=${MEMCAP_PRECISION:-float32}
     common=(--models "$model" --memory-cap "$cap" --start-batch "$start" --max-batch "$max"
-            --bisect-steps 1 --worker-timeout 240 --precision "$precision")
+            --bisect-steps 1 --worker-timeout "${MEMCAP_WORKER_TIMEOUT:-240}"
+            --precision "$precision" --runs "${MEMCAP_PROCESSES:-1}"
+            ${MEMCAP_STEPS:+--steps-per-epoch "$MEMCAP_STEPS"})
     IFS=';' read -ra runs <<< "${MEMCAP_RUNS:-stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock}"
     for run in "${runs[@]}"; do
       set -- $run; left=$((budget - (SECONDS - t0)))
