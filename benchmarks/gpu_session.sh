@@ -11,7 +11,7 @@
 # (default 0,1). The committed results are in docs/results/<experiment>/ under the names below
 # with _h200 (the GPU) added; benchmarks/README.md lists what each mode answers.
 #
-# MODE: setup|tests|tests_split|wheel_tests|memory_cap|memory_cap_gpus|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|relu_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
+# MODE: setup|tests|tests_split|tests_four|wheel_tests|memory_cap|memory_cap_gpus|new_batch_size|new_size_profile|new_size_check|gated_check|gated_profile|plan_spread|spread_xla|spread_rest|retime_check|tests_two_gpus|relu_check|tests_but_xla|xla_tests|graph|layout_tests|deepbench|deepbench_eager|
 #       deepbench_eager_half|deepbench_dtype|misses|exhaustive|speakerid|transposed|stock_engine|
 #       engine_table|pass_times|pass_gpu|stem_channels|models|models_layout|models_targets|
 #       model_planning|step_profile|wd_vs_wr|planning|planning_profile|overhead|overhead_legacy|
@@ -80,6 +80,27 @@ case "$1" in
     CUDA_VISIBLE_DEVICES=$(gpu 0) split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
     CUDA_VISIBLE_DEVICES=$(gpu 1) split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
     wait; tail -n 3 "$OUT"/gpu_tests_{first,second}.log ;;
+  tests_four)  # [SECONDS] the checkout's whole GPU suite on four GPUs in one device call (on
+               # H100s the two halves of tests_split take more than one call each): the
+               # graph-engine tests; the XLA, batch-size and determinism tests; the workspace
+               # fallback and rewrite tests; the rest; then the two-GPU tests on the second and
+               # third GPU once their parts end. One log per part, failures with their messages
+    limit=${2:-560}; t0=$SECONDS
+    part() { timeout "$1" python3 -m pytest "${@:2}" -m gpu -q -rfs -p no:cacheprovider \
+               --durations=15 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -150; }
+    p0="tests/test_graph_engines.py"
+    p1="tests/test_xla.py tests/test_batch_sizes.py tests/test_determinism.py"
+    p2="tests/test_workspace_fallback.py tests/test_rewrite.py"
+    two="tests/test_multi_gpu.py tests/test_benchmark_devices.py"
+    p3=$(ls tests/test_*.py | grep -vxF -f <(tr ' ' '\n' <<< "$p0 $p1 $p2 $two"))
+    CUDA_VISIBLE_DEVICES=$(gpu 0) part "$limit" $p0 > "$OUT/gpu_tests_part0.log" &
+    CUDA_VISIBLE_DEVICES=$(gpu 3) part "$limit" $p3 > "$OUT/gpu_tests_part3.log" &
+    { CUDA_VISIBLE_DEVICES=$(gpu 1) part "$limit" $p1 > "$OUT/gpu_tests_part1.log" &
+      CUDA_VISIBLE_DEVICES=$(gpu 2) part "$limit" $p2 > "$OUT/gpu_tests_part2.log" &
+      wait
+      CUDA_VISIBLE_DEVICES=$(gpu 1),$(gpu 2) part $((limit - (SECONDS - t0))) $two \
+        > "$OUT/gpu_tests_two_gpus.log"; } &
+    wait; tail -n 2 "$OUT"/gpu_tests_*.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from
                 # dist/*.whl (make wheel), run outside the checkout. `first` and `second` are
                 # suite_half's halves; `all` with two GPUs runs them one per GPU. A test

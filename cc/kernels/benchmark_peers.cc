@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "cc/kernels/device_memory.h"
 #include "cc/kernels/engine/benchmark_devices.h"
 #include "cc/kernels/engine/knobs.h"
 #include "tensorflow/core/common_runtime/device.h"
@@ -21,22 +22,11 @@ namespace ucudnn_tf {
 // (the engine has synchronised the peer's stream by then).
 class BenchmarkPeers::Scratch : public ucudnn::ScratchAllocator {
  public:
-  explicit Scratch(Allocator* allocator) : allocator_(allocator) {}
-  ~Scratch() override {
-    for (void* p : held_) allocator_->DeallocateRaw(p);
-  }
-  void* Allocate(int64_t bytes) override {
-    if (bytes <= 0) return nullptr;
-    AllocationAttributes attrs;
-    attrs.retry_on_failure = false;
-    void* p = allocator_->AllocateRaw(Allocator::kAllocatorAlignment, bytes, attrs);
-    if (p != nullptr) held_.push_back(p);
-    return p;
-  }
+  explicit Scratch(Allocator* allocator) : blocks_(allocator) {}
+  void* Allocate(int64_t bytes) override { return blocks_.Allocate(bytes); }
 
  private:
-  Allocator* allocator_;
-  std::vector<void*> held_;
+  HeldBlocks blocks_;
 };
 
 BenchmarkPeers::~BenchmarkPeers() = default;

@@ -53,6 +53,29 @@ Allocator* TfGpuAllocator(int ordinal) {
   return allocator;
 }
 
+void* HeldBlocks::Allocate(int64_t bytes) {
+  if (bytes <= 0 || allocator_ == nullptr) return nullptr;
+  AllocationAttributes attrs;
+  attrs.retry_on_failure = false;
+  void* block =
+      allocator_->AllocateRaw(Allocator::kAllocatorAlignment, static_cast<size_t>(bytes), attrs);
+  if (block != nullptr) held_.push_back(block);
+  return block;
+}
+
+bool HeldBlocks::Free(void* block) {
+  auto it = std::find(held_.begin(), held_.end(), block);
+  if (block == nullptr || it == held_.end()) return false;
+  allocator_->DeallocateRaw(block);
+  held_.erase(it);
+  return true;
+}
+
+void HeldBlocks::FreeAll() {
+  for (void* block : held_) allocator_->DeallocateRaw(block);
+  held_.clear();
+}
+
 }  // namespace ucudnn_tf
 }  // namespace tensorflow
 

@@ -35,19 +35,17 @@ using ucudnn::Pass;
 // serves cuDNN's workspace while it is free and large enough.
 //
 // cuDNN's workspace otherwise comes from TF's allocator of the GPU directly,
-// asked without retry: XLA's FFI allocates with retry on failure, and TF's
-// BFC allocator then waits up to 10 s for memory to be freed before it
-// refuses a block, where the engine would rather take a smaller search
-// workspace or plan at once (as the TF kernels do). Such a block goes back
-// at Release, ReleaseAll or the handler's end, like XLA's scratch
-// (TF's allocator is not stream-ordered; XLA runs on TF's compute stream).
+// asked without retry (HeldBlocks): XLA's FFI allocates with retry on
+// failure, and TF's BFC allocator then waits up to 10 s for memory to be
+// freed before it refuses a block. Such a block goes back at Release,
+// ReleaseAll or the handler's end, like XLA's scratch (TF's allocator is not
+// stream-ordered; XLA runs on TF's compute stream).
 class FfiScratch : public ucudnn::ScratchAllocator {
  public:
   FfiScratch(ffi::ScratchAllocator* scratch, int device, void* workspace,
              int64_t workspace_bytes)
       : scratch_(scratch), device_(device), workspace_(workspace),
-        workspace_bytes_(workspace_bytes) {}
-  ~FfiScratch() override { FreeDirect(); }
+        workspace_bytes_(workspace_bytes), direct_(TfGpuAllocator(device)) {}
   FfiScratch(const FfiScratch&) = delete;
   FfiScratch& operator=(const FfiScratch&) = delete;
   void* Allocate(int64_t bytes) override {
@@ -62,14 +60,8 @@ class FfiScratch : public ucudnn::ScratchAllocator {
       workspace_lent_ = true;
       return workspace_;
     }
-    if (bytes <= 0) return nullptr;
-    Allocator* tf = TfGpuAllocator(device_);
-    if (tf == nullptr) return Allocate(bytes);
-    AllocationAttributes attrs;
-    attrs.retry_on_failure = false;
-    void* p = tf->AllocateRaw(Allocator::kAllocatorAlignment, static_cast<size_t>(bytes), attrs);
-    if (p != nullptr) direct_.push_back(p);
-    return p;
+    if (TfGpuAllocator(device_) == nullptr) return Allocate(bytes);
+    return direct_.Allocate(bytes);
   }
   // XLA's scratch goes back only when the call returns; the buffer is free
   // again for the next workspace; a block of TF's allocator goes back now.
@@ -79,17 +71,11 @@ class FfiScratch : public ucudnn::ScratchAllocator {
       workspace_lent_ = false;
       return;
     }
-    for (auto it = direct_.begin(); it != direct_.end(); ++it) {
-      if (*it == block) {
-        TfGpuAllocator(device_)->DeallocateRaw(block);
-        direct_.erase(it);
-        return;
-      }
-    }
+    direct_.Free(block);
   }
   void ReleaseAll() override {
     workspace_lent_ = false;
-    FreeDirect();
+    direct_.FreeAll();
   }
   // XLA's scratch allocator under TF is TF's allocator of the call's GPU.
   ucudnn::FreeDeviceMemory FreeMemory() override { return FreeMemoryOf(TfGpuAllocator(device_)); }
@@ -100,12 +86,7 @@ class FfiScratch : public ucudnn::ScratchAllocator {
   void* workspace_;          // the call's workspace result, or nullptr
   int64_t workspace_bytes_;  // its size
   bool workspace_lent_ = false;
-  std::vector<void*> direct_;  // workspaces from TF's allocator, not yet given back
-
-  void FreeDirect() {
-    for (void* block : direct_) TfGpuAllocator(device_)->DeallocateRaw(block);
-    direct_.clear();
-  }
+  HeldBlocks direct_;  // workspaces from TF's allocator, not yet given back
 };
 
 ffi::Error ToFfiError(const ucudnn::Status& s) {
