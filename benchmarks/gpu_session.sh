@@ -84,18 +84,23 @@ case "$1" in
                # H100s the two halves of tests_split take more than one call each): the
                # graph-engine tests; the XLA, batch-size and determinism tests; the workspace
                # fallback and rewrite tests; the rest; then the two-GPU tests on the second and
-               # third GPU once their parts end. One log per part, failures with their messages
+               # third GPU once their parts end. test_xla.py runs whole (its unmarked cases take
+               # the custom calls' GPU path where there is a GPU), the rest with -m gpu. One log
+               # per part, failures with their messages
     limit=${2:-560}; t0=$SECONDS
-    part() { timeout "$1" python3 -m pytest "${@:2}" -m gpu -q -rfs -p no:cacheprovider \
+    part() { local mark=(-m gpu); [ "$2" = whole ] && { mark=(); set -- "$1" "${@:3}"; }
+             timeout "$1" python3 -m pytest "${@:2}" "${mark[@]}" -q -rfs -p no:cacheprovider \
                --durations=15 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -150; }
     p0="tests/test_graph_engines.py"
-    p1="tests/test_xla.py tests/test_batch_sizes.py tests/test_determinism.py"
+    p1="tests/test_batch_sizes.py tests/test_determinism.py"
     p2="tests/test_workspace_fallback.py tests/test_rewrite.py"
     two="tests/test_multi_gpu.py tests/test_benchmark_devices.py"
-    p3=$(ls tests/test_*.py | grep -vxF -f <(tr ' ' '\n' <<< "$p0 $p1 $p2 $two"))
+    p3=$(ls tests/test_*.py | grep -vxF -f <(tr ' ' '\n' <<< "$p0 $p1 $p2 $two tests/test_xla.py"))
     CUDA_VISIBLE_DEVICES=$(gpu 0) part "$limit" $p0 > "$OUT/gpu_tests_part0.log" &
     CUDA_VISIBLE_DEVICES=$(gpu 3) part "$limit" $p3 > "$OUT/gpu_tests_part3.log" &
-    { CUDA_VISIBLE_DEVICES=$(gpu 1) part "$limit" $p1 > "$OUT/gpu_tests_part1.log" &
+    { { CUDA_VISIBLE_DEVICES=$(gpu 1) part "$limit" whole tests/test_xla.py
+        CUDA_VISIBLE_DEVICES=$(gpu 1) part $((limit - (SECONDS - t0))) $p1; } \
+        > "$OUT/gpu_tests_part1.log" &
       CUDA_VISIBLE_DEVICES=$(gpu 2) part "$limit" $p2 > "$OUT/gpu_tests_part2.log" &
       wait
       CUDA_VISIBLE_DEVICES=$(gpu 1),$(gpu 2) part $((limit - (SECONDS - t0))) $two \
