@@ -41,6 +41,13 @@ DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_
 # with test_graph_engines.py took over 570 s, the second 220-285 s.
 suite_half() { ls tests/test_*.py | awk -F/ -v half="$1" \
                  '(half == "first") == ($NF <= "test_plans.py" && $NF != "test_graph_engines.py")'; }
+split_run() {  # SECONDS [whole] FILES...: the GPU tests of FILES (with `whole`, every test:
+               # test_xla.py's unmarked cases take the custom calls' GPU path on a GPU); failures
+               # keep their messages; a test stuck for 240 s prints every thread's stack
+  local mark=(-m gpu); [ "$2" = whole ] && { mark=(); set -- "$1" "${@:3}"; }
+  timeout "$1" python3 -m pytest "${@:2}" "${mark[@]}" -q -rf -p no:cacheprovider \
+    --durations=40 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200
+}
 old_checkout() {  # OLD_SO: a copy of this checkout in /tmp/old_checkout with OLD_SO as its op
                  # library; or OLD_DIR: a folder of an older checkout's tf_ucudnn/ (its op
                  # library built), benchmarks/ and tests/, copied there whole
@@ -75,8 +82,6 @@ case "$1" in
             | grep -v "^E    \|^I0000\|^W0000" | tail -80 | tee "$OUT/gpu_tests.log" ;;
   tests_split)  # [SECONDS] the checkout's whole GPU suite (test_xla.py too) on two GPUs in one
                 # device call, split as wheel_tests splits it; failures keep their messages
-    split_run() { timeout "${1}" python3 -m pytest "${@:2}" -m gpu -q -rf -p no:cacheprovider \
-                    --durations=40 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -200; }
     CUDA_VISIBLE_DEVICES=$(gpu 0) split_run "${2:-560}" $(suite_half first) > "$OUT/gpu_tests_first.log" &
     CUDA_VISIBLE_DEVICES=$(gpu 1) split_run "${2:-560}" $(suite_half second) > "$OUT/gpu_tests_second.log" &
     wait; tail -n 3 "$OUT"/gpu_tests_{first,second}.log ;;
@@ -88,22 +93,19 @@ case "$1" in
                # the custom calls' GPU path where there is a GPU), the rest with -m gpu. One log
                # per part, failures with their messages
     limit=${2:-560}; t0=$SECONDS
-    part() { local mark=(-m gpu); [ "$2" = whole ] && { mark=(); set -- "$1" "${@:3}"; }
-             timeout "$1" python3 -m pytest "${@:2}" "${mark[@]}" -q -rfs -p no:cacheprovider \
-               --durations=15 -o faulthandler_timeout=240 2>&1 | grep -v "^I0000\|^W0000" | tail -150; }
     p0="tests/test_graph_engines.py"
     p1="tests/test_batch_sizes.py tests/test_determinism.py"
     p2="tests/test_workspace_fallback.py tests/test_rewrite.py"
     two="tests/test_multi_gpu.py tests/test_benchmark_devices.py"
     p3=$(ls tests/test_*.py | grep -vxF -f <(tr ' ' '\n' <<< "$p0 $p1 $p2 $two tests/test_xla.py"))
-    CUDA_VISIBLE_DEVICES=$(gpu 0) part "$limit" $p0 > "$OUT/gpu_tests_part0.log" &
-    CUDA_VISIBLE_DEVICES=$(gpu 3) part "$limit" $p3 > "$OUT/gpu_tests_part3.log" &
-    { { CUDA_VISIBLE_DEVICES=$(gpu 1) part "$limit" whole tests/test_xla.py
-        CUDA_VISIBLE_DEVICES=$(gpu 1) part $((limit - (SECONDS - t0))) $p1; } \
+    CUDA_VISIBLE_DEVICES=$(gpu 0) split_run "$limit" $p0 > "$OUT/gpu_tests_part0.log" &
+    CUDA_VISIBLE_DEVICES=$(gpu 3) split_run "$limit" $p3 > "$OUT/gpu_tests_part3.log" &
+    { { CUDA_VISIBLE_DEVICES=$(gpu 1) split_run "$limit" whole tests/test_xla.py
+        CUDA_VISIBLE_DEVICES=$(gpu 1) split_run $((limit - (SECONDS - t0))) $p1; } \
         > "$OUT/gpu_tests_part1.log" &
-      CUDA_VISIBLE_DEVICES=$(gpu 2) part "$limit" $p2 > "$OUT/gpu_tests_part2.log" &
+      CUDA_VISIBLE_DEVICES=$(gpu 2) split_run "$limit" $p2 > "$OUT/gpu_tests_part2.log" &
       wait
-      CUDA_VISIBLE_DEVICES=$(gpu 1),$(gpu 2) part $((limit - (SECONDS - t0))) $two \
+      CUDA_VISIBLE_DEVICES=$(gpu 1),$(gpu 2) split_run $((limit - (SECONDS - t0))) $two \
         > "$OUT/gpu_tests_two_gpus.log"; } &
     wait; tail -n 2 "$OUT"/gpu_tests_*.log ;;
   wheel_tests)  # [SECONDS] [all|first|second]: the GPU suite against tf_ucudnn installed from

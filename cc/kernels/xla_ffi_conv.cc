@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "cc/kernels/device_memory.h"
 #include "cc/kernels/engine/conv_runner.h"
