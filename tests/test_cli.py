@@ -99,7 +99,7 @@ class DispatchTest(tf.test.TestCase):
     def test_the_rest_of_the_line_reaches_the_command_unchanged(self):
         rest = ["--epochs", "1", "--filters", "4,4,4", "--json", "out.json"]
         for name, module in (("demo", "tf_ucudnn.demo"), ("bench", "tf_ucudnn.bench"),
-                             ("cache", "tf_ucudnn.database")):
+                             ("cache", "tf_ucudnn.database_cli")):
             with self.subTest(command=name), mock.patch(f"{module}.main", return_value=7) as main:
                 self.assertEqual(cli.main([name, *rest]), 7)
                 main.assert_called_once_with(rest)

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from testing_utils import run_python
-from tf_ucudnn import database
+from tf_ucudnn import database, database_cli, database_link
 
 GPU, CUDNN, TF = "NVIDIA H200", "9.19.0", "2.21.0"
 
@@ -186,9 +186,9 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
         """This process's link to the database at self.path, loaded (the engine
         seeded by a stand-in), with no save at exit."""
         mp.setenv("UCUDNN_DATABASE", self.path)
-        mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
-        mp.setattr(database, "seed_engine", lambda r: True)
-        link = database._EngineLink()
+        mp.setattr(database_link, "gpu_identity", lambda: (GPU, CUDNN, TF))
+        mp.setattr(database_link, "seed_engine", lambda r: True)
+        link = database_link._EngineLink()
         link.load()
         atexit.unregister(link.save)
         return link
@@ -285,30 +285,6 @@ class BenchmarkDatabaseTest(tf.test.TestCase):
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(os, "environ", env)
                 self.assertEqual(database.database_path(), want, f"UCUDNN_DATABASE={value!r}")
-
-    def test_command_line_show_and_clear(self):
-        wide = record(1)
-        wide["key"] = wide["key"][:24] + [2, 0, database._double_bits(3.0)]  # wide, both, 3
-        database.BenchmarkDatabase(self.path).put(GPU, CUDNN, TF, [record(0), record(1), wide])
-        run = lambda *args: subprocess.run(  # noqa: E731
-            [sys.executable, "-m", "tf_ucudnn", "cache", *args, "--database", self.path],
-            capture_output=True, text=True, timeout=300,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        shown = run("show")
-        self.assertEqual(shown.returncode, 0, shown.stderr[-2000:])
-        self.assertIn("3 tables (one per convolution, any N;", shown.stdout)
-        self.assertIn(GPU, shown.stdout)
-        # The settings column tells tables of one convolution apart; the last
-        # column lists the micro-batch sizes each holds.
-        words = " ".join(shown.stdout.split())
-        self.assertEqual(words.count("64 MiB, all, search default, layouts native, prune 2 16, "
-                                     "32"), 2, shown.stdout)
-        self.assertIn("64 MiB, all, search wide, layouts both, prune 3 16, 32", words)
-        cleared = run("clear")
-        self.assertIn("removed 3 tables", cleared.stdout)
-        self.assertEmpty(database.BenchmarkDatabase(self.path).get(GPU, CUDNN, TF))
-
 
 # A kernel as tf_ucudnn._engine.kernels() names it (the fields the database keeps).
 _CONV = dict(batch=32, in_channels=3, in_height=28, in_width=27, out_channels=8,
@@ -441,7 +417,7 @@ def _run_cli(*args, cwd=None, **env):
         if cwd:
             mp.chdir(cwd)
         try:
-            status = database.main(list(args))
+            status = database_cli.main(list(args))
         except SystemExit as e:
             status = e.code
     return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
@@ -601,18 +577,18 @@ class DatabaseSafetyTest(tf.test.TestCase):
                        (GPU, CUDNN, TF, key, tables))
         db.commit()
         db.close()
-        seeded, seed = [], database.seed_engine
+        seeded, seed = [], database_link.seed_engine
 
         def seed_and_count(r):
             seeded.append(r["key"])
             return seed(r)
 
-        link = database._EngineLink()
+        link = database_link._EngineLink()
         caught = self.caught()
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("UCUDNN_DATABASE", self.path)
-            mp.setattr(database, "gpu_identity", lambda: (GPU, CUDNN, TF))
-            mp.setattr(database, "seed_engine", seed_and_count)
+            mp.setattr(database_link, "gpu_identity", lambda: (GPU, CUDNN, TF))
+            mp.setattr(database_link, "seed_engine", seed_and_count)
             link.load()
         atexit.unregister(link.save)
         return self.runtime_warnings(caught), seeded
@@ -637,34 +613,6 @@ class DatabaseSafetyTest(tf.test.TestCase):
         self.assertLen(messages, 1, messages)
         self.assertIn("skipped 1 malformed record(s)", messages[0])
         self.assertCountEqual(seeded, [record(0)["key"], record(1)["key"]])
-
-    def test_command_line_database_off_means_no_database(self):
-        for value in ("off", "OFF", "none"):
-            done = _run_cli("show", "--database", value, cwd=self.dir)
-            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-            self.assertIn("the benchmark database is off", done.stdout)
-        self.assertEmpty(os.listdir(self.dir))
-
-    def test_command_line_empty_database_is_an_error(self):
-        done = _run_cli("show", "--database", "", cwd=self.dir, UCUDNN_DATABASE="off")
-        self.assertEqual(done.returncode, 2, done.stdout)
-        self.assertIn("--database needs a file path, or 'off'", done.stderr)
-        self.assertEmpty(os.listdir(self.dir))
-
-    def test_command_line_creates_no_file_or_folder(self):
-        missing = os.path.join(self.dir, "no", "such", "bench.sqlite3")
-        for command in ("show", "clear"):
-            done = _run_cli(command, "--database", missing)
-            self.assertEqual(done.returncode, 0, done.stderr[-2000:])
-            self.assertIn(f"{missing}: no benchmark database there", done.stdout)
-        self.assertEmpty(os.listdir(self.dir))
-        open(self.path, "w").close()  # an empty file is a database with nothing in it
-        done = _run_cli("show", "--database", self.path)
-        self.assertIn("0 tables", done.stdout)
-        done = _run_cli("clear", "--database", self.path)
-        self.assertIn("removed 0 tables", done.stdout)
-        self.assertEqual(os.path.getsize(self.path), 0)
-
 
 # Plans a convolution in a fresh process and reports how its kernels were planned.
 _CHILD = textwrap.dedent("""
@@ -702,7 +650,7 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         for note in second["notes"]:
             self.assertRegex(note, r"^stored benchmark table: (\d+) of \1 sizes$", second)
         self.assertLessEqual(second["err"], 1e-5)
-        self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 3)
+        self.assertLen(database.BenchmarkDatabase(path).get(*database_link.gpu_identity()), 3)
 
     def test_workspace_division_kernel_benchmarks_the_small_sizes_its_seed_lacks(self):
         # A kernel planned for itself skips the micro-batches below 8 where its
@@ -778,4 +726,4 @@ class BenchmarkDatabaseGpuTest(tf.test.TestCase):
         self.assertEqual(default_again["candidates"], default["candidates"])
         for r in results:
             self.assertLessEqual(r["err"], 1e-5, r)
-        self.assertLen(database.BenchmarkDatabase(path).get(*database.gpu_identity()), 2)
+        self.assertLen(database.BenchmarkDatabase(path).get(*database_link.gpu_identity()), 2)

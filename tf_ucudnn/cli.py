@@ -1,11 +1,12 @@
 """The ``tf-ucudnn`` command (also ``python -m tf_ucudnn``).
 
     tf-ucudnn demo [options]         the main job: tf_ucudnn vs stock Keras (tf_ucudnn.demo)
-    tf-ucudnn bench [options]        the GPU benchmarks (tf_ucudnn.bench)
-    tf-ucudnn cache show|clear       the benchmark database (tf_ucudnn.database)
+    tf-ucudnn bench MODE [options]   the GPU benchmarks: layers, models, memory-cap,
+                                     plot, overhead (tf_ucudnn.bench)
+    tf-ucudnn cache show|clear       the benchmark database (tf_ucudnn.database_cli)
 
 Each command's options belong to its module (``demo.parse_args``,
-``bench.parse_args``, ``database.main``): this parser reads what comes before the
+``bench.main``, ``database_cli.main``): this parser reads what comes before the
 command and the command's name, and hands everything after the name over as
 it is, ``--help`` included. ``--help``, ``--version`` and ``cache`` import no
 TensorFlow.
@@ -21,9 +22,9 @@ PROG = "tf-ucudnn"
 COMMANDS = {
     "demo": ("demo", "train one small CNN with tf_ucudnn.layers.Conv2D and with "
                      "keras.layers.Conv2D, side by side (runs on the CPU too)"),
-    "bench": ("bench", "time tf_ucudnn against stock TensorFlow per layer or per model "
-                       "(needs a GPU; --plot redraws a saved result)"),
-    "cache": ("database", "show|clear: the benchmark database of cuDNN measurements"),
+    "bench": ("bench", "layers|models|memory-cap|plot|overhead: time tf_ucudnn against stock "
+                       "TensorFlow (needs a GPU; plot redraws a saved result)"),
+    "cache": ("database_cli", "show|clear: the benchmark database of cuDNN measurements"),
 }
 _DEPRECATED = {"run": "demo"}
 
@@ -68,8 +69,8 @@ def main(argv=None):
     if args.command == "bench":
         from tf_ucudnn import bench
         return bench.main(rest)
-    from tf_ucudnn import database
-    return database.main(rest)
+    from tf_ucudnn import database_cli
+    return database_cli.main(rest)
 
 
 if __name__ == "__main__":

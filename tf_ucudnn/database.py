@@ -25,19 +25,19 @@ message, and never changed. Reading opens the file read-only and writes
 nothing, so a database on a read-only filesystem can be read; reading never
 creates a file or folder.
 
-Command line: ``tf-ucudnn cache show|clear [--database PATH]`` (or
-``python -m tf_ucudnn cache ...``).
+This module is the store: the SQLite schema, reading and writing it, and
+the stored form of a record. :mod:`tf_ucudnn.database_link` seeds the engine
+with the stored tables and stores the new ones at exit;
+:mod:`tf_ucudnn.database_cli` is the command line, ``tf-ucudnn cache
+show|clear [--database PATH]`` (or ``python -m tf_ucudnn cache ...``).
 """
 
-import argparse
-import atexit
 import json
 import math
 import numbers
 import os
 import sqlite3
 import struct
-import sys
 import time
 import urllib.parse
 import warnings
@@ -92,21 +92,8 @@ def _bits_double(bits):
     return struct.unpack("<d", struct.pack("<q", bits))[0]
 
 
-def gpu_identity():
-    """What stored benchmarks are valid for: ``(GPU name, cuDNN version, TF
-    version)`` of the first visible GPU, or None without a GPU."""
-    import tensorflow as tf  # here: the `tf-ucudnn cache` command runs without TensorFlow
-
-    from tf_ucudnn._engine import cudnn_version
-
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus:
-        return None
-    name = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
-    return name, cudnn_version(), tf.__version__
-
-
-_OFF = ("off", "0", "none")
+# The values of UCUDNN_DATABASE and --database that turn the database off (any case).
+OFF_VALUES = ("off", "0", "none")
 
 
 def database_path():
@@ -114,31 +101,9 @@ def database_path():
     path = environment.database()
     if path is None:
         return DEFAULT_PATH
-    if path.strip().lower() in ("",) + _OFF:
+    if path.strip().lower() in ("",) + OFF_VALUES:
         return None
     return path
-
-
-def database_argument(value):
-    """The database a command line names with ``--database VALUE``.
-
-    Args:
-      value: None (not given: ``UCUDNN_DATABASE``, else the default path),
-        ``off`` (also ``none``, ``0``; any case: no database), or a file path.
-
-    Returns:
-      The path, or None for no database.
-
-    Raises:
-      ValueError: an empty value, which names neither a file nor ``off``.
-    """
-    if value is None:
-        return database_path()
-    if not value.strip():
-        raise ValueError("--database needs a file path, or 'off' for no database; got ''")
-    if value.strip().lower() in _OFF:
-        return None
-    return value
 
 
 class NotOurDatabase(sqlite3.DatabaseError):
@@ -218,7 +183,16 @@ class BenchmarkDatabase:
         self.disabled = True
 
     def exists(self):
-        """Whether the file exists (reading never creates it)."""
+        """Whether the file exists (reading never creates it).
+
+        Raises:
+          IsADirectoryError: the path is a directory, not a database file.
+        """
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(
+                f"is a directory, not a database file: --database and UCUDNN_DATABASE name "
+                f"the SQLite file itself, e.g. "
+                f"{os.path.join(self.path, os.path.basename(DEFAULT_PATH))}")
         return os.path.exists(self.path)
 
     def _read(self):
@@ -257,6 +231,7 @@ class BenchmarkDatabase:
           sqlite3.DatabaseError, OSError: as for reading, or not writable.
         """
         if create:
+            self.exists()  # a directory: IsADirectoryError
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             db = sqlite3.connect(self.path, timeout=_TIMEOUT_S, isolation_level=None)
         else:
@@ -484,67 +459,6 @@ def check_record(record):
     return None
 
 
-class _EngineLink:
-    """Moves benchmark tables between the engine and the database of this process."""
-
-    def __init__(self):
-        self.db = None
-        self.identity = None
-        self.loaded = False
-        self.saved_sizes = {}  # stored key (JSON) -> the sizes the database holds
-
-    def load(self):
-        """Seeds the engine with the database's tables for this GPU (once)."""
-        if self.loaded:
-            return
-        self.loaded = True
-        path = database_path()
-        if path is None:
-            return
-        self.identity = gpu_identity()
-        if self.identity is None:
-            return
-        self.db = BenchmarkDatabase(path)
-        records = self.db.get(*self.identity)
-        problems = list(self.db.malformed)
-        for record in records:
-            problem = check_record(record)
-            if problem is None and not seed_engine(record):
-                problem = "the engine refused it"
-            if problem is None:
-                self.saved_sizes[json.dumps(record["key"])] = _roomy_sizes(record)
-            else:
-                problems.append(problem)
-        if problems:
-            # One warning: the kernels of these records are benchmarked again.
-            warnings.warn(f"tf_ucudnn: benchmark database {path}: skipped {len(problems)} "
-                          f"malformed record(s) (first: {problems[0]}); planning continues "
-                          f"and benchmarks those kernels again", RuntimeWarning, stacklevel=3)
-        atexit.register(self.save)
-
-    def save(self):
-        """Stores the tables of this process that hold sizes the database lacks
-        (or has only as measured under memory pressure)."""
-        if self.db is None or self.identity is None:
-            return
-        from tf_ucudnn import _engine  # here: `tf-ucudnn cache` runs without the library
-
-        records = []
-        for entry in _engine.tables():
-            record = stored_record(entry)
-            key = json.dumps(record["key"])
-            saved = self.saved_sizes.get(key, (set(), set()))
-            sizes, roomy = _roomy_sizes(record)
-            if sizes <= saved[0] and roomy <= saved[1]:
-                continue
-            records.append(record)
-            self.saved_sizes[key] = (saved[0] | sizes, saved[1] | roomy)
-        self.db.put(*self.identity, records)
-
-
-_LINK = _EngineLink()
-
-
 def _encoded(record):
     """A record's ``tables`` column: JSON of its table, candidates, pressured
     sizes and pruned engines (:func:`_decoded` reads it back)."""
@@ -559,12 +473,6 @@ def _decoded(key, tables):
     data = json.loads(tables)
     return dict(key=key, table=data["table"], algos=data["algos"],
                 pressured=data.get("pressured", []), pruned=data.get("pruned", {}))
-
-
-def _roomy_sizes(record):
-    """``(every size, the sizes measured with room)`` of a stored record."""
-    sizes = {row[0] for row in record["table"]}
-    return sizes, sizes - set(record.get("pressured", []))
 
 
 def stored_record(entry):
@@ -686,74 +594,3 @@ def engine_record(record):
     return dict(key=named_key, algos=algos, table=table,
                 pressured_sizes=list(record.get("pressured", [])),
                 pruned_engines=dict(record.get("pruned", {})))
-
-
-def seed_engine(record):
-    """Hands one stored convolution's benchmark table (checked by
-    :func:`check_record`) to the engine; returns whether the engine took it."""
-    from tf_ucudnn import _engine
-
-    try:
-        _engine.seed_kernel(engine_record(record))
-    except ValueError:  # an enum out of range here, or the engine's refusal
-        return False
-    return True
-
-
-def load():
-    """Seeds the engine from the benchmark database (no-op without a GPU, or when off)."""
-    _LINK.load()
-
-
-def save():
-    """Writes this process's new benchmark tables to the database now (also done at exit)."""
-    _LINK.save()
-
-
-def main(argv=None):
-    """``tf-ucudnn cache show|clear [--database PATH]``; returns the exit status.
-
-    ``--database off`` means no database; an empty ``--database ''`` is an
-    error (exit status 2). Neither command creates a file or folder: for a
-    path with no file, both say that there is no database there.
-    """
-    parser = argparse.ArgumentParser(prog="tf-ucudnn cache",
-                                     description="Show or clear tf_ucudnn's benchmark database.")
-    parser.add_argument("command", choices=("show", "clear"))
-    parser.add_argument("--database", default=None,
-                        help=f"SQLite file, or 'off' (default: UCUDNN_DATABASE, else {DEFAULT_PATH})")
-    args = parser.parse_args(argv)
-    try:
-        path = database_argument(args.database)
-    except ValueError as e:
-        parser.error(str(e))
-    if path is None:
-        print("the benchmark database is off (--database off, or UCUDNN_DATABASE is empty or 'off')")
-        return 0
-    try:
-        db = BenchmarkDatabase(path)
-        if args.command == "clear":
-            count = db.clear()
-            print(f"{path}: no benchmark database there" if count is None
-                  else f"{path}: removed {count} tables")
-            return 0
-        rows = db.summary()
-    except NotOurDatabase as e:
-        print(f"{path}: not a tf_ucudnn benchmark database ({e}); left alone", file=sys.stderr)
-        return 1
-    except (sqlite3.Error, OSError) as e:
-        print(f"{path}: {e}", file=sys.stderr)
-        return 1
-    if rows is None:
-        print(f"{path}: no benchmark database there (nothing has been benchmarked into it)")
-        return 0
-    print(f"{path}: {len(rows)} tables (one per convolution, any N; a size with * was "
-          f"measured under memory pressure and is measured again where there is room)")
-    if rows:
-        from tf_ucudnn import table
-        print(table.render(("GPU", "cuDNN", "TF", "pass", "convolution", "settings",
-                            "micro-batch sizes"),
-                           [(*r[:4], r[4].split(" "), r[5].split(" "),
-                             "malformed" if r[6] is None else ", ".join(r[6]).split(" "))
-                            for r in rows], align="lllllll", max_width=150))
-    return 0

@@ -4,7 +4,7 @@ every convolution kernel of the model (Oyama et al. 2018, §III-C).
 Each kernel (forward, backward-data and backward-filter of every
 ``tf_ucudnn.layers.Conv2D``) is benchmarked once on the GPU with the whole
 budget as its limit; the Pareto front of its benchmark table is handed to the
-ILP of :func:`tf_ucudnn.planner.divide_workspace`, and each kernel is then
+ILP of :func:`tf_ucudnn.division_solver.divide_workspace`, and each kernel is then
 replanned within its share. Later training and inference steps at that batch
 size run the divided plans.
 
@@ -32,7 +32,8 @@ import tensorflow as tf
 
 from tf_ucudnn import _engine, environment, table
 from tf_ucudnn.layers import Conv2D
-from tf_ucudnn.planner import check_int, divide_workspace
+from tf_ucudnn.division_solver import divide_workspace
+from tf_ucudnn.planner import check_int
 from tf_ucudnn.plan_registry import format_ms, micro_batch_pieces
 from tf_ucudnn.units import format_bytes, to_bytes
 
@@ -72,7 +73,7 @@ class DivisionReport:
     total_workspace: int  # the budget, bytes
     batch_size: int
     kernels: list         # KernelShare per kernel
-    gap: float = 0.0      # the division's relative optimality gap (planner.Division.gap)
+    gap: float = 0.0      # the division's relative optimality gap (division_solver.Division.gap)
 
     @property
     def workspace_bytes(self):
@@ -328,7 +329,7 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
     Sets every such layer's ``workspace_limit`` to ``total_workspace``, runs one
     forward and backward pass on random data of ``batch_size`` samples (which
     benchmarks every kernel within the whole budget), divides the budget among
-    the kernels with the ILP of :func:`tf_ucudnn.planner.divide_workspace`
+    the kernels with the ILP of :func:`tf_ucudnn.division_solver.divide_workspace`
     (Oyama et al. 2018, §III-C), and replans each kernel within its share.
     Training and inference at this batch size then run the divided plans; the
     model's compiled functions are reset so that they pick the limit up.

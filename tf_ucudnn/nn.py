@@ -6,7 +6,7 @@ import operator
 import numpy as np
 import tensorflow as tf
 
-from tf_ucudnn import database
+from tf_ucudnn import database_link
 from tf_ucudnn._engine import ops as _ops
 from tf_ucudnn.planner import POLICIES, check_int
 from tf_ucudnn.units import to_workspace_limit
@@ -149,7 +149,7 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
 
 def _conv_attrs(strides, padding, data_format, dilations, **knobs):
     # Before the first kernel is created: seed it with stored benchmarks.
-    database.load()
+    database_link.load()
     if data_format not in ("NHWC", "NCHW"):
         raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
     padding, explicit_paddings = _padding_attrs(padding, data_format)

@@ -1,4 +1,4 @@
-"""Workspace Division: tf_ucudnn.planner.divide_workspace against brute force."""
+"""The Workspace Division solver: tf_ucudnn.division_solver.divide_workspace against brute force."""
 
 import itertools
 import math
@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 from testing_utils import run_python
-from tf_ucudnn import planner
+from tf_ucudnn import division_solver, planner
 
 MiB = 1 << 20
 
@@ -80,7 +80,7 @@ class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
         least = sum(min(w for _, w in f) for f in fronts)
         most = sum(max(w for _, w in f) for f in fronts)
         for budget in sorted({least, (least + most) // 2, least + (most - least) // 5, most}):
-            chosen = planner.divide_workspace(fronts, budget)
+            chosen = division_solver.divide_workspace(fronts, budget)
             self.assertLen(chosen, len(fronts))
             for point, front in zip(chosen, fronts):
                 self.assertIn(point, front)
@@ -92,32 +92,32 @@ class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
 
     def test_budget_zero_takes_the_zero_workspace_points(self):
         fronts = [[(5.0, 0), (1.0, 10 * MiB)], [(3.0, 0), (2.0, 1 * MiB)]]
-        self.assertEqual(planner.divide_workspace(fronts, 0), [(5.0, 0), (3.0, 0)])
+        self.assertEqual(division_solver.divide_workspace(fronts, 0), [(5.0, 0), (3.0, 0)])
 
     def test_budget_zero_without_zero_workspace_points_names_the_smallest_budget(self):
         fronts = [[(5.0, 2 * MiB), (1.0, 10 * MiB)], [(3.0, 1 * MiB)]]
         with self.assertRaisesRegex(ValueError, f"smallest feasible budget, {3 * MiB} bytes"):
-            planner.divide_workspace(fronts, 0)
+            division_solver.divide_workspace(fronts, 0)
 
     def test_large_budget_takes_every_fastest_point(self):
         rng = np.random.default_rng(7)
         fronts = [random_front(rng, 4) for _ in range(6)]
         budget = sum(max(w for _, w in f) for f in fronts) * 2
-        chosen = planner.divide_workspace(fronts, budget)
+        chosen = division_solver.divide_workspace(fronts, budget)
         self.assertEqual(chosen, [min(f) for f in fronts])
 
     def test_one_kernel_takes_its_fastest_point_within_the_budget(self):
         front = [(9.0, 0), (4.0, 32 * MiB), (2.0, 128 * MiB)]
-        self.assertEqual(planner.divide_workspace([front], 64 * MiB), [(4.0, 32 * MiB)])
+        self.assertEqual(division_solver.divide_workspace([front], 64 * MiB), [(4.0, 32 * MiB)])
 
     def test_fronts_of_one_point(self):
         fronts = [[(1.0, 1 * MiB)], [(2.0, 2 * MiB)]]
-        self.assertEqual(planner.divide_workspace(fronts, 3 * MiB), [(1.0, 1 * MiB), (2.0, 2 * MiB)])
+        self.assertEqual(division_solver.divide_workspace(fronts, 3 * MiB), [(1.0, 1 * MiB), (2.0, 2 * MiB)])
 
     def test_accepts_plans_from_pareto_front(self):
         table = {2: [("slow", 4.0, 0), ("fast", 1.0, 100)], 1: [("slow", 2.5, 0), ("fast", 0.6, 40)]}
         fronts = [planner.pareto_front(table, 2), planner.pareto_front(table, 2)]
-        chosen = planner.divide_workspace(fronts, 100)
+        chosen = division_solver.divide_workspace(fronts, 100)
         self.assertIsInstance(chosen[0], planner.Plan)
         self.assertLessEqual(sum(p.workspace_bytes for p in chosen), 100)
         # (1.2 ms, 40 B) twice beats (1.0 ms, 100 B) + (4.0 ms, 0 B).
@@ -129,7 +129,7 @@ class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
         least = sum(min(w for _, w in f) for f in fronts)
         most = sum(max(w for _, w in f) for f in fronts)
         start = time.perf_counter()
-        chosen = planner.divide_workspace(fronts, least + (most - least) // 3)
+        chosen = division_solver.divide_workspace(fronts, least + (most - least) // 3)
         seconds = time.perf_counter() - start
         self.assertLen(chosen, 159)
         self.assertLessEqual(sum(w for _, w in chosen), least + (most - least) // 3)
@@ -146,7 +146,7 @@ class DivideWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
     )
     def test_bad_arguments_raise_value_error(self, fronts, budget, message):
         with self.assertRaisesRegex(ValueError, message):
-            planner.divide_workspace(fronts, budget)
+            division_solver.divide_workspace(fronts, budget)
 
 
 class SolverTimeTest(tf.test.TestCase):
@@ -161,7 +161,7 @@ class SolverTimeTest(tf.test.TestCase):
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # no time-limit warning
-                chosen = planner.divide_workspace(fronts, budget)
+                chosen = division_solver.divide_workspace(fronts, budget)
             seconds = time.perf_counter() - start
             print(f"ResNet-152-sized division ({len(fronts)} kernels, {chosen.distinct_fronts} "
                   f"distinct fronts) at {fraction:.0%} of the range: {seconds:.2f} s")
@@ -181,7 +181,7 @@ class SolverTimeTest(tf.test.TestCase):
         for fraction in (0.05, 0.2, 0.5):
             budget = budget_between(fronts, fraction)
             start = time.perf_counter()
-            chosen = planner.divide_workspace(fronts, budget)
+            chosen = division_solver.divide_workspace(fronts, budget)
             seconds = time.perf_counter() - start
             print(f"160 kernels, 20 distinct fronts, at {fraction:.0%} of the range: {seconds:.2f} s")
             self.assertEqual(chosen.distinct_fronts, 20)
@@ -192,7 +192,7 @@ class SolverTimeTest(tf.test.TestCase):
     def test_identical_kernels_may_take_different_points(self):
         # Two identical kernels, room for one fast point: one takes it, one does not.
         front = [(10.0, 0), (1.0, 100)]
-        chosen = planner.divide_workspace([front, front, [(5.0, 0)]], 150)
+        chosen = division_solver.divide_workspace([front, front, [(5.0, 0)]], 150)
         self.assertCountEqual(chosen[:2], [(10.0, 0), (1.0, 100)])
         self.assertEqual(chosen[2], (5.0, 0))
         self.assertEqual(chosen.distinct_fronts, 2)
@@ -206,7 +206,7 @@ class SolverTimeTest(tf.test.TestCase):
         budget = budget_between(fronts, 0.2)
         start = time.perf_counter()
         with self.assertWarnsRegex(RuntimeWarning, r"time limit of 0\.1 s.* at most [0-9.]+% above"):
-            chosen = planner.divide_workspace(fronts, budget, time_limit_s=0.1)
+            chosen = division_solver.divide_workspace(fronts, budget, time_limit_s=0.1)
         seconds = time.perf_counter() - start
         self.assertLess(seconds, 5.0)
         self.assertEqual(chosen.status, "time limit")
@@ -215,7 +215,7 @@ class SolverTimeTest(tf.test.TestCase):
         for point, front in zip(chosen, fronts):
             self.assertIn(point, front)
         # The gap bounds the distance to the optimum.
-        best = planner.divide_workspace(fronts, budget, time_limit_s=30)
+        best = division_solver.divide_workspace(fronts, budget, time_limit_s=30)
         self.assertEqual(best.status, "optimal")
         self.assertGreater(chosen.gap, 0.0)
         self.assertLess(chosen.gap, 0.01)
@@ -232,7 +232,7 @@ class SolverTimeTest(tf.test.TestCase):
             pulp.PULP_CBC_CMD = None  # PuLP 4 removes it
             with warnings.catch_warnings():
                 warnings.simplefilter("error", DeprecationWarning)
-                chosen = planner.divide_workspace(fronts, budget_between(fronts, 0.3))
+                chosen = division_solver.divide_workspace(fronts, budget_between(fronts, 0.3))
         finally:
             pulp.PULP_CBC_CMD = cbc
         self.assertAllClose(sum(t for t, _ in chosen), brute_force(fronts, budget_between(fronts, 0.3)))
@@ -242,12 +242,12 @@ class SolverTimeTest(tf.test.TestCase):
         # before the output can be turned off (hence highspy < 1.16).
         done = run_python("""
             import sys
-            from tf_ucudnn import planner
-            solve, calls = planner._solve_ilp, []
-            planner._solve_ilp = lambda *args: calls.append(1) or solve(*args)
+            from tf_ucudnn import division_solver
+            solve, calls = division_solver._solve_ilp, []
+            division_solver._solve_ilp = lambda *args: calls.append(1) or solve(*args)
             a = [(9.0, 1175992584), (8.0, 1296457163), (5.768319664455789, 7916369113),
                  (5.0, 14541707327)]
-            chosen = planner.divide_workspace([a, [(18.0, 0), (3.0, 9902894738)], a, a], 20291713591)
+            chosen = division_solver.divide_workspace([a, [(18.0, 0), (3.0, 9902894738)], a, a], 20291713591)
             print(len(calls), chosen.status, file=sys.stderr)
         """, TF_CPP_MIN_LOG_LEVEL="3")
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
@@ -257,7 +257,7 @@ class SolverTimeTest(tf.test.TestCase):
     def test_bad_time_limit_raises_value_error(self):
         for limit in (0, -1.0, float("nan"), float("inf"), "5", True):
             with self.assertRaisesRegex(ValueError, "time_limit_s", msg=repr(limit)):
-                planner.divide_workspace([[(1.0, 0)]], 10, time_limit_s=limit)
+                division_solver.divide_workspace([[(1.0, 0)]], 10, time_limit_s=limit)
 
 
 def gigabyte_front(rng, points):
@@ -271,7 +271,7 @@ class ExactWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
     """Gigabyte workspaces divide in exact bytes, never with a spurious "infeasible"."""
 
     def assertMatchesBruteForce(self, fronts, budget):
-        chosen = planner.divide_workspace(fronts, budget)
+        chosen = division_solver.divide_workspace(fronts, budget)
         what = f"budget {budget}, fronts {fronts}"
         self.assertLessEqual(sum(w for _, w in chosen), budget, what)
         for point, front in zip(chosen, fronts):
@@ -337,8 +337,8 @@ class ExactWorkspaceTest(tf.test.TestCase, parameterized.TestCase):
         fronts = [gigabyte_front(rng, 5) for _ in range(30)]
         fronts = [[(t, w + 3_000_000_007 * k) for t, w in f] for k, f in enumerate(fronts)]
         least = sum(min(w for _, w in f) for f in fronts)
-        chosen = planner.divide_workspace(fronts, least)
+        chosen = division_solver.divide_workspace(fronts, least)
         self.assertEqual(list(chosen), [min(f, key=lambda p: p[1]) for f in fronts])
         self.assertEqual(chosen.workspace_bytes, least)
         with self.assertRaisesRegex(ValueError, f"smallest feasible budget, {least} bytes"):
-            planner.divide_workspace(fronts, least - 1)
+            division_solver.divide_workspace(fronts, least - 1)
