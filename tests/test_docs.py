@@ -1,11 +1,12 @@
-"""The front door stays current: line budgets, and every relative link resolves.
+"""The front door stays current: line budgets, links that resolve, modes that exist.
 
 README.md and docs/benchmarks.md have line budgets: a new result of an
 experiment replaces the old one there, and the history goes to
 docs/notebook.md. Every relative link and image in README.md, docs/*.md and
 benchmarks/README.md must name a file of the repository, and a link's
 ``#anchor`` into a Markdown file must name one of its headings as GitHub
-spells them.
+spells them. The ``gpu_session.sh MODE`` commands of README.md and
+docs/benchmarks.md must name modes the script has.
 
 These tests read the checkout; from an installed wheel's test copy (``make
 wheel-test``), where README.md and docs/ are not next to tests/, they skip.
@@ -33,6 +34,10 @@ _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^\s)]+)(?:\s+
 _HTML_SRC = re.compile(r"<(?:img|a)\s[^>]*?(?:src|href)=\"([^\"]+)\"", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# `bash benchmarks/gpu_session.sh MODE ...` in the docs; the script's modes are
+# the labels of its case statement.
+_SESSION_MODE = re.compile(r"gpu_session\.sh\s+([a-z0-9_]+)")  # MODE: a placeholder
+_CASE_LABEL = re.compile(r"(?m)^\s+([A-Za-z0-9_]+)\)")
 
 
 def _doc_files():
@@ -156,6 +161,20 @@ class FrontDoorTest(unittest.TestCase):
         broken = [b for name in files for b in broken_links(name)]
         if broken:
             self.fail(f"{len(broken)} broken links:\n" + "\n".join(broken))
+
+
+    def test_gpu_session_modes_named_by_the_front_door_exist(self):
+        with open(os.path.join(REPO, "benchmarks", "gpu_session.sh"), encoding="utf-8") as f:
+            modes = set(_CASE_LABEL.findall(f.read()))
+        self.assertIn("memory_cap_gpus", modes)
+        missing = []
+        for name in ("README.md", "docs/benchmarks.md"):
+            with open(os.path.join(REPO, name), encoding="utf-8") as f:
+                text = " ".join(f.read().split())  # commands wrap across lines
+            missing += [f"{name}: gpu_session.sh {mode}" for mode in _SESSION_MODE.findall(text)
+                        if mode not in modes]
+        if missing:
+            self.fail("modes that benchmarks/gpu_session.sh does not have:\n" + "\n".join(missing))
 
 
 class GithubSlugTest(unittest.TestCase):
