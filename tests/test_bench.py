@@ -5,6 +5,8 @@ import gzip
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from unittest import mock
 
@@ -45,15 +47,24 @@ class LayerSetTest(tf.test.TestCase):
 class ArgumentsTest(tf.test.TestCase):
 
     def test_passes_models_and_totals(self):
-        args = bench.parse_args(["--passes", "backward-filter,forward", "--totals", "256MiB"])
+        args = bench.parse_args(["layers", "--passes", "backward-filter,forward"])
         self.assertEqual(args.passes, ["forward", "backward-filter"])
-        self.assertEqual(args.totals, [256 << 20])
-        self.assertEqual(bench.parse_args([]).totals, [])
-        self.assertEqual(bench.parse_args(["--models", "vgg16"]).models, ["vgg16"])
-        for bad in (["--passes", "sideways"], ["--models", "lenet"], ["--limits", "1.5MiB"]):
+        self.assertEqual((args.mode, args.batch, args.iters), ("layers", 256, 10))
+        args = bench.parse_args(["models", "--models", "vgg16", "--totals", "256MiB"])
+        self.assertEqual((args.models, args.totals, args.limits), (["vgg16"], [256 << 20], []))
+        args = bench.parse_args(["models", "--models", "vgg16"])
+        self.assertEqual((args.totals, args.limits, args.batch), ([], [64 << 20, 256 << 20], None))
+        for bad in (["layers", "--passes", "sideways"], ["models", "--models", "lenet"],
+                    ["layers", "--limits", "1.5MiB"], ["models"], ["layers", "--models", "vgg16"],
+                    ["layers", "--totals", "256MiB"], ["overhead", "--limits", "64MiB"]):
             with self.subTest(bad=bad):
-                with self.assertRaises(SystemExit):
+                with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                     bench.parse_args(bad)
+
+    def test_overhead_takes_one_limit_and_quick_shrinks_the_batch_and_iterations(self):
+        args = bench.parse_args(["overhead", "--limit", "64MiB", "--quick"])
+        self.assertEqual((args.limit, args.batch, args.iters), (64 << 20, 8, 2))
+        self.assertEqual(bench.parse_args(["overhead"]).limit, 8 << 30)
 
     def test_every_classifier_takes_its_input_size_and_gives_1000_logits(self):
         classifiers = [name for name, spec in bench_models.MODEL_SPECS.items()
@@ -173,15 +184,148 @@ class FiguresTest(tf.test.TestCase):
             with open(path, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
-    def test_plot_redraws_a_saved_json_without_a_gpu(self):
-        tmp = tempfile.mkdtemp()
-        report = dict(device="test", settings=dict(batch=8), results=[
-            dict(name="a/b", limit=64 << 20, speedup=2.0, plans=None)])
-        path = os.path.join(tmp, "r.json")
-        with open(path, "w") as f:
-            json.dump(report, f)
-        self.assertEqual(bench.main(["--plot", path]), 0)
-        self.assertTrue(os.path.exists(os.path.join(tmp, "r_speedup.png")))
+
+def _layer_report():
+    return dict(device="test", settings=dict(batch=8), results=[
+        dict(name="a/b", limit=64 << 20, speedup=2.0, plans=None)])
+
+
+def _run_bench(*argv):
+    """``tf-ucudnn bench ARGV`` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = bench.main(list(argv))
+        except SystemExit as e:
+            status = e.code
+    return status, out.getvalue(), err.getvalue()
+
+
+class SubcommandsTest(tf.test.TestCase):
+    """One subcommand per mode, each with a help of its own options only."""
+
+    # Options of each mode, and options of other modes that its help must not list.
+    OWN = {"layers": (["--set", "--limits", "--policy", "--warmup", "--png"],
+                      ["--caps", "--totals", "--models", "--force"]),
+           "models": (["--models", "--limits", "--totals", "--xla", "--planning"],
+                      ["--caps", "--set", "--warmup", "--force"]),
+           "memory-cap": (["--models", "--caps", "--gpus", "--max-batch", "--png"],
+                          ["--totals", "--set", "--warmup", "--xla"]),
+           "plot": (["--output", "--force", "--compare-limits", "--json"],
+                    ["--models", "--caps", "--set", "--limits"]),
+           "overhead": (["--set", "--limit ", "--passes", "--iters"],
+                        ["--limits", "--models", "--caps", "--png"])}
+
+    def test_the_help_names_every_mode(self):
+        status, out, _ = _run_bench("--help")
+        self.assertEqual(status, 0)
+        self.assertStartsWith(out, "usage: tf-ucudnn bench")
+        for mode in self.OWN:
+            self.assertIn(f"    {mode}", out)
+
+    def test_each_modes_help_lists_its_options_only(self):
+        for mode, (own, others) in self.OWN.items():
+            with self.subTest(mode=mode):
+                status, out, _ = _run_bench(mode, "--help")
+                self.assertEqual(status, 0)
+                self.assertStartsWith(out, f"usage: tf-ucudnn bench {mode}")
+                for option in own:
+                    self.assertIn(option, out)
+                for option in others:
+                    self.assertNotIn(option, out)
+                self.assertNotIn("--worker ", out)  # hidden (--worker-timeout is not)
+                self.assertNotIn("--allow-cpu", out)
+
+    def test_no_mode_or_an_unknown_one_exits_2(self):
+        status, _, err = _run_bench()
+        self.assertEqual(status, 2)
+        self.assertIn("MODE", err)
+        status, _, err = _run_bench("deepbench")
+        self.assertEqual(status, 2)
+        self.assertIn("invalid choice: 'deepbench'", err)
+
+    def test_an_option_before_the_mode_says_which_mode_it_belongs_to(self):
+        status, _, err = _run_bench("--models", "vgg16", "--memory-cap", "8GiB")
+        self.assertEqual(status, 2)
+        self.assertIn("name the mode first", err)
+        self.assertIn("--memory-cap C -> memory-cap --models M --caps C", err)
+
+    def test_python_m_tf_ucudnn_bench_is_the_same_command(self):
+        done = subprocess.run([sys.executable, "-m", "tf_ucudnn.bench", "plot", "--help"],
+                              capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertStartsWith(done.stdout, "usage: tf-ucudnn bench plot")
+
+
+class PlotCommandTest(tf.test.TestCase):
+    """``tf-ucudnn bench plot``: where its figures go, and without matplotlib."""
+
+    def setUp(self):
+        super().setUp()
+        self.results = tempfile.mkdtemp()  # where the JSON is (a committed figure may be too)
+        self.here = tempfile.mkdtemp()     # the current directory
+        self.json = os.path.join(self.results, "r.json")
+        with open(self.json, "w") as f:
+            json.dump(_layer_report(), f)
+
+    def plot(self, *argv):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(self.here)
+            return _run_bench("plot", *argv)
+
+    def test_figures_go_to_the_current_directory_not_beside_the_json(self):
+        status, out, err = self.plot(self.json)
+        self.assertEqual(status, 0, err)
+        self.assertCountEqual(os.listdir(self.here), ["r_speedup.png", "r_plans.png"])
+        self.assertEqual(os.listdir(self.results), ["r.json"])
+        self.assertIn("wrote r_speedup.png", out)
+
+    def test_output_names_the_prefix_and_its_folder_is_made(self):
+        prefix = os.path.join(self.here, "figures", "deepbench")
+        status, _, err = self.plot(self.json, "--output", prefix)
+        self.assertEqual(status, 0, err)
+        self.assertCountEqual(os.listdir(os.path.dirname(prefix)),
+                              ["deepbench_speedup.png", "deepbench_plans.png"])
+
+    def test_an_existing_figure_is_not_overwritten_without_force(self):
+        committed = os.path.join(self.results, "r_speedup.png")
+        with open(committed, "wb") as f:
+            f.write(b"committed")
+        status, out, err = self.plot(self.json, "--output", os.path.join(self.results, "r"))
+        self.assertEqual(status, 1)
+        self.assertIn(f"would overwrite {committed}", err)
+        self.assertIn("--force", err)
+        with open(committed, "rb") as f:
+            self.assertEqual(f.read(), b"committed")
+        self.assertNotIn("r_plans.png", os.listdir(self.results))  # nothing drawn
+        status, _, err = self.plot(self.json, "--output", os.path.join(self.results, "r"),
+                                   "--force")
+        self.assertEqual(status, 0, err)
+        with open(committed, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_without_matplotlib_it_says_to_install_the_bench_extra(self):
+        real_import = __import__
+
+        def no_matplotlib(name, *args, **kwargs):
+            if name == "matplotlib" or name.startswith("matplotlib."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return real_import(name, *args, **kwargs)
+
+        with mock.patch("builtins.__import__", no_matplotlib):
+            status, out, err = self.plot(self.json)
+        self.assertEqual(status, 1)
+        self.assertIn("matplotlib, which is not installed", err)
+        self.assertIn("pip install 'tf_ucudnn[bench]'", err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(os.listdir(self.here), [])
+
+    def test_an_unreadable_json_is_named(self):
+        status, _, err = self.plot(os.path.join(self.results, "missing.json"))
+        self.assertEqual(status, 1)
+        self.assertIn("cannot read", err)
+        self.assertIn("missing.json", err)
 
 
 class NoGpuTest(tf.test.TestCase):
@@ -189,10 +333,10 @@ class NoGpuTest(tf.test.TestCase):
     def test_without_a_gpu_the_self_check_runs_and_the_exit_status_says_so(self):
         if tf.config.list_physical_devices("GPU"):
             self.skipTest("a GPU is visible")
-        self.assertEqual(bench.main(["--models", "vgg16"]), bench.EXIT_NO_GPU)
-        self.assertEqual(bench.main([]), bench.EXIT_NO_GPU)
-        self.assertEqual(bench.main(["--overhead"]), bench.EXIT_NO_GPU)
-        self.assertEqual(bench.main(["--models", "vgg16", "--memory-cap", "8GiB"]),
+        self.assertEqual(bench.main(["models", "--models", "vgg16"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["layers"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["overhead"]), bench.EXIT_NO_GPU)
+        self.assertEqual(bench.main(["memory-cap", "--models", "vgg16", "--caps", "8GiB"]),
                          bench.EXIT_NO_GPU)
 
 

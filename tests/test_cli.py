@@ -73,6 +73,14 @@ class HelpAndVersionTest(tf.test.TestCase):
         self.assertNotIn("tensorflow", imported)
 
 
+    def test_bench_has_a_help_per_mode(self):
+        done, _ = run_command("bench", "memory-cap", "--help")
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        self.assertStartsWith(done.stdout, "usage: tf-ucudnn bench memory-cap")
+        self.assertIn("--caps", done.stdout)
+        self.assertNotIn("--totals", done.stdout)
+
+
 class CommandErrorsTest(tf.test.TestCase):
 
     def test_unknown_command_exits_2_naming_the_valid_ones(self):

@@ -13,6 +13,7 @@ import threading
 import time
 from unittest import mock
 
+import pytest
 import tensorflow as tf
 
 from tf_ucudnn import bench
@@ -300,8 +301,9 @@ class ReportTest(tf.test.TestCase):
     def test_the_figure_is_drawn_from_a_saved_json(self):
         path = os.path.join(tempfile.mkdtemp(), "cap.json")
         quietly(bench.write_json, path, self._report())
-        self.assertEqual(quietly(bench.main, ["--plot", path]), 0)
-        png = path[:-len(".json")] + "_memory_cap.png"
+        prefix = os.path.join(tempfile.mkdtemp(), "figures", "cap")
+        self.assertEqual(quietly(bench.main, ["plot", path, "--output", prefix]), 0)
+        png = prefix + "_memory_cap.png"
         with open(png, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
@@ -344,7 +346,9 @@ class MergeReportsTest(tf.test.TestCase):
             paths.append(os.path.join(folder, f"{name}.json"))
             quietly(bench.write_json, paths[-1], self._one(*args, "NVIDIA H200"))
         merged_path = os.path.join(folder, "merged.json")
-        self.assertEqual(quietly(bench.main, ["--plot", *paths, "--json", merged_path]), 0)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(folder)  # the figure goes to the current directory
+            self.assertEqual(quietly(bench.main, ["plot", *paths, "--json", merged_path]), 0)
         with open(merged_path) as f:
             merged = json.load(f)
         self.assertEqual([r["setting"] for r in merged["summary"]], ["stock", "ucudnn auto"])
@@ -352,7 +356,8 @@ class MergeReportsTest(tf.test.TestCase):
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         with open(paths[0], "w") as f:
             json.dump(dict(results=[]), f)
-        self.assertEqual(quietly(bench.main, ["--plot", *paths]), 1)
+        self.assertEqual(quietly(bench.main, ["plot", *paths, "--output",
+                                              os.path.join(folder, "other")]), 1)
 
 
 class CompareLimitsTest(tf.test.TestCase):
@@ -398,7 +403,8 @@ class CompareLimitsTest(tf.test.TestCase):
         quietly(bench.write_json, path, memory_cap.report(sweeps, environment={}, args={}))
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            status = bench.main(["--plot", path, "--compare-limits", "auto,64MiB"])
+            status = bench.main(["plot", path, "--compare-limits", "auto,64MiB", "--output",
+                                 os.path.join(folder, "edsr_figure")])
         self.assertEqual(status, 0)
         text = out.getvalue()
         self.assertIn("workspace limit auto against 64 MiB", text)
@@ -407,9 +413,10 @@ class CompareLimitsTest(tf.test.TestCase):
         self.assertIn("verdict: never more than 3% slower and never out of memory where 64 MiB "
                       "trains: holds (1 of 1 model, cap and mode pairs hold)", text)
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
-            bench.main(["--plot", path, "--compare-limits", "auto"])
+            bench.main(["plot", path, "--compare-limits", "auto"])
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
-            bench.main(["--compare-limits", "auto,64MiB"])
+            bench.main(["memory-cap", "--models", "edsr", "--caps", "8GiB",
+                        "--compare-limits", "auto,64MiB"])
 
 
 class ParallelSweepsTest(tf.test.TestCase):
@@ -462,26 +469,31 @@ class ParallelSweepsTest(tf.test.TestCase):
 class OptionsTest(tf.test.TestCase):
 
     def test_caps_limits_and_the_sweep_options(self):
-        args = bench.parse_args(["--models", "vgg16,unet", "--memory-cap", "8GiB,16GiB",
+        args = bench.parse_args(["memory-cap", "--models", "vgg16,unet", "--caps", "8GiB,16GiB",
                                  "--limits", "64MiB,auto", "--gpus", "0,1"])
-        self.assertEqual(args.memory_cap, [8 * GiB, 16 * GiB])
+        self.assertEqual(args.caps, [8 * GiB, 16 * GiB])
         self.assertEqual(args.limits, [64 * MiB, "auto"])
         self.assertEqual(args.gpus, ["0", "1"])
         self.assertEqual((args.max_batch, args.bisect_steps, args.steps_per_epoch, args.epochs),
                          (4096, 2, 5, 3))
-        args = bench.parse_args(["--models", "edsr", "--memory-cap", "12GiB", "--modes",
+        args = bench.parse_args(["memory-cap", "--models", "edsr", "--caps", "12GiB", "--modes",
                                  "ucudnn,stock", "--start-batch", "3"])
         self.assertEqual((args.limits, args.modes, args.start_batch),
                          ([64 * MiB], ["ucudnn", "stock"], 3))
-        self.assertEqual(bench.parse_args([]).limits, [64 * MiB, 256 * MiB])
+        self.assertEqual(bench.parse_args(["memory-cap", "--models", "edsr", "--caps", "8GiB"]
+                                          ).modes, list(memory_cap.MODES))
+        self.assertEqual(bench.parse_args(["layers"]).limits, [64 * MiB, 256 * MiB])
 
     def test_options_of_one_mode_are_refused_in_the_other(self):
-        for bad in (["--models", "vgg16", "--memory-cap", "8GiB", "--modes", "rewrite"],
-                    ["--models", "vgg16", "--modes", "ucudnn"],
-                    ["--limits", "auto"], ["--memory-cap", "8GiB"],
-                    ["--models", "vgg16", "--memory-cap", "1.5MiB"],
-                    ["--models", "vgg16", "--memory-cap", "8GiB", "--gpus", "0,0"],
-                    ["--models", "vgg16", "--memory-cap", "8GiB", "--limits", "auto,1.5MiB"]):
+        cap = ["memory-cap", "--models", "vgg16", "--caps", "8GiB"]
+        for bad in ([*cap, "--modes", "rewrite"],
+                    ["models", "--models", "vgg16", "--modes", "ucudnn"],
+                    ["layers", "--limits", "auto"], ["models", "--models", "vgg16",
+                                                     "--limits", "auto"],
+                    ["memory-cap", "--caps", "8GiB"], ["memory-cap", "--models", "vgg16"],
+                    ["memory-cap", "--models", "vgg16", "--caps", "1.5MiB"],
+                    [*cap, "--gpus", "0,0"], [*cap, "--limits", "auto,1.5MiB"],
+                    [*cap, "--totals", "256MiB"], [*cap, "--set", "alexnet"]):
             with self.subTest(bad=bad), self.assertRaises(SystemExit), \
                     contextlib.redirect_stderr(io.StringIO()):
                 bench.parse_args(bad)
@@ -498,7 +510,7 @@ class OptionsTest(tf.test.TestCase):
             return fake_run(batch, 48)
 
         with mock.patch.object(memory_cap, "launch", launcher):
-            rc = quietly(bench.main, ["--models", "vgg16", "--memory-cap", "8GiB", "--modes",
+            rc = quietly(bench.main, ["memory-cap", "--models", "vgg16", "--caps", "8GiB", "--modes",
                                       "stock,ucudnn", "--limits", "auto", "--gpus", "0",
                                       "--json", path, "--allow-cpu"])
         self.assertEqual(rc, 0)
@@ -603,4 +615,4 @@ class RealWorkerTest(tf.test.TestCase):
 
 def test_the_worker_entry_point_refuses_other_arguments(capsys):
     assert memory_cap._worker_main([]) == 2
-    assert "--memory-cap" in capsys.readouterr().err
+    assert "tf-ucudnn bench memory-cap" in capsys.readouterr().err

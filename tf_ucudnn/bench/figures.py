@@ -1,4 +1,4 @@
-"""Figures of a benchmark's JSON (``tf-ucudnn bench --json``), drawn with matplotlib.
+"""Figures of a benchmark's JSON (``tf-ucudnn bench MODE --json``), drawn with matplotlib.
 
 :func:`draw` picks by the report's ``kind``. A layer benchmark's:
 
@@ -26,13 +26,25 @@ def _short(name):
     return name.split("/", 1)[-1]
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display).
+
+    Raises:
+      ImportError: matplotlib is not installed (``pip install 'tf_ucudnn[bench]'``).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def figure_paths(report, prefix):
+    """The files :func:`draw` writes for ``report`` at ``prefix`` (nothing is drawn)."""
+    if report.get("kind") == memory_cap.KIND:
+        return [f"{prefix}_memory_cap.png"]
+    return [f"{prefix}_speedup.png", f"{prefix}_plans.png"]
 
 
 def draw(report, prefix):
@@ -53,7 +65,7 @@ def draw(report, prefix):
     """
     if report.get("kind") == memory_cap.KIND:
         return draw_memory_cap(report, prefix)
-    plt = _pyplot()
+    plt = pyplot()
     rows = report["results"]
     settings = report.get("settings", {})
     limits = sorted({r["limit"] for r in rows})
@@ -148,7 +160,7 @@ def draw_memory_cap(report, prefix):
     Raises:
       ImportError: matplotlib is not installed.
     """
-    plt = _pyplot()
+    plt = pyplot()
     models, caps = [], []
     for sweep in report["sweeps"]:
         for seen, value in ((models, sweep["model"]), (caps, sweep["cap"])):
@@ -235,4 +247,5 @@ def save_report(report, json_path=None, png_prefix=None):
         for path in draw(report, png_prefix):
             print(f"wrote {path}")
     except ImportError as e:
-        print(f"figures skipped: {e} (pip install matplotlib; or --plot the JSON elsewhere)")
+        print(f"figures skipped: {e} (pip install 'tf_ucudnn[bench]'; or draw them elsewhere "
+              f"with `tf-ucudnn bench plot` and the JSON)")

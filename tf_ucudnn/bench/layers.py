@@ -2,8 +2,8 @@
 worker processes that time them (stock TF vs tf_ucudnn per workspace limit).
 
 TF reads ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process, so every (mode,
-limit) runs in its own worker process (``python -m tf_ucudnn.bench`` with a
-hidden ``--worker`` flag) that writes its timings as JSON. Layers of the same
+limit) runs in its own worker process (``python -m tf_ucudnn.bench layers``
+with a hidden ``--worker`` flag) that writes its timings as JSON. Layers of the same
 shape are measured once.
 """
 
@@ -356,7 +356,8 @@ def _launch_worker(mode, limit, layers, args, data_format, tmpdir):
     # The worker imports this very package, wherever the parent was started from.
     env = harness.with_package_on_path(dict(os.environ,
                                             TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(limit >> 20)))
-    cmd = [sys.executable, "-m", "tf_ucudnn.bench", "--worker", spec_path, "--worker-out", out_path]
+    cmd = [sys.executable, "-m", "tf_ucudnn.bench", "layers", "--worker", spec_path,
+           "--worker-out", out_path]
     label = f"{_mode_label(mode)} at {format_bytes(limit)}"
     print(f"  {label}: TF_CUDNN_WORKSPACE_LIMIT_IN_MB={limit >> 20} ...", end="", flush=True)
     start = time.perf_counter()
@@ -478,7 +479,7 @@ def collect_rows(layers, args, measured, workers):
 
 
 def run(args, layers, data_format, on_gpu, argv):
-    """The layer mode of ``tf-ucudnn bench``: one worker per (mode, limit), the
+    """``tf-ucudnn bench layers``: one worker per (mode, limit), the
     table, the per-limit summary and the check against stock TF; writes
     ``--json`` and ``--png`` if given.
 

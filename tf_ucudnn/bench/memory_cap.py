@@ -1,6 +1,6 @@
 """Memory-cap mode of the benchmark: when GPU memory is the limit.
 
-``tf-ucudnn bench --models vgg16,unet --memory-cap 8GiB,16GiB`` finds, per
+``tf-ucudnn bench memory-cap --models vgg16,unet --caps 8GiB,16GiB`` finds, per
 model, memory cap and setting, the largest mini-batch that trains and the
 throughput it gives. A setting is a mode of :data:`MODES` (at each workspace
 limit of ``--limits`` for tf_ucudnn's):
@@ -843,7 +843,7 @@ def _worker_main(argv):
     ``RESULT {json}`` and exits at once (TensorFlow's shutdown after an
     out-of-memory error is left out: the result is already out)."""
     if len(argv) != 2 or argv[0] != "--worker":
-        print("run through `tf-ucudnn bench --models ... --memory-cap ...`", file=sys.stderr)
+        print("run through `tf-ucudnn bench memory-cap --models ... --caps ...`", file=sys.stderr)
         return 2
     spec = json.loads(argv[1])
     result = run_worker(spec["model"], spec["mode"], spec["limit"], spec["cap"], spec["batch"],

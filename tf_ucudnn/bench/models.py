@@ -1,6 +1,6 @@
 """Model mode of the benchmark: one Keras training step per model and setting.
 
-``tf-ucudnn bench --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
+``tf-ucudnn bench models --models alexnet,resnet18,vgg16 --limits 64MiB --totals 256MiB``
 times one training step (SGD on one random mini-batch) of models built from
 ``keras.layers.Conv2D`` (VGG-16, ResNet-50 and InceptionV3 are
 ``keras.applications``' with ``weights=None``), each setting in its own
@@ -492,7 +492,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
 
 def kernel_plans(kernels=None):
     """The plan of each GPU kernel of this process (or of ``kernels``, records
-    of ``_engine.kernels()``), compact, for comparing processes: dicts of
+    of :func:`tf_ucudnn.engine_info.kernels`), compact, for comparing processes: dicts of
     ``pass``, ``shape``, ``plan`` (its micro-batches as
     :func:`tf_ucudnn.plan_registry.describe_micro_batches` words them),
     ``micro_batches`` (``[size, candidate]`` pairs, :func:`candidate_name`),
@@ -502,11 +502,11 @@ def kernel_plans(kernels=None):
     process's timings) and ``gap``: how much slower
     the second-best candidate within the limit was than the best at its plan's
     first micro-batch size (0.05: 5 %; None with a single candidate there)."""
-    from tf_ucudnn import _engine
+    from tf_ucudnn import engine_info
     from tf_ucudnn.plan_registry import describe_micro_batches
 
     out = []
-    for k in _engine.kernels() if kernels is None else kernels:
+    for k in engine_info.kernels() if kernels is None else kernels:
         plan = k["plan"]["micro_batches"]
         size = plan[0]["size"] if plan else None
         rows = [dict(r, name=candidate_name(k["algos"][r["algo"]])) for r in k["table"]
@@ -525,7 +525,7 @@ def kernel_plans(kernels=None):
 
 
 def candidate_name(algo):
-    """A candidate of ``_engine.kernels()["algos"]`` by a name that holds from one
+    """A candidate of the ``algos`` of :func:`tf_ucudnn.engine_info.kernels` by a name that holds from one
     process to the next: a graph-API engine as the engine names it in plans
     (``"eng51{k2=0,k27=8}"``, ``/transposed`` appended), a legacy algorithm as
     ``"legacy 1/math 1"`` (algorithm and math type numbers)."""
@@ -738,5 +738,5 @@ if __name__ == "__main__":
                          *sys.argv[7:])
         print("RESULT " + json.dumps(out), flush=True)
         sys.exit(0)
-    print("run through `tf-ucudnn bench --models ...`", file=sys.stderr)
+    print("run through `tf-ucudnn bench models --models ...`", file=sys.stderr)
     sys.exit(2)

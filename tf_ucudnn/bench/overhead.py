@@ -1,6 +1,6 @@
 """Overhead mode of the benchmark: what the engine adds to one cuDNN call.
 
-``tf-ucudnn bench --overhead`` measures, per layer and pass, a plan of one
+``tf-ucudnn bench overhead`` measures, per layer and pass, a plan of one
 micro-batch (``micro_batch_size`` = N, so one cuDNN call with the algorithm
 the plan chose within the limit) run through the engine, against one direct
 cuDNN call with the same algorithm, descriptors and workspace and the filter
@@ -17,7 +17,7 @@ The measurement allocates with ``cudaMalloc``, so this mode turns on TF's
 memory growth before the GPU is initialised.
 """
 
-from tf_ucudnn import _engine, table
+from tf_ucudnn import _engine, engine_info, table
 from tf_ucudnn.bench import layers as layer_bench
 from tf_ucudnn.bench.harness import PASSES
 from tf_ucudnn.units import format_bytes
@@ -26,7 +26,7 @@ def time_kernel_overhead(kernel_id, iters):
     """Times one planned kernel through the engine and as a direct cuDNN call.
 
     Args:
-      kernel_id: the ``id`` of a kernel of ``tf_ucudnn.division.kernels()``
+      kernel_id: the ``id`` of a kernel of :func:`tf_ucudnn.engine_info.kernels`
         whose plan is one micro-batch.
       iters: calls per timed repeat.
 
@@ -78,10 +78,10 @@ def run_overhead(layers, *, batch, data_format, dtype, workspace_limit, iters, p
                 fn = tf.function(layer_bench.make_passes(
                     "ucudnn", layer, batch, data_format, workspace_limit=workspace_limit,
                     micro_batch_size=batch, passes=(name,)))
-                known = {k["id"] for k in _engine.kernels()}
+                known = {k["id"] for k in engine_info.kernels()}
                 with tf.device("/GPU:0"):
                     fn(x, w, dy)
-                new = [k for k in _engine.kernels() if k["id"] not in known]
+                new = [k for k in engine_info.kernels() if k["id"] not in known]
                 if len(new) != 1:
                     raise RuntimeError(f"expected one new kernel, found {len(new)}")
                 kernel = new[0]
