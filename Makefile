@@ -36,12 +36,12 @@ run: build
 	$(VPY) -m tf_ucudnn demo
 
 test: build
-	bazel build //cc/kernels/engine:planner_test
-	./bazel-bin/cc/kernels/engine/planner_test
-	bazel build //cc/kernels/engine:knobs_test
-	./bazel-bin/cc/kernels/engine/knobs_test
-	bazel build //cc/kernels/engine:screening_test
-	./bazel-bin/cc/kernels/engine/screening_test
+	bazel build //cc/engine:planner_test
+	./bazel-bin/cc/engine/planner_test
+	bazel build //cc/engine:knobs_test
+	./bazel-bin/cc/engine/knobs_test
+	bazel build //cc/engine:screening_test
+	./bazel-bin/cc/engine/screening_test
 	$(VPY) -m pytest tests -v -rs
 
 # The CPU suite with TensorFlow's oneDNN forced on and off: oneDNN (on by

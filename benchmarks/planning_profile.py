@@ -12,7 +12,7 @@ run and the timed runs), the most expensive first.
 
 A log may be gzipped (``.gz``, as the committed ones under docs/results/ are).
 
-On a log taken before the far-behind rule (cc/kernels/engine/screening.h:
+On a log taken before the far-behind rule (cc/engine/screening.h:
 a candidate 10x slower than the fastest kept at its size keeps its screening
 time and is not timed at larger sizes), it also prints the GPU time of the
 runs that rule would have skipped.

@@ -5,7 +5,7 @@ This module alone holds the library handle. It loads the library with
 ``Ucudnn>Conv2DBackpropInput`` and ``Ucudnn>Conv2DBackpropFilter``, their
 XLA kernels and the Grappler rewriter), checks the TensorFlow version it was
 built for, and wraps each function of its C interface
-(``cc/kernels/engine/c_api.cc``) in a typed Python function. The rest of the
+(``cc/engine/c_api.cc``) in a typed Python function. The rest of the
 package calls these functions; none of it uses ctypes.
 
 Records cross the C boundary as JSON with named fields (the names of the
@@ -24,7 +24,7 @@ LIBRARY_NAME = "_ucudnn_ops.so"
 LIBRARY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
 _BUILD_HINT = "build it with `make build` in the tf_ucudnn checkout (or install the wheel)"
 
-# C callbacks (see cc/kernels/engine/division_groups.h and plan_records.h).
+# C callbacks (see cc/engine/division_groups.h and plan_records.h).
 _DIVISION_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
 _PLAN_LISTENER = ctypes.CFUNCTYPE(None)
 
@@ -140,7 +140,7 @@ def micro_batch_sizes(policy, batch_size):
 
 
 def plan(table, batch_size, *, policy, mode, workspace_limit=0, accumulator_bytes=0):
-    """The engine's planner (``cc/kernels/engine/planner.cc``) on a benchmark table.
+    """The engine's planner (``cc/engine/planner.cc``) on a benchmark table.
 
     Args:
       table: rows ``{"size", "algo", "time_ms", "workspace_bytes"}``; ``algo``
@@ -185,7 +185,7 @@ def float_accumulator_bytes(filter_elements):
 
 
 def plan_records():
-    """The plan records of this process (``cc/kernels/engine/plan_records.h``),
+    """The plan records of this process (``cc/engine/plan_records.h``),
     a list of dicts as :func:`tf_ucudnn.plans` documents them."""
     return _call(_lib.ucudnn_plan_records)
 
@@ -290,7 +290,7 @@ _callbacks = {}
 
 def set_division_callback(divide):
     """Makes ``divide(device, total_workspace)`` the engine's run-time Workspace
-    Division (``cc/kernels/engine/division_groups.h``). It runs on the
+    Division (``cc/engine/division_groups.h``). It runs on the
     engine's threads and must not raise."""
     _callbacks["division"] = _DIVISION_CALLBACK(divide)
     _lib.ucudnn_set_division_callback(_callbacks["division"])

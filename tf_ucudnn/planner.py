@@ -1,7 +1,7 @@
 """Micro-batch planning without a GPU: Workspace Reuse and the Pareto front.
 
 These functions call the same C++ planner that the GPU kernels use
-(``cc/kernels/engine/planner.cc``), so a plan computed here from a benchmark
+(``cc/engine/planner.cc``), so a plan computed here from a benchmark
 table is the plan the kernels would run.
 
 A *benchmark table* maps a micro-batch size to the algorithms measured at that

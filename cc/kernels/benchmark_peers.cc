@@ -7,8 +7,8 @@
 #include <string>
 
 #include "cc/kernels/device_memory.h"
-#include "cc/kernels/engine/benchmark_devices.h"
-#include "cc/kernels/engine/knobs.h"
+#include "cc/engine/benchmark_devices.h"
+#include "cc/engine/knobs.h"
 #include "tensorflow/core/common_runtime/device.h"
 #include "tensorflow/core/common_runtime/device_mgr.h"
 #include "tensorflow/core/framework/function.h"

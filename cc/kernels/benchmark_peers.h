@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "cc/kernels/engine/pass_buffers.h"
+#include "cc/engine/pass_buffers.h"
 #include "tensorflow/core/framework/op_kernel.h"
 
 namespace tensorflow {

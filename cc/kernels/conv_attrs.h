@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "cc/kernels/engine/conv_params.h"
-#include "cc/kernels/engine/knobs.h"
-#include "cc/kernels/engine/planner.h"
+#include "cc/engine/conv_params.h"
+#include "cc/engine/knobs.h"
+#include "cc/engine/planner.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 
@@ -39,14 +39,14 @@ struct ConvAttrs {
 };
 
 // The engine's status as TF's, code and message (a knob reader's,
-// cc/kernels/engine/knobs.h, is OK or InvalidArgument naming the variable and
+// cc/engine/knobs.h, is OK or InvalidArgument naming the variable and
 // the values allowed).
 absl::Status EngineStatusToTf(const ucudnn::Status& s);
 
 // Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
 // UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
 // attribute asks for the default, and UCUDNN_ENGINES and UCUDNN_GRAPH_*
-// (cc/kernels/engine/knobs.h): the environment as it is when the kernel is
+// (cc/engine/knobs.h): the environment as it is when the kernel is
 // created.
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cc/kernels/engine/pass_buffers.h"
+#include "cc/engine/pass_buffers.h"
 #include "tensorflow/core/framework/allocator.h"
 
 namespace tensorflow {

@@ -1,0 +1,106 @@
+#include "cc/engine/conv_params.h"
+
+#include <sstream>
+
+namespace ucudnn {
+
+const char* PassName(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return "forward";
+    case Pass::kBackwardData: return "backward-data";
+    case Pass::kBackwardFilter: return "backward-filter";
+  }
+  return "?";
+}
+
+void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]) {
+  if (layout == Layout::kNHWC) {
+    s[0] = height * width * c; s[1] = 1; s[2] = width * c; s[3] = c;
+  } else {
+    s[0] = c * height * width; s[1] = height * width; s[2] = width; s[3] = 1;
+  }
+}
+
+const char* LayoutName(Layout layout) {
+  return layout == Layout::kNHWC ? "NHWC" : "NCHW";
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat: return "float32";
+    case DType::kHalf: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+  }
+  return "?";
+}
+
+int DTypeSize(DType dtype) { return dtype == DType::kFloat ? 4 : 2; }
+
+PassBytes PassTensorBytes(Pass pass, const ConvParams& p, int64_t samples) {
+  const int64_t elem = DTypeSize(p.dtype);
+  const int64_t in = samples * p.input_sample_size() * elem;
+  const int64_t out = samples * p.output_sample_size() * elem;
+  const int64_t filter = p.filter_size() * elem;
+  switch (pass) {
+    case Pass::kForward: return {in, filter, out};
+    case Pass::kBackwardData: return {out, filter, in};
+    case Pass::kBackwardFilter: return {in, out, filter};
+  }
+  return {};
+}
+
+std::array<int64_t, 21> ConvParams::Fields() const {
+  return {batch,      in_channels, in_height,  in_width,   out_channels,
+          filter_height, filter_width, groups, stride_h,   stride_w,
+          dilation_h, dilation_w,  pad_top,    pad_bottom, pad_left,
+          pad_right,  out_height,  out_width,  static_cast<int64_t>(layout),
+          static_cast<int64_t>(dtype), Epilogue()};
+}
+
+ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
+  ConvParams p;
+  p.batch = f[0];
+  p.in_channels = f[1];
+  p.in_height = f[2];
+  p.in_width = f[3];
+  p.out_channels = f[4];
+  p.filter_height = f[5];
+  p.filter_width = f[6];
+  p.groups = f[7];
+  p.stride_h = f[8];
+  p.stride_w = f[9];
+  p.dilation_h = f[10];
+  p.dilation_w = f[11];
+  p.pad_top = f[12];
+  p.pad_bottom = f[13];
+  p.pad_left = f[14];
+  p.pad_right = f[15];
+  p.out_height = f[16];
+  p.out_width = f[17];
+  p.layout = static_cast<Layout>(f[18]);
+  p.dtype = static_cast<DType>(f[19]);
+  p.bias = f[20] != 0;
+  p.relu = f[20] == 2;
+  return p;
+}
+
+std::string ConvParams::ToString() const {
+  std::ostringstream s;
+  s << "N=" << batch << " C=" << in_channels << " H=" << in_height << " W=" << in_width
+    << " K=" << out_channels << " R=" << filter_height << " S=" << filter_width
+    << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
+    << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
+    << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
+    << DTypeName(dtype) << (bias ? " " : "") << EpilogueName();
+  return s.str();
+}
+
+int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t dilation, int64_t stride,
+                       int64_t pad_before, int64_t pad_after) {
+  const int64_t effective_filter = (filter - 1) * dilation + 1;
+  const int64_t span = in + pad_before + pad_after - effective_filter;
+  if (span < 0) return 0;
+  return span / stride + 1;
+}
+
+}  // namespace ucudnn

@@ -1,0 +1,109 @@
+// What defines one convolution: shapes, geometry, layout, element type.
+// No TensorFlow includes below cc/engine/.
+#ifndef TF_UCUDNN_ENGINE_CONV_PARAMS_H_
+#define TF_UCUDNN_ENGINE_CONV_PARAMS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace ucudnn {
+
+// The three convolution passes (kernels) of a layer.
+enum class Pass : int { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
+enum class Layout : int { kNHWC = 0, kNCHW = 1 };
+enum class DType : int { kFloat = 0, kHalf = 1, kBFloat16 = 2 };
+
+const char* PassName(Pass pass);      // "forward", "backward-data", "backward-filter"
+const char* LayoutName(Layout layout);  // "NHWC", "NCHW"
+const char* DTypeName(DType dtype);    // "float32", "float16", "bfloat16"
+int DTypeSize(DType dtype);            // bytes per element
+
+// A 2-D convolution as TensorFlow defines it. The filter is always stored as
+// TF stores it, [filter_height, filter_width, in_channels / groups,
+// out_channels] (HWIO); input and output follow `layout`. Paddings may be
+// asymmetric (TF's SAME with an even total, or EXPLICIT).
+struct ConvParams {
+  int64_t batch = 0;        // N
+  int64_t in_channels = 0;  // C (all groups)
+  int64_t in_height = 0;    // H
+  int64_t in_width = 0;     // W
+  int64_t out_channels = 0; // K (all groups)
+  int64_t filter_height = 0;  // R
+  int64_t filter_width = 0;   // S
+  int64_t groups = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t out_height = 0;   // P
+  int64_t out_width = 0;    // Q
+  Layout layout = Layout::kNHWC;
+  DType dtype = DType::kFloat;
+  // The forward pass adds a bias of out_channels elements to every output
+  // element of its channel (Conv2D + BiasAdd in one kernel: the epilogue of
+  // cuDNN's graph-API engines, or cudnnAddTensor after a legacy algorithm).
+  // Never set for the backward passes.
+  bool bias = false;
+  // With the bias, a ReLU after it (Conv2D + BiasAdd + Relu in one kernel:
+  // a pointwise node of the graph-API engines' epilogue, or
+  // cudnnActivationForward after a legacy algorithm). Only with `bias`.
+  bool relu = false;
+
+  int64_t group_in_channels() const { return in_channels / groups; }
+  int64_t group_out_channels() const { return out_channels / groups; }
+  bool symmetric_padding() const {
+    return pad_top == pad_bottom && pad_left == pad_right;
+  }
+  // Elements per sample of the input and the output, and of the filter.
+  int64_t input_sample_size() const { return in_channels * in_height * in_width; }
+  int64_t output_sample_size() const { return out_channels * out_height * out_width; }
+  int64_t filter_size() const {
+    return filter_height * filter_width * group_in_channels() * out_channels;
+  }
+  // True when the input, the filter or the output has no elements (a batch
+  // of 0, an empty spatial dimension, 0 output channels). Such a pass computes
+  // nothing: its result is empty, or zero where it has elements (each element
+  // is a sum over an empty set), as in tf.nn.conv2d. Front ends produce that
+  // result themselves; the engine never plans or runs an empty convolution
+  // (cuDNN rejects zero-sized descriptors).
+  bool empty() const {
+    return batch == 0 || in_channels == 0 || in_height == 0 || in_width == 0 ||
+           out_channels == 0 || filter_height == 0 || filter_width == 0 || out_height == 0 ||
+           out_width == 0;
+  }
+
+  // The forward epilogue as one number: 0 none, 1 the bias, 2 the bias and a
+  // ReLU (the last of Fields()).
+  int64_t Epilogue() const { return bias ? (relu ? 2 : 1) : 0; }
+  // Its name in ToString() and the candidates' kinds: "", "+bias", "+bias+relu".
+  const char* EpilogueName() const { return bias ? (relu ? "+bias+relu" : "+bias") : ""; }
+  // Every field that defines the convolution, batch included, for cache keys.
+  std::array<int64_t, 21> Fields() const;
+  // The convolution of Fields() (its inverse).
+  static ConvParams FromFields(const std::array<int64_t, 21>& f);
+  // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32",
+  // with " +bias" (" +bias+relu") appended where bias (and relu) is set.
+  std::string ToString() const;
+};
+
+// Bytes of one pass's tensors for `samples` samples (the filter always
+// whole), named as PassTensors names them (pass_buffers.h):
+//   forward:         a = input,        b = filter,       out = output
+//   backward-data:   a = out_backprop, b = filter,       out = in_backprop
+//   backward-filter: a = input,        b = out_backprop, out = filter_backprop
+struct PassBytes {
+  int64_t a = 0, b = 0, out = 0;
+};
+PassBytes PassTensorBytes(Pass pass, const ConvParams& params, int64_t samples);
+
+// Element strides (n, c, h, w) of a [n, c, h, w] tensor stored packed in
+// `layout` (NHWC or NCHW), whose spatial extent is (height, width).
+void LayoutStrides(Layout layout, int64_t c, int64_t height, int64_t width, int64_t s[4]);
+
+// Output size along one dimension (TF's formula with explicit paddings).
+int64_t ConvOutputSize(int64_t in, int64_t filter, int64_t dilation, int64_t stride,
+                       int64_t pad_before, int64_t pad_after);
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_CONV_PARAMS_H_

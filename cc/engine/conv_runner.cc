@@ -1,0 +1,261 @@
+#include "cc/engine/conv_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "cc/engine/knobs.h"
+
+#if GOOGLE_CUDA
+#include "cc/engine/cuda_check.h"
+#include "cc/engine/cudnn_descriptors.h"
+#include "cc/engine/division_groups.h"
+#endif
+
+namespace ucudnn {
+
+std::string PolicyLabel(BatchSizePolicy policy, int64_t micro_batch_size) {
+  return micro_batch_size > 0 ? "forced " + std::to_string(micro_batch_size)
+                              : BatchSizePolicyName(policy);
+}
+
+void LogPlan(const PlanRecord& r) {
+  if (!DebugOutput()) return;
+  // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
+  std::ostringstream steps;
+  for (size_t i = 0; i < r.micro_batches.size();) {
+    size_t j = i;
+    while (j < r.micro_batches.size() && r.micro_batches[j].size == r.micro_batches[i].size &&
+           r.micro_batches[j].algo == r.micro_batches[i].algo) {
+      ++j;
+    }
+    steps << (i == 0 ? "" : " + ") << (j - i) << "x" << r.micro_batches[i].size << " "
+          << r.micro_batches[i].algo;
+    i = j;
+  }
+  // Not measured on the CPU: no time is printed rather than "nan ms".
+  char cost[96];
+  if (r.time_ms == r.time_ms) {
+    std::snprintf(cost, sizeof(cost), "workspace %lld bytes, %.3f ms",
+                  static_cast<long long>(r.workspace_bytes), r.time_ms);
+  } else {
+    std::snprintf(cost, sizeof(cost), "workspace %lld bytes",
+                  static_cast<long long>(r.workspace_bytes));
+  }
+  std::fprintf(stderr, "tf_ucudnn: %s %s %s: %s (%s)%s%s\n", r.device.c_str(), PassName(r.pass),
+               r.params.ToString().c_str(), steps.str().c_str(), cost,
+               r.note.empty() ? "" : "; ", r.note.c_str());
+}
+
+#if GOOGLE_CUDA
+
+namespace {
+
+KernelKey MakeKey(const ConvRequest& q) {
+  KernelKey key;
+  key.pass = q.pass;
+  key.conv = q.params.Fields();
+  key.device = q.device;
+  key.allow_tf32 = q.allow_tf32;
+  key.deterministic = q.deterministic;
+  key.workspace_limit = q.workspace_limit;
+  key.policy = q.policy;
+  key.forced_micro_batch = q.micro_batch_size;
+  key.total_workspace = q.total_workspace;
+  key.engines = q.engines;
+  // The graph search knobs change the plan only where graph engines are candidates.
+  if (q.engines != EngineSet::kLegacy) key.graph = q.graph;
+  return key;
+}
+
+PlanRecord MakeRecord(const ConvRequest& q, const CudnnKernel& kernel, const Plan& plan) {
+  PlanRecord r;
+  r.device = q.device_name;
+  r.pass = kernel.pass();
+  r.params = kernel.params();
+  r.workspace_limit = q.workspace_limit;
+  r.policy = PolicyLabel(q.policy, q.micro_batch_size);
+  if (q.total_workspace > 0) {
+    r.note = "Workspace Division group of " + std::to_string(q.total_workspace) +
+             " bytes: benchmarked within the whole budget, divided after a step";
+  }
+  for (const auto& mb : plan.micro_batches) {
+    r.micro_batches.push_back({mb.size, CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]),
+                               mb.workspace_bytes, mb.time_ms});
+  }
+  r.workspace_bytes = plan.workspace_bytes;
+  r.time_ms = plan.time_ms;
+  return r;
+}
+
+// Logs once per kernel that it runs a smaller plan than planned: `level` "W"
+// where the plan's workspace could not be allocated, "I" where
+// workspace_limit=auto stepped down to what was free.
+void LogStepDownOnce(const KernelKey& key, const char* level, const std::string& what) {
+  static std::mutex mu;
+  static auto* seen = new std::set<KernelKey>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen->insert(key).second) return;
+  }
+  std::fprintf(stderr, "%s tf_ucudnn: %s\n", level, what.c_str());
+}
+
+template <typename Int>
+std::string JoinInts(const std::vector<Int>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  }
+  return out;
+}
+
+// An empty convolution with a bias: every output element is the bias of its
+// channel (a sum over nothing, plus the bias), or its ReLU.
+Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& p,
+                    const PassTensors& t) {
+  const int64_t bytes = p.batch * p.output_sample_size() * DTypeSize(p.dtype);
+  if (bytes == 0) return Status();
+  TensorDesc y, bias;
+  int64_t s[4];
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
+  UCUDNN_RETURN_IF_ERROR(y.Set(p.dtype, p.batch, p.out_channels, p.out_height, p.out_width, s));
+  UCUDNN_RETURN_IF_ERROR(bias.SetBias(p.dtype, p.out_channels));
+  std::lock_guard<std::mutex> lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));
+  const float one = 1.0f;
+  UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, bias.d, t.bias, &one, y.d, t.out));
+  if (p.relu) UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, y, t.out));
+  return Status();
+}
+
+}  // namespace
+
+Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllocator* scratch,
+                   const PeersProvider& peers) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
+  CudnnHandle* handle = nullptr;
+  UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
+  if (q.params.empty()) {
+    if (!q.params.bias || q.pass != Pass::kForward || tensors.bias == nullptr) {
+      return Status::InvalidArgument("an empty convolution has nothing to run: " +
+                                     q.params.ToString());
+    }
+    return FillWithBias(handle, q.stream, q.params, tensors);
+  }
+  if (q.params.relu && !q.params.bias) {
+    return Status::InvalidArgument("a ReLU epilogue needs the bias: " + q.params.ToString());
+  }
+  if (q.params.bias && (q.pass != Pass::kForward || tensors.bias == nullptr)) {
+    return Status::InvalidArgument(std::string("a bias needs the forward pass and its tensor, "
+                                               "not ") + PassName(q.pass));
+  }
+  const KernelKey key = MakeKey(q);
+  std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
+
+  // workspace_limit=auto holds only without Workspace Division (whose ops
+  // carry the total as their limit).
+  const bool auto_limit = q.workspace_limit == kAutoWorkspaceLimit;
+  if (!kernel->planned()) {
+    const auto start = std::chrono::steady_clock::now();
+    int64_t limit = q.workspace_limit;
+    FreeDeviceMemory free_at_planning;
+    if (auto_limit) {
+      free_at_planning = scratch->FreeMemory();
+      limit = AutoWorkspaceLimit(free_at_planning.available, free_at_planning.pool_limit);
+    }
+    std::vector<BenchmarkPeer> peer_list;
+    if (!kernel->seeded() && peers) UCUDNN_RETURN_IF_ERROR(peers(&peer_list));
+    bool planned_now = false;
+    // A Workspace Division group's kernel keeps every size: its Pareto front
+    // reaches down to the least workspace.
+    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
+                                                 limit, tensors, scratch, peer_list,
+                                                 /*small_sizes_where_limited=*/
+                                                 q.total_workspace == 0, &planned_now));
+    // Benchmark buffers go back before the plan's workspace is taken
+    // (stream-ordered, so no synchronisation is needed).
+    scratch->ReleaseAll();
+    if (planned_now) {
+      PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
+      r.workspace_limit = limit;
+      if (auto_limit) {
+        r.note = "workspace_limit=auto: planned within " + std::to_string(limit) + " bytes (" +
+                 std::to_string(free_at_planning.available) + " of " +
+                 std::to_string(free_at_planning.pool_limit) + " free)";
+      }
+      r.planning_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      std::string note;
+      const std::vector<int> bench_devices = kernel->benchmark_devices();
+      if (kernel->seeded()) {
+        // The stored table of this convolution (the database, or another N).
+        const int reused = kernel->reused_sizes(), fresh = kernel->benchmarked_sizes();
+        note = "stored benchmark table: " + std::to_string(reused) + " of " +
+               std::to_string(reused + fresh) + " sizes" +
+               (fresh > 0 ? ", " + std::to_string(fresh) + " benchmarked" : "");
+      } else if (bench_devices.size() > 1) {
+        note = "benchmarked on GPUs " + JoinInts(bench_devices);
+      }
+      const std::set<int64_t> pressured = kernel->pressured_sizes();
+      if (!pressured.empty()) {
+        std::vector<int64_t> listed(pressured.begin(), pressured.end());
+        note += std::string(note.empty() ? "" : "; ") +
+                "benchmarked under memory pressure at sizes " + JoinInts(listed);
+      }
+      // Kernels of other N (and later processes, through the database) plan
+      // from the sizes measured here.
+      SeedKernelTable(key, kernel->table(), kernel->algos(), pressured, kernel->pruned_engines());
+      if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
+      LogPlan(r);
+      RecordPlan(std::move(r));
+    }
+  }
+  // A Workspace Division group's kernel runs its least-workspace plan until
+  // the group is first divided (after one step): meanwhile its members
+  // benchmark one at a time within the whole budget and run holding (next
+  // to) no workspace, so the budget holds from the first step on.
+  Plan plan = q.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
+                                                           : kernel->plan();
+  if (auto_limit && plan.workspace_bytes > 0) {
+    // The fastest planned plan whose workspace is free now (the filter's copy
+    // in cuDNN's layout is allocated before it), rather than a failed
+    // allocation: XLA's allocator retries a failed one before it gives up.
+    const FreeDeviceMemory free = scratch->FreeMemory();
+    const int64_t room = free.available - FilterCopyBytes(q.params, tensors);
+    if (free.available >= 0 && plan.workspace_bytes > room) {
+      const Plan fits = kernel->PlanFitting(std::max<int64_t>(room, 0));
+      if (!fits.empty()) {
+        LogStepDownOnce(key, "I",
+                        std::string("workspace_limit=auto: ") + std::to_string(free.available) +
+                            " bytes free for " + PassName(q.pass) + " " + q.params.ToString() +
+                            "; running a plan that needs " + std::to_string(fits.workspace_bytes) +
+                            " bytes instead of " + std::to_string(plan.workspace_bytes) +
+                            " (logged once per kernel)");
+        plan = fits;
+      }
+    }
+  }
+  Plan ran;
+  UCUDNN_RETURN_IF_ERROR(kernel->Run(handle, q.stream, plan, tensors, scratch, &ran));
+  if (ran.workspace_bytes != plan.workspace_bytes) {
+    LogStepDownOnce(key, "W", "could not allocate " + std::to_string(plan.workspace_bytes) +
+                              " bytes of workspace for " + PassName(q.pass) + " " +
+                              q.params.ToString() + "; running a plan that needs " +
+                              std::to_string(ran.workspace_bytes) + " bytes instead");
+  }
+  if (q.total_workspace > 0) NoteGroupRun(q.device, q.total_workspace, kernel.get());
+  return Status();
+}
+
+#endif  // GOOGLE_CUDA
+
+}  // namespace ucudnn

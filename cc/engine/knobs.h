@@ -1,0 +1,166 @@
+// The engine's knobs (μ-cuDNN's UCUDNN_* environment variables and ours), in
+// one place: their values, parsing and validation. Front ends call
+// ReadEngineKnobs when a kernel is created (the TF OpKernel's and the tf2xla
+// kernel's constructors) and pass the values into the engine (ConvRequest),
+// so that a change of the environment takes effect for kernels created
+// afterwards. UCUDNN_DEBUG_OUTPUT and UCUDNN_BENCHMARK_DEVICES are process
+// settings, read once per process here. No TensorFlow includes.
+#ifndef TF_UCUDNN_ENGINE_KNOBS_H_
+#define TF_UCUDNN_ENGINE_KNOBS_H_
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "cc/engine/planner.h"
+#include "cc/engine/status.h"
+
+namespace ucudnn {
+
+// μ-cuDNN's default per-kernel workspace limit (UCUDNN_DEFAULT_WORKSPACE_LIMIT).
+constexpr int64_t kDefaultWorkspaceLimit = 64LL << 20;  // 64 MiB
+
+// workspace_limit = "auto" (the op attribute's value, and
+// UCUDNN_DEFAULT_WORKSPACE_LIMIT=auto): a kernel plans within what its
+// device's allocator can hand out when it is planned (AutoWorkspaceLimit), and
+// each run takes the fastest planned plan whose workspace is free at that
+// moment (RunConvPass).
+constexpr int64_t kAutoWorkspaceLimit = -2;
+// What "auto" never exceeds: TensorFlow's own default cuDNN workspace limit
+// (TF_CUDNN_WORKSPACE_LIMIT_IN_MB unset).
+constexpr int64_t kAutoWorkspaceCap = 8LL << 30;  // 8 GiB
+// The limit "auto" plans within, in bytes, given what the device's allocator
+// can hand out now (`available`, < 0 unknown) and its whole pool
+// (`pool_limit`, bytes): `available` less a margin of 1/16 of the pool and at
+// least 64 MiB (other ops may allocate while a kernel benchmarks, and the
+// benchmark's own buffers come first), within [0, kAutoWorkspaceCap]; the
+// fixed default (kDefaultWorkspaceLimit) when `available` is unknown.
+int64_t AutoWorkspaceLimit(int64_t available, int64_t pool_limit);
+// "auto" for kAutoWorkspaceLimit, else the bytes in decimal.
+std::string WorkspaceLimitName(int64_t limit);
+
+// Which cuDNN candidates a kernel benchmarks (UCUDNN_ENGINES):
+// - kAuto (the default): graph-API engines at every micro-batch size they are
+//   benchmarked at (8 samples and up, or the whole mini-batch), and the legacy
+//   algorithms at any size where no engine ran and at the smaller sizes, these
+//   only where the workspace limit kept an engine out at a larger size (or no
+//   engine ran there) unless the plan is forced, in a Workspace Division
+//   group, or spread over GPUs (CudnnKernel::BenchmarkOn);
+// - kAll: the legacy algorithms at every size, and the graph-API engines;
+// - kLegacy, kGraph: only one of the two.
+// kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
+// no legacy algorithm won a micro-batch of 8 or more samples in the DeepBench
+// and VGG-16 plans (docs/benchmarks.md, planning time).
+enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2, kAuto = 3 };
+constexpr int kEngineSetCount = 4;
+
+// Parses "auto" | "all" | "legacy" | "graph"; false on anything else.
+bool ParseEngineSet(const std::string& name, EngineSet* engines);
+const char* EngineSetName(EngineSet engines);
+
+// A graph prune factor is 0 (never prune) or a finite number >= 1.
+bool ValidGraphPruneFactor(double factor);
+// UCUDNN_GRAPH_PRUNE_FACTOR: a valid factor; false on anything else (empty,
+// not a number, negative, between 0 and 1), leaving *factor as it was.
+bool ParseGraphPruneFactor(const std::string& text, double* factor);
+// How many of cuDNN's engine configs become graph-API candidates
+// (UCUDNN_GRAPH_SEARCH; ProposeGraphEngines in cudnn_graph.h says which). The
+// values are the XLA custom calls' graph_search attribute.
+enum class GraphSearch : int { kDefault = 0, kExhaustive = 1, kWide = 2 };
+constexpr int kGraphSearchCount = 3;
+// UCUDNN_GRAPH_SEARCH: "default" (the first configs of each heuristics
+// list), "wide" (every config of both lists) or "exhaustive" (also every
+// other engine); false on anything else.
+bool ParseGraphSearch(const std::string& text, GraphSearch* search);
+const char* GraphSearchName(GraphSearch search);
+// UCUDNN_GRAPH_LAYOUTS: which layouts graph-API engines compute in. "both"
+// (the tensors' and, as transposed candidates, the other one), "native" (the
+// tensors' only) or "transposed" (the other only); false on anything else.
+enum class GraphLayouts : int { kBoth = 0, kNative = 1, kTransposed = 2 };
+constexpr int kGraphLayoutsCount = 3;
+bool ParseGraphLayouts(const std::string& text, GraphLayouts* layouts);
+const char* GraphLayoutsName(GraphLayouts layouts);
+
+// How graph-API engines are searched; part of what identifies a kernel that
+// benchmarks them (KernelKey), since each knob changes the candidates timed.
+struct GraphSearchKnobs {
+  // Engines dominated by this factor at one micro-batch size are not tried at
+  // larger sizes of the same kernel (UCUDNN_GRAPH_PRUNE_FACTOR; 0: never).
+  double prune_factor = 2.0;
+  // UCUDNN_GRAPH_SEARCH: the first configs of each heuristics list (default),
+  // all of them (wide), or all of them and every other engine of the graph
+  // with its default knobs (exhaustive; see ProposeGraphEngines).
+  GraphSearch search = GraphSearch::kDefault;
+  // UCUDNN_GRAPH_LAYOUTS (default native): the layouts graph-API engines are
+  // proposed in. Transposed candidates are opt-in: on an H200 with cuDNN 9.19
+  // none won a DeepBench plan (their NHWC counterparts already transpose
+  // inside their workspace), and they cost planning time.
+  GraphLayouts layouts = GraphLayouts::kNative;
+
+  bool operator<(const GraphSearchKnobs& o) const {
+    return std::make_tuple(prune_factor, search, layouts) <
+           std::make_tuple(o.prune_factor, o.search, o.layouts);
+  }
+  bool operator==(const GraphSearchKnobs& o) const { return !(*this < o) && !(o < *this); }
+};
+
+// The knobs that choose and search a kernel's candidates, read when every
+// kernel is created.
+struct EngineKnobs {
+  EngineSet engines = EngineSet::kAuto;  // UCUDNN_ENGINES
+  GraphSearchKnobs graph;               // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}
+};
+
+// Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
+// default; UCUDNN_GRAPH_RETIME is only checked: ReadGraphRetime).
+// InvalidArgument names the variable, the allowed values and the value found.
+Status ReadEngineKnobs(EngineKnobs* knobs);
+
+// Where an XLA custom call's cuDNN workspace lives (UCUDNN_XLA_WORKSPACE),
+// read by the tf2xla kernel when the function is compiled:
+// - kScratch (the default): XLA's scratch allocator (TF's allocator under TF),
+//   taken for the call and given back when it returns, outside the buffers
+//   XLA assigns;
+// - kBuffer: a result buffer of the call, of the workspace limit's size,
+//   placed by XLA's buffer assignment inside its temp allocation as XLA places
+//   its own convolutions' workspaces; held whether or not the plan needs it.
+// Workspace Division groups always use kScratch: their kernels' shares are
+// known only once the group is planned.
+enum class XlaWorkspace : int { kScratch = 0, kBuffer = 1 };
+// Parses "scratch" | "buffer"; false on anything else.
+bool ParseXlaWorkspace(const std::string& text, XlaWorkspace* where);
+// Reads and validates UCUDNN_XLA_WORKSPACE (unset or empty: kScratch).
+Status ReadXlaWorkspace(XlaWorkspace* where);
+
+// Whether XLA custom calls of half-precision convolutions with few input
+// channels run on channels padded with zeros (UCUDNN_XLA_PAD_CHANNELS: "on",
+// the default, or "off"), read by the tf2xla kernel when the function is
+// compiled; which convolutions: XlaPaddedInChannels (xla_conv_config.h).
+// Parses "on" | "off"; false on anything else.
+bool ParseXlaPadChannels(const std::string& text, bool* pad);
+// Reads and validates UCUDNN_XLA_PAD_CHANNELS (unset or empty: on).
+Status ReadXlaPadChannels(bool* pad);
+// Reads and validates UCUDNN_GRAPH_RETIME, on or off (unset or empty: on):
+// whether graph candidates near the best at a size are timed again,
+// interleaved (screening.h, "Re-timing near the best").
+Status ReadGraphRetime(bool* retime);
+
+// The environment's defaults of op attributes, read (when a kernel is
+// created) only where an op leaves the attribute to them, so that a bad value
+// fails only the ops that use it. Unset or empty: the default.
+Status ReadDefaultWorkspaceLimit(int64_t* bytes);      // UCUDNN_DEFAULT_WORKSPACE_LIMIT (or "auto")
+Status ReadTotalWorkspaceSize(int64_t* bytes);         // UCUDNN_TOTAL_WORKSPACE_SIZE (0: unset)
+Status ReadBatchSizePolicy(BatchSizePolicy* policy);   // UCUDNN_BATCH_SIZE_POLICY
+
+// UCUDNN_DEBUG_OUTPUT (μ-cuDNN's name): when set to anything but "" or "0",
+// plans and the cost of planning each kernel are printed to stderr. Read once
+// per process.
+bool DebugOutput();
+
+// The value of UCUDNN_BENCHMARK_DEVICES ("" when unset; see
+// ParseBenchmarkDevices), read once per process.
+const std::string& BenchmarkDevicesSetting();
+
+}  // namespace ucudnn
+
+#endif  // TF_UCUDNN_ENGINE_KNOBS_H_

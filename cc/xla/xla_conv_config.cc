@@ -1,0 +1,64 @@
+#include "cc/xla/xla_conv_config.h"
+
+#include <algorithm>
+#include <array>
+#include <iomanip>
+#include <sstream>
+
+namespace tensorflow {
+namespace ucudnn_tf {
+
+const char* XlaConvTarget(ucudnn::Pass pass) {
+  switch (pass) {
+    case ucudnn::Pass::kForward: return "ucudnn_conv2d_forward";
+    case ucudnn::Pass::kBackwardData: return "ucudnn_conv2d_backward_data";
+    case ucudnn::Pass::kBackwardFilter: return "ucudnn_conv2d_backward_filter";
+  }
+  return "";
+}
+
+int64_t XlaPaddedInChannels(const ucudnn::ConvParams& p) {
+  constexpr int64_t kChannels = 8;  // 16 bytes of half-precision values
+  const bool half = p.dtype == ucudnn::DType::kHalf || p.dtype == ucudnn::DType::kBFloat16;
+  return half && p.groups == 1 && p.in_channels < kChannels ? kChannels : p.in_channels;
+}
+
+std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
+  std::ostringstream s;
+  s << "{" << kAttrConv << " = array<i64: ";
+  const auto fields = c.params.Fields();
+  for (size_t i = 0; i < fields.size(); ++i) s << (i ? ", " : "") << fields[i];
+  s << ">";
+  auto i64 = [&s](const char* name, int64_t value) {
+    s << ", " << name << " = " << value << " : i64";
+  };
+  i64(kAttrWorkspaceLimit, c.workspace_limit);
+  i64(kAttrBatchSizePolicy, static_cast<int64_t>(c.policy));
+  i64(kAttrMicroBatchSize, c.micro_batch_size);
+  i64(kAttrTotalWorkspace, c.total_workspace);
+  i64(kAttrEngines, static_cast<int64_t>(c.engines));
+  // Exactly representable in decimal with 17 significant digits.
+  s << ", " << kAttrGraphPruneFactor << " = " << std::setprecision(17) << std::scientific
+    << c.graph.prune_factor << " : f64" << std::defaultfloat;
+  i64(kAttrGraphSearch, static_cast<int64_t>(c.graph.search));
+  i64(kAttrGraphLayouts, static_cast<int64_t>(c.graph.layouts));
+  i64(kAttrAllowTf32, c.allow_tf32 ? 1 : 0);
+  i64(kAttrDeterministic, c.deterministic ? 1 : 0);
+  s << "}";
+  return s.str();
+}
+
+bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
+  decltype(p->Fields()) fields;
+  if (n != fields.size()) return false;
+  // Layout and dtype are cast to enums: out of range, they would come back.
+  if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2) return false;
+  std::copy(f, f + n, fields.begin());
+  *p = ucudnn::ConvParams::FromFields(fields);
+  // The encoder wrote Fields(): decoding must give them back (this refuses an
+  // epilogue other than ConvParams::Epilogue()'s too).
+  return p->Fields() == fields;
+}
+
+}  // namespace ucudnn_tf
+}  // namespace tensorflow

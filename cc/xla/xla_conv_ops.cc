@@ -1,0 +1,318 @@
+// XLA kernels (tf2xla) of Ucudnn>Conv2D (and Ucudnn>Conv2DWithBias) and its
+// two gradients, so that functions and Keras models using tf_ucudnn compile
+// with jit_compile.
+//
+// On the GPU the pass becomes an XLA custom call handled by the micro-batched
+// engine through XLA's typed FFI (cc/xla/xla_ffi_conv.cc): it plans on its
+// first execution per shape (benchmark database, Workspace Reuse) and runs
+// within the op's workspace limit. On the CPU it lowers to XLA's own
+// convolution (TF's lowering of Conv2D), which has no workspace to bound.
+// A bias is the custom call's third operand on the GPU (the plan adds it in
+// the convolution's kernel where the engine takes one), an add on the CPU.
+// With UCUDNN_XLA_WORKSPACE=buffer the call has a second result, its
+// workspace, which XLA's buffer assignment places.
+// A half-precision convolution with few input channels runs on channels
+// padded with zeros (XlaPaddedInChannels; UCUDNN_XLA_PAD_CHANNELS=off keeps
+// them), on the CPU too, so that CI runs the padding and the slicing back.
+#include <string>
+#include <vector>
+
+#include "cc/kernels/conv_attrs.h"
+#include "cc/xla/xla_conv_config.h"
+#include "tensorflow/compiler/tf2xla/kernels/conv_op_helpers.h"
+#include "tensorflow/compiler/tf2xla/shape_util.h"
+#include "tensorflow/compiler/tf2xla/type_util.h"
+#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
+#include "tensorflow/compiler/tf2xla/xla_op_registry.h"
+#include "tensorflow/core/util/determinism.h"
+#include "tsl/platform/tensor_float_32_utils.h"
+#include "xla/hlo/builder/lib/constants.h"
+#include "xla/hlo/builder/xla_builder.h"
+#include "xla/shape_util.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+namespace {
+
+using ucudnn::ConvParams;
+using ucudnn::Pass;
+
+// kBias: Ucudnn>Conv2DWithBias (forward).
+template <Pass kPass, bool kGpu, bool kBias = false>
+class UcudnnXlaConvOp : public XlaOpKernel {
+  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
+
+ public:
+  explicit UcudnnXlaConvOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
+    // The knobs (and their environment defaults) are read as by the TF kernel,
+    // so a bad value is the same InvalidArgument at compile time.
+    OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
+    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
+    // Read on the CPU too, so that a bad value is the same compile-time error
+    // wherever the function is compiled.
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
+    if (!kGpu) {
+      absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
+      OP_REQUIRES_OK(ctx, conv.status());
+      xla_attrs_ = *conv;
+    }
+  }
+
+  void Compile(XlaOpKernelContext* ctx) override {
+    TensorShape input_shape, filter_shape;
+    switch (kPass) {
+      case Pass::kForward:
+        input_shape = ctx->InputShape(0);
+        filter_shape = ctx->InputShape(1);
+        break;
+      case Pass::kBackwardData:
+        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(0, &input_shape));
+        filter_shape = ctx->InputShape(1);
+        break;
+      case Pass::kBackwardFilter:
+        input_shape = ctx->InputShape(0);
+        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(1, &filter_shape));
+        break;
+    }
+    // The same validation as the TF kernel: a bad shape or attribute is an
+    // InvalidArgument when the function is compiled.
+    ConvParams params;
+    OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
+    if (kBias) {
+      OP_REQUIRES_OK(ctx, CheckBias(ctx->InputShape(2), params));
+      params.bias = true;
+      params.relu = attrs_.relu;
+    }
+    const TensorShape output_shape = OutputShape(params);
+    if (kPass != Pass::kForward) {
+      OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->InputShape(2), output_shape));
+    }
+    if (params.empty()) {
+      // As stock TF: an empty result, or a zero filter gradient (or the bias
+      // alone, a sum over nothing plus the bias, and its ReLU); nothing to plan.
+      const TensorShape& result = PassResultShape(kPass, input_shape, filter_shape, output_shape);
+      xla::XlaOp out = kBias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
+                                                   {ChannelDimension(params.layout)})
+                             : xla::Broadcast(xla::Zero(ctx->builder(), type_),
+                                              result.dim_sizes());
+      if (params.relu) out = xla::Max(out, xla::Zero(ctx->builder(), type_));
+      ctx->SetOutput(0, out);
+      return;
+    }
+    Operands ops;
+    switch (kPass) {
+      case Pass::kForward:
+        ops.input = ctx->Input(0);
+        ops.filter = ctx->Input(1);
+        if (kBias) ops.bias = ctx->Input(2);
+        break;
+      case Pass::kBackwardData:
+        ops.filter = ctx->Input(1);
+        ops.out_backprop = ctx->Input(2);
+        break;
+      case Pass::kBackwardFilter:
+        ops.input = ctx->Input(0);
+        ops.out_backprop = ctx->Input(2);
+        break;
+    }
+    const int64_t channels = params.in_channels;
+    const int64_t padded = pad_channels_ ? XlaPaddedInChannels(params) : channels;
+    if (padded != channels) {
+      PadInChannels(ctx->builder(), padded, &params, &ops, &input_shape, &filter_shape);
+    }
+    absl::StatusOr<xla::XlaOp> out =
+        kGpu ? CompileCustomCall(ctx, params, ops, input_shape, filter_shape, output_shape)
+             : CompileXlaConv(ctx, ops, input_shape, filter_shape);
+    OP_REQUIRES_OK(ctx, out.status());
+    if (padded != channels && kPass != Pass::kForward) {
+      // The gradient of the padded channels is dropped.
+      const int64_t dim = kPass == Pass::kBackwardData ? ChannelDimension(params.layout)
+                                                       : kFilterInDim;
+      out = xla::SliceInDim(*out, 0, channels, 1, dim);
+    }
+    ctx->SetOutput(0, *out);
+  }
+
+ private:
+  // The pass's operands: input (forward, backward-filter), filter (forward,
+  // backward-data), out_backprop (the gradients), bias (Conv2DWithBias).
+  struct Operands {
+    xla::XlaOp input, filter, out_backprop, bias;
+  };
+  static constexpr int64_t kFilterInDim = 2;  // HWIO's I
+
+  // Input channels C -> `padded`, zeros in the input and in the filter's input
+  // channels (XlaPaddedInChannels). backward-filter pads its input behind an
+  // optimization barrier with out_backprop, so that the padded copy is made
+  // when the gradient is, not kept from the forward pass to it (XLA would
+  // otherwise share one pad of the input between the passes).
+  void PadInChannels(xla::XlaBuilder* b, int64_t padded, ConvParams* params, Operands* ops,
+                     TensorShape* input_shape, TensorShape* filter_shape) const {
+    const int64_t extra = padded - params->in_channels;
+    auto pad = [&](xla::XlaOp op, int64_t dim) {  // a 4-D operand
+      xla::PaddingConfig config;
+      for (int64_t i = 0; i < 4; ++i) {
+        config.add_dimensions()->set_edge_padding_high(i == dim ? extra : 0);
+      }
+      return xla::Pad(op, xla::Zero(b, type_), config);
+    };
+    const int64_t channel_dim = ChannelDimension(params->layout);
+    if (kPass == Pass::kBackwardFilter) {
+      xla::XlaOp both = xla::OptimizationBarrier(xla::Tuple(b, {ops->input, ops->out_backprop}));
+      ops->input = xla::GetTupleElement(both, 0);
+      ops->out_backprop = xla::GetTupleElement(both, 1);
+    }
+    if (kPass != Pass::kBackwardData) ops->input = pad(ops->input, channel_dim);
+    if (kPass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, kFilterInDim);
+    input_shape->set_dim(channel_dim, padded);
+    filter_shape->set_dim(kFilterInDim, padded);
+    params->in_channels = padded;
+  }
+
+  // GPU: a typed-FFI custom call; activations in TF's layouts (row-major
+  // NHWC/NCHW), the filter's HWIO dimensions laid out as cuDNN takes them
+  // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
+  // inside a fusion (the filter gradient, e.g., inside the weight update), and
+  // the engine runs without a transform of its own.
+  absl::StatusOr<xla::XlaOp> CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
+                                               const Operands& ops,
+                                               const TensorShape& input_shape,
+                                               const TensorShape& filter_shape,
+                                               const TensorShape& output_shape) {
+    auto shape_of = [this](const TensorShape& s) {
+      return xla::ShapeUtil::MakeShapeWithDescendingLayout(type_, s.dim_sizes());
+    };
+    // HWIO = dimensions (0, 1, 2, 3) = (R, S, C, K), minor to major.
+    const std::vector<int64_t> cudnn_filter_layout =
+        params.layout == ucudnn::Layout::kNHWC ? std::vector<int64_t>{2, 1, 0, 3}   // KRSC
+                                               : std::vector<int64_t>{1, 0, 2, 3};  // KCRS
+    auto filter_shape_of = [&](const TensorShape& s) {
+      return xla::ShapeUtil::MakeShapeWithDenseLayout(type_, s.dim_sizes(), cudnn_filter_layout);
+    };
+    std::vector<xla::XlaOp> operands;
+    std::vector<xla::Shape> operand_shapes;
+    xla::Shape result;
+    switch (kPass) {
+      case Pass::kForward:  // a = input, b = filter [, bias] -> output
+        operands = {ops.input, ops.filter};
+        operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
+        if (kBias) {
+          operands.push_back(ops.bias);
+          operand_shapes.push_back(shape_of(ctx->InputShape(2)));
+        }
+        result = shape_of(output_shape);
+        break;
+      case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
+        operands = {ops.out_backprop, ops.filter};
+        operand_shapes = {shape_of(output_shape), filter_shape_of(filter_shape)};
+        result = shape_of(input_shape);
+        break;
+      case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
+        operands = {ops.input, ops.out_backprop};
+        operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
+        result = filter_shape_of(filter_shape);
+        break;
+    }
+    XlaConvConfig config;
+    config.params = params;
+    config.workspace_limit = attrs_.workspace_limit;
+    config.policy = attrs_.policy;
+    config.micro_batch_size = attrs_.micro_batch_size;
+    config.total_workspace = attrs_.total_workspace;
+    config.engines = attrs_.knobs.engines;
+    config.graph = attrs_.knobs.graph;
+    // Numerics are fixed when the function is compiled, as XLA's own
+    // convolutions fix theirs.
+    config.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    config.deterministic = OpDeterminismRequired();
+    // UCUDNN_XLA_WORKSPACE=buffer: a second result, u8 of the limit's size,
+    // that XLA's buffer assignment places (live only during the call, as the
+    // workspace of XLA's own convolutions). Not in a Workspace Division group,
+    // whose kernels' shares are known only when the group is planned.
+    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
+                                  attrs_.total_workspace == 0 && attrs_.workspace_limit > 0;
+    if (workspace_result) {
+      result = xla::ShapeUtil::MakeTupleShape(
+          {result, xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8,
+                                                                 {attrs_.workspace_limit})});
+    }
+    xla::XlaOp call = xla::CustomCallWithLayout(
+        ctx->builder(), XlaConvTarget(kPass), operands, result, operand_shapes,
+        EncodeXlaConvConfig(config), /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+        xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    return workspace_result ? xla::GetTupleElement(call, 0) : call;
+  }
+
+  // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
+  absl::StatusOr<xla::XlaOp> CompileXlaConv(XlaOpKernelContext* ctx, const Operands& ops,
+                                            const TensorShape& input_shape,
+                                            const TensorShape& filter_shape) {
+    switch (kPass) {
+      case Pass::kForward: {
+        absl::StatusOr<xla::XlaOp> out =
+            MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
+        if (kBias && out.ok()) out = xla::Add(*out, ops.bias, {ChannelDimension(attrs_.layout)});
+        if (attrs_.relu && out.ok()) out = xla::Max(*out, xla::Zero(ctx->builder(), type_));
+        return out;
+      }
+      case Pass::kBackwardData: {
+        xla::XlaOp input_sizes = ctx->Input(0);
+        return MakeXlaBackpropInputConvOp(type_string(),
+                                          TensorShapeToXLAShape(type_, input_shape), ops.filter,
+                                          ops.out_backprop, xla_attrs_, &input_sizes);
+      }
+      case Pass::kBackwardFilter:
+        return MakeXlaBackpropFilterConvOp(type_string(), ops.input,
+                                           TensorShapeToXLAShape(type_, filter_shape),
+                                           ops.out_backprop, xla_attrs_);
+    }
+    return absl::InternalError("unknown pass");
+  }
+
+  // The output's channel dimension: 3 in NHWC, 1 in NCHW.
+  static int64_t ChannelDimension(ucudnn::Layout layout) {
+    return layout == ucudnn::Layout::kNHWC ? 3 : 1;
+  }
+
+  ConvAttrs attrs_;
+  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
+  bool pad_channels_ = true;  // UCUDNN_XLA_PAD_CHANNELS
+  DataType dtype_ = DT_FLOAT;
+  xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
+  ConvOpAttrs xla_attrs_;
+};
+
+// REGISTER_XLA_OP takes a plain class name.
+using XlaForwardGpu = UcudnnXlaConvOp<Pass::kForward, true>;
+using XlaBackwardDataGpu = UcudnnXlaConvOp<Pass::kBackwardData, true>;
+using XlaBackwardFilterGpu = UcudnnXlaConvOp<Pass::kBackwardFilter, true>;
+using XlaForwardCpu = UcudnnXlaConvOp<Pass::kForward, false>;
+using XlaBackwardDataCpu = UcudnnXlaConvOp<Pass::kBackwardData, false>;
+using XlaBackwardFilterCpu = UcudnnXlaConvOp<Pass::kBackwardFilter, false>;
+using XlaForwardBiasGpu = UcudnnXlaConvOp<Pass::kForward, true, true>;
+using XlaForwardBiasCpu = UcudnnXlaConvOp<Pass::kForward, false, true>;
+
+#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, BACKWARD_DATA, BACKWARD_FILTER)    \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2D").Device(DEVICE), FORWARD);                             \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithBias").Device(DEVICE), FORWARD_BIAS);               \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropInput")                                         \
+                      .Device(DEVICE)                                                         \
+                      .CompileTimeConstantInput("input_sizes"),                               \
+                  BACKWARD_DATA);                                                             \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropFilter")                                        \
+                      .Device(DEVICE)                                                         \
+                      .CompileTimeConstantInput("filter_sizes"),                              \
+                  BACKWARD_FILTER);
+
+UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaForwardBiasCpu, XlaBackwardDataCpu,
+                    XlaBackwardFilterCpu)
+UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaForwardBiasGpu, XlaBackwardDataGpu,
+                    XlaBackwardFilterGpu)
+
+}  // namespace
+}  // namespace ucudnn_tf
+}  // namespace tensorflow

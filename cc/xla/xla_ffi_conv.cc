@@ -1,0 +1,226 @@
+// The XLA side of tf_ucudnn on the GPU: typed-FFI handlers of the custom calls
+// that cc/xla/xla_conv_ops.cc emits, one per pass. Each call runs the pass
+// through the same engine as the TF kernel (RunConvPass: kernel cache,
+// benchmark database, Workspace Reuse, legacy and graph-API candidates,
+// Workspace Division groups, plan records), on XLA's stream, with benchmark
+// buffers and workspace from XLA's scratch allocator (TF's allocator under
+// TF), so that the workspace is bounded by the op's limit as without XLA; or,
+// with UCUDNN_XLA_WORKSPACE=buffer, the workspace from the call's second
+// result, a buffer of the limit's size that XLA places in its temp allocation.
+#if GOOGLE_CUDA
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "cc/kernels/device_memory.h"
+#include "cc/engine/conv_runner.h"
+#include "cc/xla/xla_conv_config.h"
+#include "xla/ffi/api/c_api.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace tensorflow {
+namespace ucudnn_tf {
+namespace {
+
+namespace ffi = xla::ffi;
+using ucudnn::Pass;
+
+// The engine's ScratchAllocator over XLA's: memory lives until the handler
+// returns (XLA gives it back then; stream-ordered on XLA's stream). With
+// UCUDNN_XLA_WORKSPACE=buffer the call also has a workspace result buffer
+// (placed by XLA's buffer assignment, of the workspace limit's size), which
+// serves cuDNN's workspace while it is free and large enough.
+//
+// cuDNN's workspace otherwise comes from TF's allocator of the GPU directly,
+// asked without retry (HeldBlocks): XLA's FFI allocates with retry on
+// failure, and TF's BFC allocator then waits up to 10 s for memory to be
+// freed before it refuses a block. Such a block goes back at Release,
+// ReleaseAll or the handler's end, like XLA's scratch (TF's allocator is not
+// stream-ordered; XLA runs on TF's compute stream).
+class FfiScratch : public ucudnn::ScratchAllocator {
+ public:
+  FfiScratch(ffi::ScratchAllocator* scratch, int device, void* workspace,
+             int64_t workspace_bytes)
+      : scratch_(scratch), device_(device), workspace_(workspace),
+        workspace_bytes_(workspace_bytes), direct_(TfGpuAllocator(device)) {}
+  FfiScratch(const FfiScratch&) = delete;
+  FfiScratch& operator=(const FfiScratch&) = delete;
+  void* Allocate(int64_t bytes) override {
+    if (bytes <= 0) return nullptr;
+    // XLA's FFI accepts alignments up to 16 bytes; its allocator (TF's BFC
+    // under TF) returns blocks aligned to 256 bytes anyway, as cuDNN wants.
+    std::optional<void*> p = scratch_->Allocate(static_cast<size_t>(bytes), 16);
+    return p.has_value() ? *p : nullptr;
+  }
+  void* AllocateWorkspace(int64_t bytes) override {
+    if (workspace_ != nullptr && !workspace_lent_ && bytes <= workspace_bytes_) {
+      workspace_lent_ = true;
+      return workspace_;
+    }
+    if (TfGpuAllocator(device_) == nullptr) return Allocate(bytes);
+    return direct_.Allocate(bytes);
+  }
+  // XLA's scratch goes back only when the call returns; the buffer is free
+  // again for the next workspace; a block of TF's allocator goes back now.
+  void Release(void* block) override {
+    if (block == nullptr) return;
+    if (block == workspace_) {
+      workspace_lent_ = false;
+      return;
+    }
+    direct_.Free(block);
+  }
+  void ReleaseAll() override {
+    workspace_lent_ = false;
+    direct_.FreeAll();
+  }
+  // XLA's scratch allocator under TF is TF's allocator of the call's GPU.
+  ucudnn::FreeDeviceMemory FreeMemory() override { return FreeMemoryOf(TfGpuAllocator(device_)); }
+
+ private:
+  ffi::ScratchAllocator* scratch_;
+  int device_;               // CUDA ordinal
+  void* workspace_;          // the call's workspace result, or nullptr
+  int64_t workspace_bytes_;  // its size
+  bool workspace_lent_ = false;
+  HeldBlocks direct_;  // workspaces from TF's allocator, not yet given back
+};
+
+ffi::Error ToFfiError(const ucudnn::Status& s) {
+  switch (s.code()) {
+    case ucudnn::Status::Code::kOk: return ffi::Error::Success();
+    case ucudnn::Status::Code::kInvalidArgument:
+      return ffi::Error(ffi::ErrorCode::kInvalidArgument, s.message());
+    case ucudnn::Status::Code::kResourceExhausted:
+      return ffi::Error(ffi::ErrorCode::kResourceExhausted, s.message());
+    case ucudnn::Status::Code::kInternal:
+      return ffi::Error(ffi::ErrorCode::kInternal, s.message());
+  }
+  return ffi::Error(ffi::ErrorCode::kUnknown, s.message());
+}
+
+// `bias`: the forward pass's third operand, where the convolution has one
+// (ConvParams::bias in the attributes).
+template <Pass kPass>
+ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
+                   ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
+                   ffi::Result<ffi::AnyBuffer> out,
+                   std::optional<ffi::Result<ffi::AnyBuffer>> workspace,
+                   ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
+                   int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
+                   double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
+                   int64_t allow_tf32, int64_t deterministic) {
+  ucudnn::ConvRequest q;
+  q.pass = kPass;
+  if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
+      engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
+      graph_search >= ucudnn::kGraphSearchCount || graph_layouts < 0 ||
+      graph_layouts >= ucudnn::kGraphLayoutsCount ||
+      !ucudnn::ValidGraphPruneFactor(graph_prune_factor)) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      std::string("tf_ucudnn: malformed attributes of custom call ") +
+                          XlaConvTarget(kPass));
+  }
+  const ucudnn::ConvParams& p = q.params;
+  // The buffers XLA passes must be the ones the attributes describe.
+  const ucudnn::PassBytes want = ucudnn::PassTensorBytes(kPass, p, p.batch);
+  if (static_cast<int64_t>(a.size_bytes()) != want.a ||
+      static_cast<int64_t>(b.size_bytes()) != want.b ||
+      static_cast<int64_t>(out->size_bytes()) != want.out ||
+      bias.has_value() != (kPass == Pass::kForward && p.bias) ||
+      (bias.has_value() && static_cast<int64_t>(bias->size_bytes()) !=
+                               p.out_channels * ucudnn::DTypeSize(p.dtype))) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
+                          " do not match " + p.ToString());
+  }
+  q.device = device;
+  q.stream = stream;
+  q.device_name = "/device:GPU:" + std::to_string(device) + " (XLA)";
+  q.allow_tf32 = allow_tf32 != 0;
+  q.deterministic = deterministic != 0;
+  q.workspace_limit = workspace_limit;
+  q.policy = static_cast<ucudnn::BatchSizePolicy>(policy);
+  q.micro_batch_size = micro_batch_size;
+  q.total_workspace = total_workspace;
+  q.engines = static_cast<ucudnn::EngineSet>(engines);
+  q.graph.prune_factor = graph_prune_factor;
+  q.graph.search = static_cast<ucudnn::GraphSearch>(graph_search);
+  q.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
+  ucudnn::PassTensors tensors;
+  tensors.a = a.untyped_data();
+  tensors.b = b.untyped_data();
+  tensors.out = out->untyped_data();
+  tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
+  if (bias.has_value()) tensors.bias = bias->untyped_data();
+  // The workspace result (UCUDNN_XLA_WORKSPACE=buffer), u8 of the limit's size.
+  void* workspace_data = nullptr;
+  int64_t workspace_bytes = 0;
+  if (workspace.has_value()) {
+    workspace_data = (*workspace)->untyped_data();
+    workspace_bytes = static_cast<int64_t>((*workspace)->size_bytes());
+  }
+  FfiScratch allocator(&scratch, device, workspace_data, workspace_bytes);
+  return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
+}
+
+#define UCUDNN_FFI_BINDING                                  \
+  ffi::Ffi::Bind()                                          \
+      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
+      .Ctx<ffi::ScratchAllocator>()                         \
+      .Ctx<ffi::DeviceOrdinal>()                            \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Arg<ffi::AnyBuffer>()                                \
+      .OptionalArg<ffi::AnyBuffer>()                        \
+      .Ret<ffi::AnyBuffer>()                                \
+      .OptionalRet<ffi::AnyBuffer>()                        \
+      .Attr<ffi::Span<const int64_t>>(kAttrConv)            \
+      .Attr<int64_t>(kAttrWorkspaceLimit)                   \
+      .Attr<int64_t>(kAttrBatchSizePolicy)                  \
+      .Attr<int64_t>(kAttrMicroBatchSize)                   \
+      .Attr<int64_t>(kAttrTotalWorkspace)                   \
+      .Attr<int64_t>(kAttrEngines)                          \
+      .Attr<double>(kAttrGraphPruneFactor)                  \
+      .Attr<int64_t>(kAttrGraphSearch)                      \
+      .Attr<int64_t>(kAttrGraphLayouts)                     \
+      .Attr<int64_t>(kAttrAllowTf32)                        \
+      .Attr<int64_t>(kAttrDeterministic)
+
+XLA_FFI_DEFINE_HANDLER(kForwardHandler, RunPass<Pass::kForward>, UCUDNN_FFI_BINDING);
+XLA_FFI_DEFINE_HANDLER(kBackwardDataHandler, RunPass<Pass::kBackwardData>, UCUDNN_FFI_BINDING);
+XLA_FFI_DEFINE_HANDLER(kBackwardFilterHandler, RunPass<Pass::kBackwardFilter>,
+                       UCUDNN_FFI_BINDING);
+
+// Registers the three handlers for XLA's CUDA platform when the op library is
+// loaded; a failure is reported on stderr (compiling then fails with XLA's
+// "no registered implementation" error naming the target).
+bool RegisterHandlers() {
+  const XLA_FFI_Api* api = XLA_FFI_GetApi();
+  const struct {
+    Pass pass;
+    XLA_FFI_Handler* handler;
+  } handlers[] = {{Pass::kForward, kForwardHandler},
+                  {Pass::kBackwardData, kBackwardDataHandler},
+                  {Pass::kBackwardFilter, kBackwardFilterHandler}};
+  bool ok = true;
+  for (const auto& h : handlers) {
+    if (XLA_FFI_Error* err =
+            ffi::Ffi::RegisterStaticHandler(api, XlaConvTarget(h.pass), "CUDA", h.handler)) {
+      std::fprintf(stderr, "W tf_ucudnn: could not register the XLA handler %s: %s\n",
+                   XlaConvTarget(h.pass), ffi::internal::GetErrorMessage(api, err));
+      ffi::internal::DestroyError(api, err);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+[[maybe_unused]] const bool kRegistered = RegisterHandlers();
+
+}  // namespace
+}  // namespace ucudnn_tf
+}  // namespace tensorflow
+
+#endif  // GOOGLE_CUDA
