@@ -16,7 +16,7 @@ import tensorflow as tf
 from conv_case import make_case  # also puts the checkout's tf_ucudnn on the path
 import tf_ucudnn
 from tf_ucudnn.bench.models import candidate_name
-from tf_ucudnn.division import kernels
+from tf_ucudnn.engine_info import kernels
 
 
 def main():

@@ -6,7 +6,8 @@ screened 1.1 ms, ..."; "loaded" where the engine had run before and needed no
 warm-up), the GPU time spent timing each graph engine (first run, screening
 run and the timed runs), the most expensive first.
 
-    UCUDNN_DEBUG_OUTPUT=1 python benchmarks/planning_cold_warm.py 2> debug.log
+    UCUDNN_DEBUG_OUTPUT=1 python -m tf_ucudnn.bench.models --worker vgg16 rewrite 67108864 64 \
+        float32 2> debug.log      # as gpu_session.sh model_planning does
     python benchmarks/planning_profile.py debug.log
     python benchmarks/planning_profile.py debug.log --candidates-against other_debug.log
 

@@ -64,3 +64,33 @@ def kernels():
         ``time_ms``.
     """
     return _engine.kernels()
+
+
+def time_overhead(kernel_id, iters):
+    """Times one planned kernel's plan through the engine against one direct
+    cuDNN call with the same algorithm, descriptors and workspace.
+
+    The measurement is benchmark-only code in a library of its own,
+    ``tf_ucudnn/_ucudnn_overhead.so`` (``make build-bench`` in a checkout;
+    it is not in the wheel). Both sides are timed in the engine, wall-clock
+    from a synced stream to a synced stream over ``iters`` calls, the median
+    of 5 alternating repeats (``tf-ucudnn bench overhead``).
+
+    Args:
+      kernel_id: the ``id`` of a kernel of :func:`kernels` whose plan is one
+        micro-batch.
+      iters: calls per timed repeat (> 0).
+
+    Returns:
+      A dict of ms per call: ``plan_ms`` (through the engine: allocations,
+      the filter's layout transform, the plan lookup), ``direct_ms`` (the
+      direct cuDNN call, the filter already in cuDNN's layout),
+      ``transform_ms`` (the filter's transform alone), ``plan_host_ms`` and
+      ``direct_host_ms`` (the host's time to enqueue each).
+
+    Raises:
+      ValueError: the overhead library is missing (the message says how to
+        build it), an unknown id, a plan of several micro-batches, or no
+        cuDNN; the message is the engine's.
+    """
+    return _engine.time_overhead(kernel_id, iters)

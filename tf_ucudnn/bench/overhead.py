@@ -9,15 +9,18 @@ with a variant pack built beforehand. The engine's extra work is its
 allocations, the filter's transform into cuDNN's layout (and back, for
 backward-filter), the plan lookup and its locks, and for a graph-API engine
 the variant pack it builds on every call. Both are timed in the engine
-(``CudnnKernel::TimeOverhead``): wall-clock ms per call over ``iters`` calls,
-from a synced stream to a synced stream, median of 5 alternating repeats; TF's
-own op dispatch, which stock TF pays as well, is not in either figure.
+(``TimeOverhead`` in ``cc/engine/overhead.cc``, built into
+``_ucudnn_overhead.so`` by ``make build-bench``: benchmark-only, not in the
+wheel; :func:`tf_ucudnn.engine_info.time_overhead`): wall-clock ms per call
+over ``iters`` calls, from a synced stream to a synced stream, median of 5
+alternating repeats; TF's own op dispatch, which stock TF pays as well, is
+not in either figure.
 
 The measurement allocates with ``cudaMalloc``, so this mode turns on TF's
 memory growth before the GPU is initialised.
 """
 
-from tf_ucudnn import _engine, engine_info, table
+from tf_ucudnn import engine_info, table
 from tf_ucudnn.bench import layers as layer_bench
 from tf_ucudnn.bench.harness import PASSES
 from tf_ucudnn.units import format_bytes
@@ -41,8 +44,8 @@ def time_kernel_overhead(kernel_id, iters):
         several micro-batches, out of memory), with its message.
     """
     try:
-        return _engine.time_overhead(kernel_id, iters)
-    except _engine.EngineError as e:
+        return engine_info.time_overhead(kernel_id, iters)
+    except ValueError as e:  # the engine's refusal, or the overhead library missing
         raise RuntimeError(str(e)) from None
 
 
