@@ -8,7 +8,7 @@ LIB := tf_ucudnn/_ucudnn_ops.so
 APT_PACKAGES := bazel-bootstrap libhighwayhash-dev libfarmhash-dev
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
-.PHONY: setup build run test test-onednn bench wheel wheel-test clean
+.PHONY: setup build run test test-onednn test-gpu test-gpu-wheel bench wheel wheel-test clean
 
 setup: $(VENV)/.done
 $(VENV)/.done: requirements.txt requirements-dev.txt
@@ -51,8 +51,27 @@ test-onednn: build
 	TF_ENABLE_ONEDNN_OPTS=1 $(VPY) -m pytest tests -m "not gpu" -q -rs
 	TF_ENABLE_ONEDNN_OPTS=0 $(VPY) -m pytest tests -m "not gpu" -q -rs
 
+# The GPU suite, on a machine with a GPU and the op library built (nothing is
+# built here): every test marked gpu, and test_xla.py whole. GPUS=0,1,2,3 runs
+# it in parts, one per GPU at once, then the tests that need two GPUs on the
+# first two (tests/gpu_suite.py); one log per part in GPU_LOGS.
+GPUS ?=
+GPU_LOGS ?= gpu_out/gpu_tests
+GPU_TIMEOUT ?= 3600
+GPU_PY ?= $(if $(wildcard $(VPY)),$(VPY),$(PY))
+test-gpu:
+	$(GPU_PY) tests/gpu_suite.py --gpus "$(GPUS)" --logs $(GPU_LOGS) --timeout $(GPU_TIMEOUT)
+
+# The same against the wheel in dist/ (make wheel), installed without its
+# dependencies (this Python's serve) and run from a copy of tests/ outside
+# the checkout.
+test-gpu-wheel:
+	@ls dist/*.whl >/dev/null 2>&1 || { echo "no wheel in dist/: make wheel first"; exit 1; }
+	$(GPU_PY) tests/gpu_suite.py --wheel "$$(ls dist/*.whl | head -1)" --gpus "$(GPUS)" \
+	  --logs $(GPU_LOGS)_wheel --timeout $(GPU_TIMEOUT)
+
 bench: build
-	$(VPY) -m tf_ucudnn bench
+	$(VPY) -m tf_ucudnn bench layers
 
 # The wheel, tagged manylinux by auditwheel: TensorFlow's own libraries are
 # excluded (the op library must use the installed TensorFlow's), everything
