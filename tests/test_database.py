@@ -39,6 +39,17 @@ def _write_many(path, start):
     database.BenchmarkDatabase(path).put(GPU, CUDNN, TF, [record(i) for i in range(start, start + 40)])
 
 
+class ModulesTest(tf.test.TestCase):
+
+    def test_the_store_its_command_line_and_its_engine_link_are_modules_of_their_own(self):
+        self.assertTrue(hasattr(database, "BenchmarkDatabase"))
+        for name in ("main", "load", "save", "seed_engine", "gpu_identity"):
+            self.assertFalse(hasattr(database, name), f"database.{name}")
+        self.assertTrue(callable(database_cli.main))
+        for name in ("load", "save", "seed_engine", "gpu_identity"):
+            self.assertTrue(callable(getattr(database_link, name)), name)
+
+
 class BenchmarkDatabaseTest(tf.test.TestCase):
 
     def setUp(self):

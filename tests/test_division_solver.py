@@ -254,6 +254,13 @@ class SolverTimeTest(tf.test.TestCase):
         self.assertEqual(done.stdout, "")
         self.assertIn("1 optimal", done.stderr)
 
+    def test_the_solver_has_one_home_apart_from_workspace_reuse(self):
+        for name in ("divide_workspace", "Division", "DEFAULT_TIME_LIMIT_S"):
+            self.assertTrue(hasattr(division_solver, name), name)
+            self.assertFalse(hasattr(planner, name), f"planner.{name}: one home, division_solver")
+        for name in ("best_plan", "pareto_front", "micro_batch_sizes"):
+            self.assertFalse(hasattr(division_solver, name), name)
+
     def test_bad_time_limit_raises_value_error(self):
         for limit in (0, -1.0, float("nan"), float("inf"), "5", True):
             with self.assertRaisesRegex(ValueError, "time_limit_s", msg=repr(limit)):
