@@ -46,7 +46,7 @@ import warnings
 import keras
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import _engine, database, nn
+from tf_ucudnn import _engine, database_link, nn
 from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -212,7 +212,7 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         (Oyama et al. 2018, §III-C):
         each kernel is benchmarked within the whole budget on its first run,
         and after one step the ILP of
-        :func:`tf_ucudnn.planner.divide_workspace` gives each its share.
+        :func:`tf_ucudnn.division_solver.divide_workspace` gives each its share.
         Exclusive with ``workspace_limit``; None:
         ``UCUDNN_TOTAL_WORKSPACE_SIZE`` if set.
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``;
@@ -255,7 +255,7 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         devices=_normalize_devices(devices),
         layout_optimizer=layout_optimizer)
     # The substituted kernels plan from (and save to) the benchmark database too.
-    database.load()
+    database_link.load()
     previous = _settings()
     _apply(settings)
     with _lock:
