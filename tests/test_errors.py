@@ -10,7 +10,7 @@ from absl.testing import parameterized
 
 import tf_ucudnn
 from tf_ucudnn._engine import ops as raw_ops
-from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT
+from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, parse_bytes
 
 X = np.ones((2, 6, 6, 4), np.float32)      # NHWC
 W = np.ones((3, 3, 2, 4), np.float32)      # groups = 4 / 2 = 2
@@ -51,9 +51,10 @@ class BadInputsTest(parameterized.TestCase, tf.test.TestCase):
          lambda: tf_ucudnn.conv2d_backprop_filter(X, [3, 3, 2, 4],
                                                   np.ones((2, 6, 6, 8), np.float32), 1, "SAME"),
          "out_backprop has shape"),
-        ("backprop_input_sizes_not_4",
-         lambda: tf_ucudnn.conv2d_backprop_input([2, 6, 6], W, np.ones((2, 6, 6, 4), np.float32),
-                                                 1, "SAME"),
+        ("raw_op_input_sizes_not_4",
+         lambda: raw_ops.ucudnn_conv2d_backprop_input(
+             input_sizes=[2, 6, 6], filter=W, out_backprop=np.ones((2, 6, 6, 4), np.float32),
+             strides=[1, 1, 1, 1], padding="SAME"),
          "input_sizes must be a 1-D tensor of 4 sizes"),
         ("raw_op_unknown_policy", lambda: raw_conv(batch_size_policy="bogus"),
          "batch_size_policy must be one of undivided, powerOfTwo, all.*got 'bogus'"),
@@ -91,6 +92,35 @@ class BadInputsTest(parameterized.TestCase, tf.test.TestCase):
          "explicit padding must have 4"),
         ("unknown_data_format", lambda: conv(data_format="NCWH"), "data_format must be"),
         ("strides_of_3", lambda: conv(strides=[1, 2, 1]), "strides must be an int or a list"),
+        ("float64_input", lambda: conv(x=X.astype(np.float64)),
+         r"^input must be float32, float16 or bfloat16 \(the dtypes of tf_ucudnn's kernels\), "
+         r"got float64"),
+        ("int_input", lambda: conv(x=tf.ones((2, 6, 6, 4), tf.int32)),
+         r"^input must be float32, float16 or bfloat16 .*got int32"),
+        ("no_input", lambda: conv(x=None), r"^input must be a float32, float16 or bfloat16 "
+                                            r"tensor, got NoneType"),
+        ("filters_of_another_dtype", lambda: conv(w=tf.constant(W, tf.float16)),
+         r"^filters must have the input's dtype float32, got float16"),
+        ("bias_of_another_dtype", lambda: conv(bias=tf.ones((4,), tf.float64)),
+         r"^bias must have the input's dtype float32, got float64"),
+        ("backprop_input_sizes_not_4",
+         lambda: tf_ucudnn.conv2d_backprop_input([2, 6, 6], W, np.ones((2, 6, 6, 4), np.float32),
+                                                 1, "SAME"),
+         r"^input_sizes must be 4 sizes \(a list or 1-D tensor, in data_format order\), "
+         r"got \[2, 6, 6\]"),
+        ("backprop_filter_sizes_of_2x2",
+         lambda: tf_ucudnn.conv2d_backprop_filter(X, [[3, 3], [2, 4]],
+                                                  np.ones((2, 6, 6, 4), np.float32), 1, "SAME"),
+         r"^filter_sizes must be 4 sizes"),
+        ("transpose_output_shape_not_4",
+         lambda: tf_ucudnn.conv2d_transpose(X, W, [2, 6, 6], 1),
+         r"^output_shape must be 4 sizes .*got \[2, 6, 6\]"),
+        ("divide_workspace_budget_of_a_string",
+         lambda: tf_ucudnn.divide_workspace_budget("x", "64MiB", 8),
+         r"^divide_workspace_budget needs a keras.Model, got builtins.str: 'x'"),
+        ("transpose_float64_input",
+         lambda: tf_ucudnn.conv2d_transpose(X.astype(np.float64), W, [2, 6, 6, 2], 1),
+         r"^input must be float32, float16 or bfloat16"),
     )
     def test_python_rejects_with_value_error(self, call, message):
         with self.assertRaisesRegex(ValueError, message):
@@ -119,9 +149,13 @@ class BadInputsTest(parameterized.TestCase, tf.test.TestCase):
             f(np.ones((2, 6, 6, 5), np.float32))
 
     def test_float64_is_not_a_supported_dtype(self):
-        with self.assertRaisesRegex((TypeError, tf.errors.InvalidArgumentError),
-                                    "half, bfloat16, float"):
+        with self.assertRaisesRegex(ValueError, "input must be float32, float16 or bfloat16"):
             conv(x=X.astype(np.float64), w=W.astype(np.float64))
+
+    def test_numpy_filters_and_bias_take_the_inputs_dtype(self):
+        # Python and NumPy values are converted, as tf.nn.conv2d's are.
+        got = conv(w=W.astype(np.float64), bias=[0.0] * 4)
+        self.assertAllClose(got, conv())
 
     def test_infinite_workspace_limit_raises_value_error(self):
         with self.assertRaisesRegex(ValueError, "workspace_limit"):
@@ -149,9 +183,19 @@ class EnvironmentDefaultsTest(tf.test.TestCase):
     def test_bad_workspace_limit_in_the_environment_is_invalid_argument(self):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "lots")
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a non-negative "
-                                    "number of bytes or auto, got 'lots'"):
+                                    "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a byte count such "
+                                    r"as 67108864, 64MiB or 1GiB \(binary units B, KiB, MiB, "
+                                    r"GiB\) or auto; got 'lots'"):
             conv(padding=[[0, 0], [5, 2], [2, 5], [0, 0]])
+
+    def test_workspace_limit_in_the_environment_takes_the_arguments_units(self):
+        # The forms of workspace_limit="12KiB" (tf_ucudnn.units.parse_bytes).
+        self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 12 KiB ")
+        tf_ucudnn.clear_plans()
+        conv(x=np.ones((3, 6, 6, 4), np.float32), padding=[[0, 0], [5, 9], [9, 5], [0, 0]])
+        limits = {r["workspace_limit"] for r in tf_ucudnn.plans()}
+        self.assertEqual(limits, {parse_bytes(" 12 KiB ")})
+        self.assertEqual(limits, {12 << 10})
 
     def test_auto_in_the_environment_is_the_ops_auto_limit(self):
         self.setEnv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "auto")

@@ -1,11 +1,12 @@
 #include "cc/engine/knobs.h"
 
 #include <algorithm>
-#include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "cc/engine/names.h"
 
@@ -31,36 +32,92 @@ const char* Env(const char* name) {
   return env == nullptr || *env == '\0' ? nullptr : env;
 }
 
-// A non-negative int64 in decimal, as absl::SimpleAtoi takes it (surrounding
-// whitespace allowed, a leading '+').
-bool ParseBytes(const char* text, int64_t* out) {
-  const char* p = text;
-  while (*p == ' ' || (*p >= '\t' && *p <= '\r')) ++p;
-  if (*p == '+') ++p;
-  if (*p < '0' || *p > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(p, &end, 10);
-  if (errno == ERANGE) return false;
-  while (*end == ' ' || (*end >= '\t' && *end <= '\r')) ++end;
-  if (*end != '\0' || v < 0) return false;
-  *out = static_cast<int64_t>(v);
-  return true;
+bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// Bytes (ParseByteCount) or "auto" (kAutoWorkspaceLimit, any case),
+// surrounding whitespace allowed.
+bool ParseWorkspaceLimit(const std::string& text, int64_t* out) {
+  const size_t first = text.find_first_not_of(" \t\n\v\f\r");
+  const size_t last = text.find_last_not_of(" \t\n\v\f\r");
+  if (first != std::string::npos) {
+    std::string word = text.substr(first, last - first + 1);
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (word == "auto") {
+      *out = kAutoWorkspaceLimit;
+      return true;
+    }
+  }
+  return ParseByteCount(text, out);
 }
 
-// Bytes (ParseBytes) or "auto" (kAutoWorkspaceLimit), surrounding whitespace allowed.
-bool ParseWorkspaceLimit(const char* text, int64_t* out) {
-  std::string s(text);
-  const size_t first = s.find_first_not_of(" \t\n\v\f\r");
-  const size_t last = s.find_last_not_of(" \t\n\v\f\r");
-  if (first != std::string::npos && s.substr(first, last - first + 1) == "auto") {
-    *out = kAutoWorkspaceLimit;
-    return true;
-  }
-  return ParseBytes(text, out);
-}
+// The rule of a byte count's variable, in its error message.
+constexpr char kByteCountRule[] =
+    "a byte count such as 67108864, 64MiB or 1GiB (binary units B, KiB, MiB, GiB)";
 
 }  // namespace
+
+bool ParseByteCount(const std::string& text, int64_t* bytes) {
+  // \s*([0-9]+(\.[0-9]+)?)\s*([A-Za-z]*)\s* as tf_ucudnn/units.py's parse_bytes.
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n && IsSpace(text[i])) ++i;
+  const size_t int_begin = i;
+  while (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  const std::string whole = text.substr(int_begin, i - int_begin);
+  if (whole.empty()) return false;
+  std::string fraction;
+  if (i < n && text[i] == '.') {
+    const size_t frac_begin = ++i;
+    while (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    fraction = text.substr(frac_begin, i - frac_begin);
+    if (fraction.empty()) return false;
+  }
+  while (i < n && IsSpace(text[i])) ++i;
+  std::string unit;
+  while (i < n && std::isalpha(static_cast<unsigned char>(text[i]))) {
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i++])));
+  }
+  while (i < n && IsSpace(text[i])) ++i;
+  if (i != n) return false;
+  static const std::pair<const char*, int> kUnits[] = {
+      {"", 0}, {"b", 0}, {"k", 10}, {"kib", 10}, {"m", 20}, {"mib", 20}, {"g", 30}, {"gib", 30}};
+  int shift = -1;
+  for (const auto& [name, bits] : kUnits) {
+    if (unit == name) shift = bits;
+  }
+  if (shift < 0) return false;
+  // whole.fraction * 2^shift, exactly: a whole number of bytes <= 2^63 - 1.
+  constexpr unsigned __int128 kMax = std::numeric_limits<int64_t>::max();
+  unsigned __int128 value = 0;
+  for (char c : whole) {
+    value = value * 10 + static_cast<unsigned>(c - '0');
+    if (value > kMax) return false;
+  }
+  value <<= shift;
+  if (value > kMax) return false;
+  // Trailing zeros of the fraction change nothing; a fraction of a GiB that
+  // is whole bytes has at most 30 digits (2^-30 has 30).
+  while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  if (fraction.size() > 30) return false;
+  if (!fraction.empty()) {
+    // fraction / 10^k * 2^shift is whole iff 5^k divides the digits and
+    // (digits / 5^k) * 2^shift is a multiple of 2^k.
+    const int k = static_cast<int>(fraction.size());
+    unsigned __int128 digits = 0, five_k = 1;
+    for (char c : fraction) {
+      digits = digits * 10 + static_cast<unsigned>(c - '0');
+      five_k *= 5;
+    }
+    if (digits % five_k != 0) return false;
+    const unsigned __int128 scaled = (digits / five_k) << shift;  // < 2^(k + shift) <= 2^60
+    const unsigned __int128 two_k = static_cast<unsigned __int128>(1) << k;
+    if (scaled % two_k != 0) return false;
+    value += scaled / two_k;
+    if (value > kMax) return false;
+  }
+  *bytes = static_cast<int64_t>(value);
+  return true;
+}
 
 bool ParseEngineSet(const std::string& name, EngineSet* engines) {
   return ParseName(kEngineSetNames, name, engines);
@@ -150,8 +207,8 @@ Status ReadGraphRetime(bool* retime) {
 
 Status ReadDefaultWorkspaceLimit(int64_t* bytes) {
   *bytes = kDefaultWorkspaceLimit;
-  return ReadKnob("UCUDNN_DEFAULT_WORKSPACE_LIMIT",
-                  "a non-negative number of bytes or auto, got", ParseWorkspaceLimit, bytes);
+  return ReadKnob("UCUDNN_DEFAULT_WORKSPACE_LIMIT", (std::string(kByteCountRule) + " or auto; got").c_str(),
+                  ParseWorkspaceLimit, bytes);
 }
 
 int64_t AutoWorkspaceLimit(int64_t available, int64_t pool_limit) {
@@ -166,8 +223,8 @@ std::string WorkspaceLimitName(int64_t limit) {
 
 Status ReadTotalWorkspaceSize(int64_t* bytes) {
   *bytes = 0;
-  return ReadKnob("UCUDNN_TOTAL_WORKSPACE_SIZE", "a non-negative number of bytes, got",
-                  ParseBytes, bytes);
+  return ReadKnob("UCUDNN_TOTAL_WORKSPACE_SIZE", (std::string(kByteCountRule) + "; got").c_str(),
+                  ParseByteCount, bytes);
 }
 
 Status ReadBatchSizePolicy(BatchSizePolicy* policy) {

@@ -45,7 +45,7 @@ std::string WorkspaceLimitName(int64_t limit);
 //   algorithms at any size where no engine ran and at the smaller sizes, these
 //   only where the workspace limit kept an engine out at a larger size (or no
 //   engine ran there) unless the plan is forced, in a Workspace Division
-//   group, or spread over GPUs (CudnnKernel::BenchmarkOn);
+//   group, or spread over GPUs (Autotuner::BenchmarkOn);
 // - kAll: the legacy algorithms at every size, and the graph-API engines;
 // - kLegacy, kGraph: only one of the two.
 // kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
@@ -145,9 +145,20 @@ Status ReadXlaPadChannels(bool* pad);
 // interleaved (screening.h, "Re-timing near the best").
 Status ReadGraphRetime(bool* retime);
 
+// A byte count as tf_ucudnn/units.py's parse_bytes reads it (the Python
+// argument "64MiB" and UCUDNN_DEFAULT_WORKSPACE_LIMIT=64MiB alike): a
+// non-negative decimal number, optionally with a fraction, and a binary unit
+// B, K/KiB, M/MiB or G/GiB (any case; none: bytes), surrounding and
+// separating whitespace allowed, e.g. "67108864", "64MiB", "64 MiB", "1.5GiB".
+// False when it is anything else, not a whole number of bytes, or above
+// 2^63 - 1; *bytes is left as it was then.
+bool ParseByteCount(const std::string& text, int64_t* bytes);
+
 // The environment's defaults of op attributes, read (when a kernel is
 // created) only where an op leaves the attribute to them, so that a bad value
 // fails only the ops that use it. Unset or empty: the default.
+// The byte counts take ParseByteCount's forms ("64MiB"); InvalidArgument
+// names the variable, the forms allowed and the value found.
 Status ReadDefaultWorkspaceLimit(int64_t* bytes);      // UCUDNN_DEFAULT_WORKSPACE_LIMIT (or "auto")
 Status ReadTotalWorkspaceSize(int64_t* bytes);         // UCUDNN_TOTAL_WORKSPACE_SIZE (0: unset)
 Status ReadBatchSizePolicy(BatchSizePolicy* policy);   // UCUDNN_BATCH_SIZE_POLICY

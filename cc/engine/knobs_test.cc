@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cc/engine/benchmark_devices.h"
@@ -122,8 +123,36 @@ int main() {
         "UCUDNN_DEFAULT_WORKSPACE_LIMIT=auto follows free memory");
   CheckRefused("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "autos",
                [&] { return ReadDefaultWorkspaceLimit(&limit); },
-               "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a non-negative number of bytes or auto, "
-               "got 'autos'");
+               "UCUDNN_DEFAULT_WORKSPACE_LIMIT must be a byte count such as 67108864, 64MiB or "
+               "1GiB (binary units B, KiB, MiB, GiB) or auto; got 'autos'");
+  // The byte forms of tf_ucudnn/units.py's parse_bytes, in both variables.
+  setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "64MiB", 1);
+  Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 64LL << 20,
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT=64MiB is 64 MiB");
+  setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "AUTO", 1);
+  Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kAutoWorkspaceLimit,
+        "auto in any case, as the Python argument");
+  setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", " 1 GiB ", 1);
+  int64_t total = 0;
+  Check(ReadTotalWorkspaceSize(&total).ok() && total == 1LL << 30,
+        "UCUDNN_TOTAL_WORKSPACE_SIZE=' 1 GiB ' is 1 GiB");
+  CheckRefused("UCUDNN_TOTAL_WORKSPACE_SIZE", "64MB", [&] { return ReadTotalWorkspaceSize(&total); },
+               "UCUDNN_TOTAL_WORKSPACE_SIZE must be a byte count such as 67108864, 64MiB or "
+               "1GiB (binary units B, KiB, MiB, GiB); got '64MB'");
+  unsetenv("UCUDNN_TOTAL_WORKSPACE_SIZE");
+  const std::pair<const char*, int64_t> good[] = {
+      {"67108864", 64LL << 20}, {"64mib", 64LL << 20}, {"64 M", 64LL << 20},
+      {"1.5KiB", 1536},         {"100B", 100},         {"2g", 2LL << 30},
+      {"0", 0},                 {"0.5K", 512},         {"9223372036854775807", INT64_MAX}};
+  for (const auto& [text, want] : good) {
+    int64_t got = -7;
+    Check(ParseByteCount(text, &got) && got == want, text);
+  }
+  for (const char* bad : {"", "lots", "-1", "64MB", "1.3B", "0.1K", "1e6", "8GiB8",
+                          "9223372036854775808", "8589934592GiB", "1.", ".5K", "+5"}) {
+    int64_t got = -7;
+    Check(!ParseByteCount(bad, &got) && got == -7, bad);
+  }
   unsetenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kDefaultWorkspaceLimit,
         "unset: 64 MiB");
