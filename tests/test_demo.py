@@ -63,7 +63,9 @@ class StratifiedSplitTest(tf.test.TestCase):
 
 class DemoRunTest(tf.test.TestCase):
 
-    def test_the_demo_command_trains_both_models_to_matching_losses_on_the_cpu(self):
+    def test_the_demo_command_trains_both_models_without_and_with_xla_on_the_cpu(self):
+        # The command binds tf_ucudnn's API lazily: its op library must still
+        # load before TensorFlow runs an op, or its XLA kernels are missing.
         done = subprocess.run(
             [sys.executable, "-m", "tf_ucudnn", "demo", "--epochs", "1", "--image-size", "8",
              "--filters", "2,2,2", "--batch-size", "512"],
@@ -71,5 +73,21 @@ class DemoRunTest(tf.test.TestCase):
             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
         self.assertEqual(done.returncode, 0, done.stdout[-3000:] + done.stderr[-3000:])
         self.assertIn("1437 train / 360 test", done.stdout)
-        self.assertIn("losses MATCH", done.stdout)
+        self.assertIn("losses without XLA MATCH", done.stdout)
         self.assertIn("tf_ucudnn plans after epoch 1", done.stdout)
+        self.assertNotIn("no XLA kernel", done.stdout)
+        self.assertIn("then with XLA (jit_compile=True)", done.stdout)
+        self.assertIn("on the CPU both models' convolutions are XLA's own", done.stdout)
+        self.assertIn("losses with XLA MATCH", done.stdout)
+
+    def test_data_format_auto_is_channels_first_on_a_gpu_and_last_on_the_cpu(self):
+        self.assertEqual(demo.data_format_for("auto", on_gpu=True), "channels_first")
+        self.assertEqual(demo.data_format_for("auto", on_gpu=False), "channels_last")
+        for choice in ("channels_first", "channels_last"):
+            for on_gpu in (True, False):
+                self.assertEqual(demo.data_format_for(choice, on_gpu), choice)
+
+    def test_xla_is_on_by_default_and_no_xla_turns_it_off(self):
+        args = demo.parse_args(["--no-xla"])
+        self.assertFalse(args.xla)
+        self.assertTrue(demo.parse_args([]).xla)

@@ -180,6 +180,18 @@ class Conv2DLayerConfigTest(parameterized.TestCase, tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, name):
             tf_ucudnn.layers.Conv2D(4, 3, **knobs)
 
+    @parameterized.product(layer=("Conv2D", "Conv2DTranspose"), dtype=("float64", "int32"))
+    def test_a_dtype_the_kernels_lack_raises_value_error_in_init(self, layer, dtype):
+        with self.assertRaisesRegex(ValueError, rf"tf_ucudnn.layers.{layer} computes in float32, "
+                                                rf"float16 or bfloat16 .*got the dtype policy "
+                                                rf"'{dtype}'.*use keras.layers.{layer}"):
+            getattr(tf_ucudnn.layers, layer)(4, 3, dtype=dtype)
+
+    @parameterized.parameters("float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+    def test_the_kernels_dtypes_are_accepted(self, dtype):
+        layer = tf_ucudnn.layers.Conv2D(4, 3, dtype=dtype)
+        self.assertIn(layer.compute_dtype, ("float32", "float16", "bfloat16"))
+
 
 TRANSPOSE_CONFIGS = (
     ("same_stride2", dict(filters=6, kernel_size=3, strides=2, padding="same")),

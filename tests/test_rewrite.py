@@ -5,6 +5,7 @@ import io
 import os
 import tempfile
 import threading
+import warnings
 
 import keras
 import numpy as np
@@ -273,12 +274,44 @@ class EnableRewriteTest(RewriteTestCase):
         if tf.config.list_physical_devices("GPU"):
             self.skipTest("checks that a CPU graph is left alone when only GPUs are chosen")
         fn = tf.function(conv_bias_relu_with_grads)
-        with tf_ucudnn.enable_rewrite(devices="GPU"):
+        with self.assertWarnsRegex(UserWarning, "this process has no GPU"):
+            enabled = tf_ucudnn.enable_rewrite(devices="GPU")
+        with enabled:
             _, ops = executed_ops(fn, self.x, self.w, self.b)
         self.assertFalse(ops & UCUDNN_OPS, ops)
         with tf_ucudnn.enable_rewrite(devices=["/device:CPU:0"]):
             _, ops = executed_ops(fn, self.x, self.w, self.b)
         self.assertEqual(ucudnn_passes(ops), UCUDNN_PASSES, ops)
+
+    def test_a_device_this_process_lacks_raises_value_error_naming_those_it_has(self):
+        present = [d.name.split("device:")[-1] for d in tf.config.list_logical_devices()
+                   if d.device_type in ("CPU", "GPU")]
+        for devices, named in [("GPU:9", "GPU:9"), ("/device:GPU:9", "GPU:9"),
+                               (["CPU", "CPU:7"], "CPU:7")]:
+            with self.subTest(devices=devices):
+                with self.assertRaisesRegex(ValueError, rf"'{named}' is not a device of this "
+                                                        rf"process; its devices are "
+                                                        rf"{', '.join(present)}"):
+                    tf_ucudnn.enable_rewrite(devices=devices)
+                self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_devices_of_another_form_raise_value_error_naming_the_forms(self):
+        for devices in [5, 1.5, b"GPU", {"GPU": 0}, [5], ["CPU", None], ""]:
+            with self.subTest(devices=repr(devices)):
+                with self.assertRaisesRegex(ValueError, r"devices must be None, a device type "
+                                                        r"or name such as 'GPU'.*got"):
+                    tf_ucudnn.enable_rewrite(devices=devices)
+                self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+    def test_device_names_take_tf_forms_and_become_the_rewriters(self):
+        cpu = tf.config.list_logical_devices("CPU")[0]
+        for devices, want in [("cpu", ("CPU",)), ("/device:CPU:0", ("CPU:0",)),
+                              ("/job:localhost/replica:0/task:0/device:CPU:0", ("CPU:0",)),
+                              ("CPU:00", ("CPU:0",)), (cpu, ("CPU:0",)),
+                              (("CPU:0", "cpu"), ("CPU:0", "CPU"))]:
+            with self.subTest(devices=repr(devices)):
+                with tf_ucudnn.enable_rewrite(devices=devices):
+                    self.assertEqual(tf_ucudnn.rewrite_settings().devices, want)
 
     def test_bad_arguments_raise_value_error(self):
         cases = [
@@ -324,6 +357,21 @@ class EnableRewriteTest(RewriteTestCase):
         self.assertIn("Ucudnn>Conv2D", ops)
         self.assertNotIn("Conv2D", ops)
         self.assertLessEqual(rel_l2(got, want), 1e-5)
+
+    def test_under_xla_a_float64_convolution_keeps_xlas_own(self):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((6, 6, 1)),
+                                  keras.layers.Conv2D(2, 3, name="wide", dtype="float64"),
+                                  keras.layers.Conv2D(2, 3, name="plain"),
+                                  keras.layers.Flatten(), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+        x, y = np.ones((4, 6, 6, 1), np.float32), np.ones((4, 1), np.float32)
+        with tf_ucudnn.enable_rewrite():
+            with self.assertLogs("tf_ucudnn", level="INFO") as logs:
+                history = model.fit(x, y, batch_size=4, verbose=0)
+        self.assertIn("its 1 keras.layers.Conv2D layers run tf_ucudnn's XLA kernels",
+                      "\n".join(logs.output))
+        self.assertTrue(np.isfinite(history.history["loss"][0]))
 
     def test_a_model_compiled_with_xla_runs_tf_ucudnn_while_the_rewrite_is_on(self):
         from unittest import mock
@@ -443,6 +491,18 @@ class RewriteModelTest(RewriteTestCase):
         self.assertIsInstance(by_name["plain"], tf_ucudnn.layers.Conv2D)
         self.assertIs(type(by_name["mine"]), MyConv)
 
+    def test_a_float64_convolution_stays_stock_with_a_warning(self):
+        model = keras.Sequential([keras.Input((6, 6, 1)),
+                                  keras.layers.Conv2D(2, 3, name="wide", dtype="float64"),
+                                  keras.layers.Conv2D(2, 3, name="plain")])
+        with self.assertWarnsRegex(UserWarning, r"left 1 convolution layer\(s\) stock: "
+                                                r"wide \(Conv2D, float64\)"):
+            new = tf_ucudnn.rewrite_model(model, verbose=0)
+        self.assertIs(type(new.get_layer("wide")), keras.layers.Conv2D)
+        self.assertIsInstance(new.get_layer("plain"), tf_ucudnn.layers.Conv2D)
+        x = np.ones((2, 6, 6, 1), np.float32)
+        self.assertAllClose(new(x), model(x))
+
     def test_tf_ucudnn_layers_keep_their_own_knobs(self):
         model = keras.Sequential([keras.Input((6, 6, 1)),
                                   tf_ucudnn.layers.Conv2D(2, 3, workspace_limit=5, name="ours"),
@@ -450,6 +510,30 @@ class RewriteModelTest(RewriteTestCase):
         new = tf_ucudnn.rewrite_model(model, workspace_limit=7, verbose=0)
         self.assertEqual(new.get_layer("ours").workspace_limit, 5)
         self.assertEqual(new.get_layer("stock").workspace_limit, 7)
+
+    def test_what_is_not_a_keras_model_raises_value_error_naming_its_type(self):
+        for model, named in [("x", "builtins.str"), (None, "builtins.NoneType"),
+                             (keras.layers.Conv2D(2, 3), r"keras\.src\.layers.*\.Conv2D")]:
+            with self.subTest(model=repr(model)):
+                with self.assertRaisesRegex(ValueError, rf"rewrite_model needs a keras.Model "
+                                                        rf"\(Sequential or functional\), got "
+                                                        rf"{named}"):
+                    tf_ucudnn.rewrite_model(model)
+
+    def test_a_subclassed_model_raises_value_error_naming_it(self):
+        class Subclassed(keras.Model):
+            def __init__(self):
+                super().__init__(name="subclassed")
+                self.conv = keras.layers.Conv2D(2, 3)
+
+            def call(self, x):
+                return self.conv(x)
+
+        model = Subclassed()
+        model(np.zeros((1, 6, 6, 1), np.float32))
+        with self.assertRaisesRegex(ValueError, r"'subclassed' is a subclassed keras.Model "
+                                                r"\(.*Subclassed\).*tf_ucudnn.enable_rewrite"):
+            tf_ucudnn.rewrite_model(model)
 
     def test_unbuilt_model_and_bad_knobs_raise_value_error(self):
         with self.assertRaisesRegex(ValueError, "built"):
@@ -727,10 +811,13 @@ class LayoutUnderRewriteTest(parameterized.TestCase, RewriteTestCase):
 
         stock = layout_toggle()
         self.assertNotEqual(stock, off)
-        for kwargs, want in [({}, off), (dict(devices="GPU:1"), off), (dict(devices="CPU"), stock),
+        for kwargs, want in [({}, off), (dict(devices="GPU"), off), (dict(devices="CPU"), stock),
                              (dict(layout_optimizer=True), stock)]:
             with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
-                with tf_ucudnn.enable_rewrite(**kwargs):
+                with warnings.catch_warnings():  # "GPU" where there is none
+                    warnings.simplefilter("ignore")
+                    enabled = tf_ucudnn.enable_rewrite(**kwargs)
+                with enabled:
                     self.assertEqual(layout_toggle(), want)
                     with tf_ucudnn.enable_rewrite(devices="CPU"):
                         self.assertEqual(layout_toggle(), stock)

@@ -54,7 +54,25 @@ def set_kernel_limit(kernel_id, workspace_limit):
 
 @dataclasses.dataclass
 class KernelShare:
-    """One kernel's share of the budget: the chosen Pareto point."""
+    """One kernel's share of the budget: the point of its Pareto front (of
+    workspace against time, Oyama et al. 2018, §III-C) that the division chose.
+
+    Attributes:
+      layers: names of the model's layers with this convolution (empty for
+        a run-time division, which does not know the layers).
+      pass_name: ``"forward"``, ``"backward-data"`` or ``"backward-filter"``.
+      shape: the convolution, as a :func:`tf_ucudnn.plans` record's
+        ``shape`` (``"N=256 C=64 H=56 W=56 K=64 R=3 S=3 ..."``).
+      micro_batches: the chosen plan, a list of dicts with ``size``
+        (samples), ``algo``, ``workspace_bytes`` (bytes) and ``time_ms``
+        (benchmarked ms), as in :func:`tf_ucudnn.plans`.
+      workspace_bytes: the kernel's share, bytes: the chosen plan's
+        workspace (the largest of its micro-batches').
+      time_ms: the chosen plan's predicted time, ms (the sum of its
+        micro-batches' benchmarked times).
+      fastest_ms: the kernel's fastest plan, ms, whatever its workspace.
+      fastest_workspace_bytes: the workspace that fastest plan needs, bytes.
+    """
 
     layers: list          # names of the model's layers with this convolution
     pass_name: str        # forward | backward-data | backward-filter
@@ -68,7 +86,22 @@ class KernelShare:
 
 @dataclasses.dataclass
 class DivisionReport:
-    """The outcome of :func:`divide_workspace_budget`; prints as a table."""
+    """The outcome of a Workspace Division (:func:`divide_workspace_budget`,
+    or a run-time division of :func:`division_reports`); prints as a table,
+    one row per kernel, and a total line.
+
+    Attributes:
+      total_workspace: the budget shared by the kernels, bytes.
+      batch_size: the mini-batch size the kernels were planned for (the
+        largest among a run-time group's kernels).
+      kernels: a :class:`KernelShare` per kernel, its share and plan.
+      gap: the division's relative optimality gap, ``(time_ms - bound) /
+        time_ms`` for the best known lower bound on the optimal total time
+        (0.0: optimal; the solver's ``Division.gap``).
+      workspace_bytes: (property) the kernels' shares summed, bytes, at
+        most ``total_workspace``.
+      time_ms: (property) the kernels' predicted times summed, ms.
+    """
 
     total_workspace: int  # the budget, bytes
     batch_size: int
@@ -347,10 +380,16 @@ def divide_workspace_budget(model, total_workspace, batch_size, verbose=1):
       A :class:`DivisionReport`.
 
     Raises:
-      ValueError: no tf_ucudnn layers, bad budget or batch size, or a budget
-        below the smallest feasible one (named in the message).
+      ValueError: ``model`` not a ``keras.Model`` (naming the type given),
+        no tf_ucudnn layers, bad budget or batch size, or a budget below the
+        smallest feasible one (named in the message).
       RuntimeError: no GPU (the division plans cuDNN kernels).
     """
+    import keras
+
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"divide_workspace_budget needs a keras.Model, got "
+                         f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
     total_workspace = to_bytes(total_workspace, "total_workspace")
     if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
             or not 0 < batch_size < 1 << 63):

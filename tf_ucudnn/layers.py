@@ -64,6 +64,10 @@ def conv2d_transpose_call(layer, inputs, attrs):
     return outputs if layer.activation is None else layer.activation(outputs)
 
 
+# The compute dtypes of tf_ucudnn's kernels (the ops' T), as Keras names them.
+_COMPUTE_DTYPES = ("float32", "float16", "bfloat16")
+
+
 class _Knobs:
     """μ-cuDNN's knobs of a tf_ucudnn Keras layer (before the Keras layer in
     its bases): validated in ``__init__``, kept as given in ``get_config``."""
@@ -71,9 +75,15 @@ class _Knobs:
     def __init__(self, *args, workspace_limit=None, batch_size_policy=None,
                  micro_batch_size=None, **kwargs):
         super().__init__(*args, **kwargs)
-        # Validates the knobs now, not at the first call.
+        # Validates the knobs and the dtype now, not at the first call.
         nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                         micro_batch_size=micro_batch_size)
+        if self.compute_dtype not in _COMPUTE_DTYPES:
+            raise ValueError(f"tf_ucudnn.layers.{type(self).__name__} computes in float32, "
+                             f"float16 or bfloat16 (the dtypes of tf_ucudnn's kernels), got the "
+                             f"dtype policy {self.dtype_policy.name!r} (compute dtype "
+                             f"{self.compute_dtype}); use keras.layers.{type(self).__name__} "
+                             f"for other dtypes")
         self.workspace_limit = workspace_limit
         self.batch_size_policy = batch_size_policy
         self.micro_batch_size = micro_batch_size
@@ -98,8 +108,11 @@ _KNOB_ARGS = """
         ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None
         uses ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
-      micro_batch_size: None lets the planner decide; k > 0 forces
-        micro-batches of k samples."""
+      micro_batch_size: None or 0 (the same): the planner chooses the
+        micro-batch sizes; k > 0: micro-batches of k samples (one takes the
+        remainder), each pass with its fastest algorithm within
+        ``workspace_limit``, ``batch_size_policy`` then unused (as
+        ``tf_ucudnn.conv2d``)."""
 
 
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
@@ -123,7 +136,8 @@ class Conv2D(_Knobs, keras.layers.Conv2D):
     own convolution.
 
     Raises:
-      ValueError: a knob out of range (from ``__init__``).
+      ValueError: from ``__init__``: a knob out of range, or a ``dtype``
+        policy whose compute dtype is not float32, float16 or bfloat16.
     """
 
     def convolution_op(self, inputs, kernel):
@@ -152,7 +166,8 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
     XLA custom call, as for :class:`Conv2D`.
 
     Raises:
-      ValueError: a knob out of range (from ``__init__``).
+      ValueError: from ``__init__``: a knob out of range, or a ``dtype``
+        policy whose compute dtype is not float32, float16 or bfloat16.
     """
 
     def call(self, inputs):

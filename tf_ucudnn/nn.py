@@ -74,7 +74,8 @@ def _sizes(value, name):
     saturate, so that the kernel rejects them.
 
     Raises:
-      ValueError: naming ``name`` (and the element).
+      ValueError: naming ``name`` (and the element): not 4 sizes, or not
+        integers within int32.
     """
     static = tf.get_static_value(value) if tf.is_tensor(value) else value
     if static is None:
@@ -82,6 +83,9 @@ def _sizes(value, name):
             raise ValueError(f"{name} must be an integer tensor, got {value.dtype.name}")
         return value if value.dtype == tf.int32 else tf.saturate_cast(value, tf.int32)
     array = np.asarray(static, dtype=object)
+    if array.shape != (4,):
+        raise ValueError(f"{name} must be 4 sizes (a list or 1-D tensor, in data_format order), "
+                         f"got {static!r}")
     flat = _check_ints(list(array.reshape(-1)), name, *_INT32)
     return tf.constant(np.asarray(flat, dtype=np.int32).reshape(array.shape))
 
@@ -121,7 +125,8 @@ def ucudnn_attrs(*, workspace_limit=None, batch_size_policy=None, micro_batch_si
       batch_size_policy: "undivided", "powerOfTwo" or "all"; None uses
         UCUDNN_BATCH_SIZE_POLICY (default "powerOfTwo").
       micro_batch_size: None or 0 lets the planner decide; k > 0 forces
-        micro-batches of k samples (the last one takes the remainder).
+        micro-batches of k samples (one takes the remainder), as for
+        :func:`conv2d`.
 
     Returns:
       A dict with keys workspace_limit (bytes, -1 for the default, -2 for
@@ -157,6 +162,42 @@ def _conv_attrs(strides, padding, data_format, dilations, **knobs):
                 dilations=_spatial_list(1 if dilations is None else dilations, "dilations", data_format),
                 padding=padding, explicit_paddings=explicit_paddings, data_format=data_format,
                 **ucudnn_attrs(**knobs))
+
+
+# The op registration's T: the dtypes tf_ucudnn's kernels take (named in _float_input).
+_DTYPES = (tf.float32, tf.float16, tf.bfloat16)
+
+
+def _float_input(value):
+    """``input`` as a tensor of one of the kernels' dtypes.
+
+    Raises:
+      ValueError: not convertible to a tensor, or of another dtype (naming it).
+    """
+    allowed = "float32, float16 or bfloat16"
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"input must be a {allowed} tensor, got {type(value).__name__} "
+                         f"{value!r:.80}") from None
+    if tensor.dtype not in _DTYPES:
+        raise ValueError(f"input must be {allowed} (the dtypes of tf_ucudnn's kernels), got "
+                         f"{tensor.dtype.name}; cast it first, e.g. tf.cast(x, tf.float32)")
+    return tensor
+
+
+def _like_input(value, dtype, name):
+    """``filters`` or ``bias`` as a tensor of the input's ``dtype`` (Python and
+    NumPy values are converted to it; tensors must have it already).
+
+    Raises:
+      ValueError: naming ``name``, its dtype (or type) and the input's dtype.
+    """
+    try:
+        return tf.convert_to_tensor(value, dtype=dtype)
+    except (TypeError, ValueError):
+        got = value.dtype.name if tf.is_tensor(value) else f"{type(value).__name__} {value!r:.80}"
+        raise ValueError(f"{name} must have the input's dtype {dtype.name}, got {got}") from None
 
 
 def _check_rank(tensor, name):
@@ -209,20 +250,43 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         None uses ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None uses
         ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
-      micro_batch_size: None lets the planner decide; k > 0 forces micro-batches
-        of k samples (the last takes the remainder).
+      micro_batch_size: None or 0 (the same): the planner chooses the
+        micro-batch sizes (Workspace Reuse within ``workspace_limit`` under
+        ``batch_size_policy``; on the CPU the whole batch at once). k > 0:
+        micro-batches of k samples (one takes the remainder; k at least the
+        batch runs it whole), each with the fastest algorithm within
+        ``workspace_limit``; ``batch_size_policy`` and Workspace Division
+        (``total_workspace``) do not apply then.
 
     Returns:
       The output tensor, ``[batch, out_height, out_width, out_channels]``
       (NHWC) or ``[batch, out_channels, out_height, out_width]`` (NCHW).
 
     Raises:
-      ValueError: bad arguments known when the graph is built (an
-        ``activation`` other than those, or ``"relu"`` without ``bias``).
-      tf.errors.InvalidArgumentError: bad shapes found when the op runs
-        (channel mismatch, groups not dividing, 0 input channels, sizes whose
-        element count exceeds 2**63 - 1). Zero-size inputs (batch 0, an empty
-        spatial dimension) give empty outputs, as ``tf.nn.conv2d``.
+      ValueError: an argument found wrong when the op is built, named in the
+        message: ``input`` not float32, float16 or bfloat16, or ``filters``
+        or ``bias`` a tensor of another dtype; ``input`` or ``filters`` not
+        4-D, or ``bias`` not 1-D (where the rank is known); ``strides`` or
+        ``dilations`` not an int or a list of 1, 2 or 4 ints;
+        ``padding`` neither ``"SAME"``, ``"VALID"`` nor 4 non-negative
+        ``[before, after]`` int pairs with ``[0, 0]`` for the batch and
+        channel dimensions; ``data_format`` neither ``"NHWC"`` nor
+        ``"NCHW"``; ``workspace_limit`` neither a byte count in
+        [0, 2**63 - 1] nor ``"auto"``; ``batch_size_policy`` not one of the
+        three or None; ``micro_batch_size`` neither None nor an int >= 0;
+        ``activation`` other than None, ``"linear"`` or ``"relu"``, or
+        ``"relu"`` without ``bias``. In a ``tf.function``, also shapes
+        that TF's shape function finds inconsistent while tracing (input
+        channels not a multiple of ``filters.shape[2]``).
+      tf.errors.InvalidArgumentError: found when the op runs: ``strides``
+        or ``dilations`` not positive, or not 1 in the batch and channel
+        dimensions; input channels not a multiple of ``filters.shape[2]``,
+        or out_channels not a multiple of the groups; 0 input channels; a
+        dilated filter larger than the padded input; a ``bias`` whose length
+        is not out_channels; a rank other than 4 known only then; sizes
+        whose element count exceeds 2**63 - 1. Zero-size inputs (batch 0,
+        an empty spatial dimension) give empty outputs, as
+        ``tf.nn.conv2d``.
     """
     activation = activation or "linear"
     if activation not in _ACTIVATIONS:
@@ -230,12 +294,12 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     if activation != "linear" and bias is None:
         raise ValueError(f"activation={activation!r} is fused after the bias: it needs a bias")
     with tf.name_scope(name or "ucudnn_conv2d"):
-        input = tf.convert_to_tensor(input)
-        filters = tf.convert_to_tensor(filters, dtype=input.dtype)
+        input = _float_input(input)
+        filters = _like_input(filters, input.dtype, "filters")
         _check_rank(input, "input")
         _check_rank(filters, "filters")
         if bias is not None:
-            bias = tf.convert_to_tensor(bias, dtype=input.dtype)
+            bias = _like_input(bias, input.dtype, "bias")
             if bias.shape.rank is not None and bias.shape.rank != 1:
                 raise ValueError(f"bias must be 1-dimensional, got shape {bias.shape}")
         attrs = _conv_attrs(strides, padding, data_format, dilations,
@@ -279,8 +343,12 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
       The input gradient, shaped ``input_sizes``.
 
     Raises:
-      ValueError: bad arguments known when the graph is built.
-      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
+      ValueError: as :func:`conv2d` for the arguments they share, and
+        ``input_sizes`` known now that are not 4 integers within int32 (or
+        a tensor of another dtype).
+      tf.errors.InvalidArgumentError: as :func:`conv2d` when the op runs,
+        and ``input_sizes`` known only then that are not 4 sizes, or an
+        ``out_backprop`` whose shape is not the convolution's output shape for ``input_sizes``.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_input"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,
@@ -318,14 +386,18 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # n
       The output tensor, shaped ``output_shape``.
 
     Raises:
-      ValueError: bad arguments known when the graph is built.
-      tf.errors.InvalidArgumentError: bad shapes found when the op runs
-        (an ``output_shape`` whose convolution does not give ``input``'s
-        shape, or channel mismatches).
+      ValueError: as :func:`conv2d` for the arguments they share (``input``
+        not float32, float16 or bfloat16, ``filters`` of another dtype,
+        ``strides``, ``padding``, ``data_format``, ``dilations`` and the
+        knobs), and an ``output_shape`` known now that is not 4 integers
+        within int32.
+      tf.errors.InvalidArgumentError: found when the op runs (an
+        ``output_shape`` whose convolution does not give ``input``'s shape,
+        channel mismatches, and the run-time cases of :func:`conv2d`).
     """
     with tf.name_scope(name or "ucudnn_conv2d_transpose"):
-        input = tf.convert_to_tensor(input)
-        filters = tf.convert_to_tensor(filters, dtype=input.dtype)
+        input = _float_input(input)
+        filters = _like_input(filters, input.dtype, "filters")
         _check_rank(input, "input")
         _check_rank(filters, "filters")
         attrs = _conv_attrs(strides, padding, data_format, dilations,
@@ -368,8 +440,12 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
       The filter gradient, shaped ``filter_sizes``.
 
     Raises:
-      ValueError: bad arguments known when the graph is built.
-      tf.errors.InvalidArgumentError: bad shapes found when the op runs.
+      ValueError: as :func:`conv2d` for the arguments they share, and
+        ``filter_sizes`` known now that are not 4 integers within int32 (or
+        a tensor of another dtype).
+      tf.errors.InvalidArgumentError: as :func:`conv2d` when the op runs,
+        and ``filter_sizes`` known only then that are not 4 sizes, or an
+        ``out_backprop`` whose shape is not the convolution's output shape.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_filter"):
         attrs = _conv_attrs(strides, padding, data_format, dilations,

@@ -7,22 +7,9 @@ from tf_ucudnn.units import format_bytes  # noqa: F401  (also tf_ucudnn.plan_reg
 
 
 class PlanTable(list):
-    """A list of plan records (dicts) that prints as a table.
-
-    Each record has: ``device``, ``pass`` (forward / backward-data /
-    backward-filter), ``shape`` (the convolution), ``batch``, ``layout``,
-    ``dtype``, ``workspace_limit`` (bytes; under ``workspace_limit="auto"``
-    the bytes the kernel planned within on a GPU, -2 on the CPU, which has no
-    workspace), ``policy`` (batch-size policy or
-    ``forced k``), ``micro_batches`` (list of dicts ``size``, ``algo``,
-    ``workspace_bytes``, ``time_ms``), ``workspace_bytes`` (max over
-    micro-batches), ``time_ms`` (sum of the benchmarked times; None on CPU),
-    ``planning_ms`` (wall-clock ms the kernel spent planning: benchmarking or
-    reading the benchmark database, then Workspace Reuse; None on CPU and for
-    Workspace Division's replans) and ``note`` (e.g. ``stored benchmark
-    table: 6 of 7 sizes, 1 benchmarked`` (:func:`table_reuse`),
-    ``benchmarked on GPUs 0, 1``, ``workspace_limit=auto: planned within N
-    bytes``).
+    """A list of plan records (dicts, fields as :func:`plans` lists them)
+    that prints as a table: device, pass, convolution, micro-batches,
+    workspace and predicted ms.
     """
 
     def to_string(self, max_width=120):
@@ -92,15 +79,59 @@ def table_reuse(record):
 
 
 def plans():
-    """The plans chosen so far, one record per kernel (pass, shape, device, knobs).
+    """The plans chosen so far in this process, one record per kernel.
 
-    On the GPU a kernel is planned (benchmarked, then the Workspace Reuse
-    recurrence solved) the first time it runs; on the CPU its plan is the
-    forced ``micro_batch_size`` split or the whole batch. Set
-    ``UCUDNN_DEBUG_OUTPUT=1`` to also print each plan to stderr when it is made.
+    A kernel is one pass (forward, backward-data or backward-filter) of one
+    convolution (shapes, layout, dtype, knobs) on one device. On the GPU it
+    is planned the first time it runs: its micro-batch sizes are
+    benchmarked (or read from the benchmark database) and the Workspace
+    Reuse recurrence picks the fastest split within its workspace limit
+    (Oyama et al. 2018, §III-B); Workspace Division replans it within its
+    share and adds a record (§III-C). On the CPU its plan is the forced
+    ``micro_batch_size`` split or the whole batch, with no benchmark and no
+    workspace. Set ``UCUDNN_DEBUG_OUTPUT=1`` to also print each plan to
+    stderr when it is made; :func:`clear_plans` forgets the records.
 
     Returns:
-      A :class:`PlanTable`: a list of dicts that prints as a table.
+      A :class:`PlanTable`: a list of dicts, in the order the kernels were
+      planned, that prints as a table. Each dict has:
+
+      - ``device`` (str): the TF device, e.g.
+        ``"/job:localhost/replica:0/task:0/device:GPU:0"``.
+      - ``pass`` (str): ``"forward"``, ``"backward-data"`` or
+        ``"backward-filter"`` (a transposed convolution's forward pass is a
+        backward-data pass).
+      - ``shape`` (str): the convolution, ``"N=... C=... H=... W=... K=...
+        R=... S=... stride=HxW pad=top,bottom,left,right dil=HxW groups=g
+        LAYOUT DTYPE"``: batch N, input channels C, input height H and width
+        W, output channels K, filter height R and width S.
+      - ``batch`` (int): the mini-batch size N.
+      - ``layout`` (str): ``"NHWC"`` or ``"NCHW"``.
+      - ``dtype`` (str): ``"float32"``, ``"float16"`` or ``"bfloat16"``.
+      - ``workspace_limit`` (int, bytes): the limit the kernel planned
+        within (the op's, ``UCUDNN_DEFAULT_WORKSPACE_LIMIT``'s, or a
+        Workspace Division share); under ``workspace_limit="auto"`` the
+        bytes it planned within on a GPU, -2 on the CPU.
+      - ``policy`` (str): the batch-size policy (``"undivided"``,
+        ``"powerOfTwo"``, ``"all"``), ``"forced k"`` for
+        ``micro_batch_size=k``, ``"undivided (CPU)"`` on the CPU otherwise.
+      - ``micro_batches`` (list of dicts): the plan, in order; each has
+        ``size`` (samples), ``algo`` (the cuDNN algorithm or engine on a
+        GPU, ``"im2col-gemm"`` on the CPU), ``workspace_bytes`` (bytes)
+        and ``time_ms`` (benchmarked ms; None on the CPU).
+      - ``workspace_bytes`` (int, bytes): the plan's workspace, the largest
+        of its micro-batches' (the micro-batches run one after another and
+        share it).
+      - ``time_ms`` (float, ms): the plan's predicted time, the sum of its
+        micro-batches' benchmarked times; None on the CPU.
+      - ``planning_ms`` (float, ms): wall-clock time the kernel spent
+        planning (benchmarking or reading the database, then Workspace
+        Reuse); None on the CPU and for Workspace Division's replans.
+      - ``note`` (str): what else shaped the plan, ``""`` if nothing:
+        e.g. ``"stored benchmark table: 6 of 7 sizes, 1 benchmarked"``
+        (:func:`table_reuse` reads it), ``"benchmarked on GPUs 0, 1"``,
+        ``"workspace_limit=auto: planned within N bytes (F of L free)"``,
+        ``"Workspace Division group of N bytes: ..."``.
     """
     return PlanTable(_engine.plan_records())
 

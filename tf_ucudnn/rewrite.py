@@ -91,28 +91,72 @@ class _Enabled:
         return False
 
 
+_DEVICE_FORMS = ("None, a device type or name such as 'GPU', 'GPU:1' or '/device:CPU:0', a "
+                 "tf.config.LogicalDevice, or a list of those")
+
+
+def _device_name(device):
+    """One entry of ``devices`` as ``"GPU"`` or ``"GPU:1"`` (the rewriter's form).
+
+    Raises:
+      ValueError: not a string or ``tf.config.LogicalDevice``, or not a CPU or
+        GPU type with an optional index.
+    """
+    if isinstance(device, _context.LogicalDevice):
+        device = device.name
+    if not isinstance(device, str) or not device:
+        raise ValueError(f"devices must be {_DEVICE_FORMS}; got the entry {device!r}")
+    last = device.rsplit("/", 1)[-1]
+    if last.lower().startswith("device:"):
+        last = last[len("device:"):]
+    kind, colon, index = last.partition(":")
+    kind = kind.upper()
+    if kind not in _DEVICE_TYPES or (colon and not index.isdigit()):
+        raise ValueError(f"devices: {device!r} is not one of {', '.join(_DEVICE_TYPES)} "
+                         f"(optionally with ':index'); tf_ucudnn has kernels for those only")
+    # "GPU:01" is GPU:1, as TF names it (the rewriter compares names).
+    return f"{kind}:{int(index)}" if colon else kind
+
+
 def _normalize_devices(devices):
+    """``enable_rewrite``'s ``devices`` as a tuple of ``"GPU"`` / ``"GPU:1"``
+    names, each checked against this process's logical devices.
+
+    A device type (``"GPU"``) stands for every device of that type, also
+    none: with no GPU visible, ``devices="GPU"`` rewrites nothing, and says so
+    in a warning. A device with an index must be one of the logical devices
+    (``tf.config.list_logical_devices()``), since the rewriter would never
+    meet a node placed on another.
+
+    Raises:
+      ValueError: a form not allowed (naming the allowed ones), a type other
+        than CPU or GPU, or a device that this process does not have
+        (naming the devices it has).
+    """
     if devices is None:
         return None
-    if isinstance(devices, str):
+    if isinstance(devices, (str, _context.LogicalDevice)):
         devices = [devices]
-    out = []
-    for d in devices:
-        if not isinstance(d, str) or not d:
-            raise ValueError(f"devices must be device types or names such as 'GPU', 'GPU:1' or "
-                             f"'/device:GPU:0', got {devices!r}")
-        last = d.rsplit("/", 1)[-1]
-        if last.lower().startswith("device:"):
-            last = last[len("device:"):]
-        kind, _, index = last.partition(":")
-        kind = kind.upper()
-        if kind not in _DEVICE_TYPES or (index and not index.isdigit()):
-            raise ValueError(f"devices: {d!r} is not one of {', '.join(_DEVICE_TYPES)} "
-                             f"(optionally with ':index'); tf_ucudnn has kernels for those only")
-        out.append(f"{kind}:{index}" if index else kind)
+    elif isinstance(devices, (bytes, dict)) or not hasattr(devices, "__iter__"):
+        raise ValueError(f"devices must be {_DEVICE_FORMS}; got {devices!r} "
+                         f"({type(devices).__name__})")
+    out = tuple(_device_name(d) for d in devices)
     if not out:
         raise ValueError("devices must name at least one device (or be None for every device)")
-    return tuple(out)
+    import tensorflow as tf
+
+    present = [_device_name(d) for d in tf.config.list_logical_devices()
+               if d.device_type in _DEVICE_TYPES]
+    for name in out:
+        if ":" in name and name not in present:
+            raise ValueError(f"devices: {name!r} is not a device of this process; its devices "
+                             f"are {', '.join(present)} (tf.config.list_logical_devices())")
+    for kind in sorted({name for name in out if ":" not in name}):
+        if not any(p.startswith(kind + ":") for p in present):
+            warnings.warn(f"tf_ucudnn.enable_rewrite(devices={devices!r}): this process has no "
+                          f"{kind} (its devices: {', '.join(present)}), so the rewrite replaces "
+                          f"no convolution on one", stacklevel=3)
+    return out
 
 
 def _covers_gpu(devices):
@@ -217,9 +261,12 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         ``UCUDNN_TOTAL_WORKSPACE_SIZE`` if set.
       batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``;
         None: ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
-      devices: None for every device with a tf_ucudnn kernel (CPU and GPU),
-        or a device type/name or list of them (``"GPU"``, ``"GPU:1"``,
-        ``"/device:CPU:0"``) to restrict the rewrite to.
+      devices: the devices whose convolutions are rewritten. None: every
+        device with a tf_ucudnn kernel (CPU and GPU). Else a device type
+        (``"GPU"``: every GPU, none where there is none, with a warning), a
+        device of this process by name (``"GPU:1"``, ``"/device:CPU:0"``,
+        as ``tf.config.list_logical_devices()`` names them), a
+        ``tf.config.LogicalDevice``, or a list of those.
       layout_optimizer: whether Grappler's layout optimizer runs on the
         rewritten functions. False (default): off while the rewrite covers a
         GPU, so tensors stay in the model's layout (NHWC for Keras' default
@@ -232,8 +279,12 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
       A context manager that restores the previous state on exit.
 
     Raises:
-      ValueError: a knob out of range, both limits given, an unknown
-        device, or a ``layout_optimizer`` that is not a bool.
+      ValueError: a knob out of range (``workspace_limit``,
+        ``total_workspace``, ``batch_size_policy``), both limits given, a
+        ``devices`` of another form (an int, say) or naming a device type
+        other than CPU and GPU, a device this process does not have
+        (``"GPU:9"``; the message lists those it has), or a
+        ``layout_optimizer`` that is not a bool.
     """
     if not isinstance(layout_optimizer, bool):
         raise ValueError(f"layout_optimizer must be True or False, got {layout_optimizer!r}")
@@ -280,13 +331,31 @@ def rewrite_settings():
 
 
 def rewrite_stats():
-    """Counts of the rewriter's work since the library loaded.
+    """Counts of the rewriter's work in this process since the op library loaded.
+
+    What is counted: the nodes of every graph that Grappler optimizes while
+    the rewrite is on, in any thread: each ``tf.function`` when it is
+    instantiated with the rewrite (its first call, a new trace for new
+    input shapes, and the first call after :func:`enable_rewrite` changed
+    the settings), and a loaded SavedModel's functions alike. Calling an
+    instantiated function again counts nothing; XLA-compiled functions,
+    which Grappler does not see, count nothing (their Keras layers take the
+    XLA route, see :func:`enable_rewrite`), nor do :func:`rewrite_model`
+    and ``tf_ucudnn.layers``.
+
+    The counters only grow: they are shared by all threads and never reset.
+    To count one piece of work, take the difference of two calls around
+    it.
 
     Returns:
-      A dict: ``rewritten`` (Conv2D and gradient nodes replaced),
-      ``fused_rewritten`` (``_FusedConv2D`` nodes replaced by the tf_ucudnn
-      conv with its bias, and the activation), ``fused_left`` (fused convolutions left
-      alone: batch-norm fusions and other filter formats).
+      A dict of node counts: ``rewritten`` (``Conv2D``,
+      ``Conv2DBackpropInput`` and ``Conv2DBackpropFilter`` nodes replaced by
+      tf_ucudnn's ops), ``fused_rewritten`` (``_FusedConv2D`` nodes replaced
+      by ``Ucudnn>Conv2DWithBias`` and, for an activation other than ReLU,
+      that activation), ``fused_left`` (fused convolutions left alone:
+      batch-norm fusions and other filter formats; counted on each of
+      Grappler's passes over a graph, by default two, so one such node
+      usually counts twice).
     """
     return _engine.rewrite_stats()
 
@@ -347,9 +416,12 @@ def _route_xla(model):
     if settings is not None and not _covers_gpu(settings.devices):
         settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
     wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    from tf_ucudnn.layers import _COMPUTE_DTYPES
+
     stock = _stock_layer_classes()
+    # Layers in other dtypes (float64) keep XLA's convolution.
     layers = [layer for layer in model._flatten_layers(include_self=False)
-              if type(layer) in stock]
+              if type(layer) in stock and layer.compute_dtype in _COMPUTE_DTYPES]
     changed = False
     for layer in layers:
         if getattr(layer, "_tf_ucudnn_xla", None) == wanted:
@@ -382,11 +454,14 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     (``keras.models.clone_model(..., recursive=True)``); other layers are
     cloned unchanged and keep their weights. Layers already tf_ucudnn's keep
     their own knobs. Subclasses of ``keras.layers.Conv2D`` and
-    ``Conv2DTranspose`` (whose ``call`` may differ) and convolutions inside
+    ``Conv2DTranspose`` (whose ``call`` may differ), layers computing in a
+    dtype other than float32, float16 or bfloat16, and convolutions inside
     subclassed layers or models are left stock, with a warning naming them.
 
     Args:
-      model: a built ``keras.Model`` (Sequential or functional).
+      model: a built ``keras.Model``, Sequential or functional (a subclassed
+        model has no graph of layers to copy: build its convolutions with
+        ``tf_ucudnn.layers.Conv2D``, or use :func:`enable_rewrite`).
       workspace_limit: bytes per kernel for the new layers, an int or a
         string such as ``"64MiB"``, or ``"auto"``; None: the op's default
         (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).
@@ -398,11 +473,22 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
       A new ``keras.Model``; the input model is unchanged.
 
     Raises:
-      ValueError: the model is not built, or a knob is out of range.
+      ValueError: ``model`` is not a ``keras.Model`` (the message names the
+        type given), is a subclassed model, or is not built; or a knob is
+        out of range.
     """
     from tf_ucudnn import layers
 
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"rewrite_model needs a keras.Model (Sequential or functional), got "
+                         f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
+    if not isinstance(model, keras.Sequential) and not _is_functional(model):
+        raise ValueError(f"rewrite_model copies Sequential and functional models; "
+                         f"{model.name!r} is a subclassed keras.Model "
+                         f"({type(model).__qualname__}), whose call() it cannot copy. Build its "
+                         f"convolutions with tf_ucudnn.layers.Conv2D, or run it under "
+                         f"tf_ucudnn.enable_rewrite()")
     if not model.built:
         raise ValueError("rewrite_model needs a built model (call it once or build it first)")
     replaced, skipped, nested = [], [], set()
@@ -414,11 +500,14 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
 
     def clone(layer):
         config = layer.get_config()
-        if type(layer) in stock:
+        supported = getattr(layer, "compute_dtype", None) in layers._COMPUTE_DTYPES
+        if type(layer) in stock and supported:
             replaced.append(layer)
             return stock[type(layer)].from_config(dict(config, workspace_limit=workspace_limit,
                                                        batch_size_policy=batch_size_policy))
-        if isinstance(layer, tuple(stock)) and not isinstance(layer, ours):
+        if type(layer) in stock:
+            skipped.append(f"{layer.name} ({type(layer).__name__}, {layer.compute_dtype})")
+        elif isinstance(layer, tuple(stock)) and not isinstance(layer, ours):
             skipped.append(f"{layer.name} ({type(layer).__name__})")
         else:
             skipped.extend(f"{inner.name} (inside {layer.name}, {type(layer).__name__})"
@@ -430,8 +519,9 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     if skipped:
         warnings.warn(f"tf_ucudnn.rewrite_model left {len(skipped)} convolution layer(s) stock: "
                       f"{', '.join(skipped)}. It replaces keras.layers.Conv2D and Conv2DTranspose "
-                      f"themselves (not their subclasses, whose call may differ) in Sequential "
-                      f"and functional models; to run those through tf_ucudnn, derive them from "
+                      f"themselves (not their subclasses, whose call may differ) computing in "
+                      f"float32, float16 or bfloat16 in Sequential and functional models; to run "
+                      f"the others through tf_ucudnn, derive them from "
                       f"(or build them with) tf_ucudnn.layers.Conv2D or Conv2DTranspose.",
                       stacklevel=2)
     if verbose:
@@ -444,6 +534,16 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
               + (f" ({inside} in nested models)" if inside else "")
               + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
+
+
+def _is_functional(model):
+    """Whether ``model`` is a functional model (``keras.Model(inputs, outputs)``,
+    or a subclass built that way), which ``keras.models.clone_model`` copies."""
+    try:
+        from keras.src.models.functional import Functional
+    except ImportError:  # another Keras layout: leave the check to clone_model
+        return True
+    return isinstance(model, Functional)
 
 
 def _nested_models(model):
