@@ -11,6 +11,9 @@ arXiv:1804.04806).
 
 ``import tf_ucudnn`` imports TensorFlow and loads the op library, which
 registers the ops (so that SavedModels and ``.keras`` files using them load).
+Import it before TensorFlow runs its first op: TensorFlow makes the XLA
+kernels of the ops it knows then, once, and ``jit_compile`` functions with
+tf_ucudnn's ops would find none (``import tf_ucudnn`` warns when that is so).
 The one exception is the ``tf-ucudnn`` command itself (and ``python -m
 tf_ucudnn``): there the API is bound on first use, so that ``--help``,
 ``--version`` and ``cache`` answer without TensorFlow.

@@ -168,8 +168,8 @@ def _conv_attrs(strides, padding, data_format, dilations, **knobs):
 _DTYPES = (tf.float32, tf.float16, tf.bfloat16)
 
 
-def _float_input(value):
-    """``input`` as a tensor of one of the kernels' dtypes.
+def _float_input(value, name="input"):
+    """``input`` (or the tensor ``name``) as a tensor of one of the kernels' dtypes.
 
     Raises:
       ValueError: not convertible to a tensor, or of another dtype (naming it).
@@ -178,26 +178,27 @@ def _float_input(value):
     try:
         tensor = tf.convert_to_tensor(value)
     except (TypeError, ValueError):
-        raise ValueError(f"input must be a {allowed} tensor, got {type(value).__name__} "
+        raise ValueError(f"{name} must be a {allowed} tensor, got {type(value).__name__} "
                          f"{value!r:.80}") from None
     if tensor.dtype not in _DTYPES:
-        raise ValueError(f"input must be {allowed} (the dtypes of tf_ucudnn's kernels), got "
+        raise ValueError(f"{name} must be {allowed} (the dtypes of tf_ucudnn's kernels), got "
                          f"{tensor.dtype.name}; cast it first, e.g. tf.cast(x, tf.float32)")
     return tensor
 
 
-def _like_input(value, dtype, name):
-    """``filters`` or ``bias`` as a tensor of the input's ``dtype`` (Python and
-    NumPy values are converted to it; tensors must have it already).
+def _like_input(value, dtype, name, like="input"):
+    """``filters``, ``bias`` or ``out_backprop`` as a tensor of ``like``'s
+    ``dtype`` (Python and NumPy values are converted to it; tensors must have
+    it already).
 
     Raises:
-      ValueError: naming ``name``, its dtype (or type) and the input's dtype.
+      ValueError: naming ``name``, its dtype (or type) and ``like``'s dtype.
     """
     try:
         return tf.convert_to_tensor(value, dtype=dtype)
     except (TypeError, ValueError):
         got = value.dtype.name if tf.is_tensor(value) else f"{type(value).__name__} {value!r:.80}"
-        raise ValueError(f"{name} must have the input's dtype {dtype.name}, got {got}") from None
+        raise ValueError(f"{name} must have the {like}'s dtype {dtype.name}, got {got}") from None
 
 
 def _check_rank(tensor, name):
@@ -343,14 +344,17 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding,
       The input gradient, shaped ``input_sizes``.
 
     Raises:
-      ValueError: as :func:`conv2d` for the arguments they share, and
-        ``input_sizes`` known now that are not 4 integers within int32 (or
-        a tensor of another dtype).
+      ValueError: as :func:`conv2d` for the arguments they share;
+        ``out_backprop`` not float32, float16 or bfloat16, or ``filters`` a
+        tensor of another dtype; ``input_sizes`` known now that are not 4
+        integers within int32 (or a tensor of another dtype).
       tf.errors.InvalidArgumentError: as :func:`conv2d` when the op runs,
         and ``input_sizes`` known only then that are not 4 sizes, or an
         ``out_backprop`` whose shape is not the convolution's output shape for ``input_sizes``.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_input"):
+        out_backprop = _float_input(out_backprop, "out_backprop")
+        filters = _like_input(filters, out_backprop.dtype, "filters", like="out_backprop")
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
@@ -440,14 +444,17 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
       The filter gradient, shaped ``filter_sizes``.
 
     Raises:
-      ValueError: as :func:`conv2d` for the arguments they share, and
-        ``filter_sizes`` known now that are not 4 integers within int32 (or
-        a tensor of another dtype).
+      ValueError: as :func:`conv2d` for the arguments they share;
+        ``input`` not float32, float16 or bfloat16, or ``out_backprop`` a
+        tensor of another dtype; ``filter_sizes`` known now that are not 4
+        integers within int32 (or a tensor of another dtype).
       tf.errors.InvalidArgumentError: as :func:`conv2d` when the op runs,
         and ``filter_sizes`` known only then that are not 4 sizes, or an
         ``out_backprop`` whose shape is not the convolution's output shape.
     """
     with tf.name_scope(name or "ucudnn_conv2d_backprop_filter"):
+        input = _float_input(input)
+        out_backprop = _like_input(out_backprop, input.dtype, "out_backprop")
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)

@@ -64,13 +64,27 @@ def _settings():
 
 @dataclasses.dataclass(frozen=True)
 class RewriteSettings:
-    """What the rewrite gives every substituted kernel (None: the op's default)."""
+    """What the rewrite gives every substituted kernel, as :func:`enable_rewrite`
+    took it (None: the op's default).
 
-    workspace_limit: int = None    # bytes per kernel, or "auto"
-    total_workspace: int = None    # bytes shared by the kernels of a device (Workspace Division)
-    batch_size_policy: str = None  # undivided | powerOfTwo | all
-    devices: tuple = None          # e.g. ("GPU",) or ("GPU:1",); None: every device
-    layout_optimizer: bool = False  # Grappler's layout optimizer on the rewritten functions
+    Attributes:
+      workspace_limit: bytes of workspace per kernel (int), or ``"auto"``;
+        None: ``UCUDNN_DEFAULT_WORKSPACE_LIMIT`` (default 64 MiB).
+      total_workspace: bytes shared by the kernels of a device (Workspace
+        Division), or None.
+      batch_size_policy: ``"undivided"``, ``"powerOfTwo"`` or ``"all"``; None:
+        ``UCUDNN_BATCH_SIZE_POLICY`` (default ``"powerOfTwo"``).
+      devices: the devices rewritten, as a tuple of types and names such as
+        ``("GPU",)`` or ``("CPU:0", "GPU:1")``; None: every device.
+      layout_optimizer: whether Grappler's layout optimizer runs on the
+        rewritten functions.
+    """
+
+    workspace_limit: int = None
+    total_workspace: int = None
+    batch_size_policy: str = None
+    devices: tuple = None
+    layout_optimizer: bool = False
 
 
 class _Enabled:
