@@ -5,10 +5,12 @@ PY ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := tf_ucudnn/_ucudnn_ops.so
+# Benchmark-only (tf-ucudnn bench's overhead mode), never in the wheel.
+BENCH_LIB := tf_ucudnn/_ucudnn_overhead.so
 APT_PACKAGES := bazel-bootstrap libhighwayhash-dev libfarmhash-dev
 SRCS := $(shell find cc -name '*.cc' -o -name '*.h') BUILD WORKSPACE build_defs.bzl
 
-.PHONY: setup build run test test-onednn test-gpu test-gpu-wheel bench wheel wheel-test clean
+.PHONY: setup build build-bench run test test-onednn test-gpu test-gpu-wheel bench wheel wheel-test clean
 
 setup: $(VENV)/.done
 $(VENV)/.done: requirements.txt requirements-dev.txt
@@ -31,6 +33,13 @@ $(LIB): .tf_configure.bazelrc $(SRCS)
 	bazel build //:_ucudnn_ops.so
 	@# A new file, renamed into place: processes that loaded the old one keep it.
 	cp -f bazel-bin/_ucudnn_ops.so $(LIB).tmp && chmod u+w $(LIB).tmp && mv -f $(LIB).tmp $(LIB)
+
+# The execution-overhead measurement (`tf-ucudnn bench` overhead mode), a
+# library of its own beside the op library, which it runs through.
+build-bench: $(BENCH_LIB)
+$(BENCH_LIB): $(LIB)
+	bazel build //:_ucudnn_overhead.so
+	cp -f bazel-bin/_ucudnn_overhead.so $@.tmp && chmod u+w $@.tmp && mv -f $@.tmp $@
 
 run: build
 	$(VPY) -m tf_ucudnn demo
@@ -80,6 +89,7 @@ wheel: build $(VENV)/.done
 	rm -rf build/pip build/wheel-raw dist && mkdir -p build/pip build/wheel-raw dist
 	cp pip_package/pyproject.toml pip_package/setup.py README.md LICENSE build/pip/
 	cp -r tf_ucudnn build/pip/
+	rm -f build/pip/$(BENCH_LIB)
 	find build/pip -name __pycache__ -prune -exec rm -rf {} +
 	$(VPY) -m pip wheel -q --no-deps -w build/wheel-raw build/pip
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair -w dist \
@@ -98,4 +108,4 @@ wheel-test: wheel
 
 clean:
 	bazel clean 2>/dev/null || true
-	rm -rf $(LIB) .tf_configure.bazelrc build dist
+	rm -rf $(LIB) $(BENCH_LIB) .tf_configure.bazelrc build dist

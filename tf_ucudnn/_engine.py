@@ -72,7 +72,6 @@ def _declare(lib):
         "ucudnn_tables": ([], doc),
         "ucudnn_seed_kernel": ([text], doc),
         "ucudnn_set_kernel_limit": ([i64, i64], doc),
-        "ucudnn_time_overhead": ([i64, i32], doc),
         "ucudnn_set_division_callback": ([_DIVISION_CALLBACK], None),
         "ucudnn_set_plan_listener": ([_PLAN_LISTENER], None),
         "ucudnn_rewrite_stats": ([ctypes.POINTER(i64)] * 3, None),
@@ -261,9 +260,36 @@ def set_kernel_limit(kernel_id, workspace_limit):
     _call(_lib.ucudnn_set_kernel_limit, kernel_id, workspace_limit)
 
 
+OVERHEAD_LIBRARY_NAME = "_ucudnn_overhead.so"
+_overhead_lib = None
+
+
+def _load_overhead():
+    """The benchmark-only library of the overhead measurement
+    (``cc/engine/overhead.cc``), loaded once beside the op library, whose
+    kernels it runs; it is not in the wheel.
+
+    Raises:
+      EngineError: the library is missing.
+    """
+    global _overhead_lib
+    if _overhead_lib is None:
+        path = os.path.join(os.path.dirname(LIBRARY_PATH), OVERHEAD_LIBRARY_NAME)
+        if not os.path.exists(path):
+            raise EngineError(
+                f"the overhead measurement's library {path} is missing: build it with "
+                "`make build-bench` in the tf_ucudnn checkout (it is not part of the wheel)")
+        lib = ctypes.CDLL(path)
+        lib.ucudnn_overhead_time.argtypes = [ctypes.c_int64, ctypes.c_int32]
+        lib.ucudnn_overhead_time.restype = ctypes.c_void_p
+        _overhead_lib = lib
+    return _overhead_lib
+
+
 def time_overhead(kernel_id, iters):
     """Times kernel ``kernel_id``'s plan (one micro-batch) against a direct
-    cuDNN call, ``iters`` calls each.
+    cuDNN call, ``iters`` calls each, through ``_ucudnn_overhead.so``
+    (``make build-bench``).
 
     Returns:
       A dict of ms per call: ``plan_ms`` (through the engine), ``direct_ms``
@@ -271,9 +297,10 @@ def time_overhead(kernel_id, iters):
       ``plan_host_ms`` and ``direct_host_ms`` (host time to enqueue each).
 
     Raises:
-      EngineError: an unknown id, a plan of several micro-batches, or no cuDNN.
+      EngineError: the overhead library is missing, an unknown id, a plan of
+        several micro-batches, or no cuDNN.
     """
-    return _call(_lib.ucudnn_time_overhead, kernel_id, iters)
+    return _call(_load_overhead().ucudnn_overhead_time, kernel_id, iters)
 
 
 def rewrite_stats():

@@ -521,29 +521,4 @@ char* ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit) {
 #endif
 }
 
-// Execution overhead of kernel `id` (from ucudnn_kernels), whose plan must be
-// one micro-batch, over `iters` calls (CudnnKernel::TimeOverhead). Answer, in
-// ms per call: {"plan_ms" (through the engine's Run), "direct_ms" (a direct
-// cuDNN call), "transform_ms" (the filter transform), "plan_host_ms",
-// "direct_host_ms" (host time to enqueue each)}, or {"error": ...}.
-char* ucudnn_time_overhead(int64_t id, int32_t iters) {
-#if GOOGLE_CUDA
-  try {
-    const auto [key, kernel] = FindKernel(id);
-    ucudnn::CudnnKernel::OverheadTimes t;
-    const ucudnn::Status status = kernel->TimeOverhead(key.device, iters, &t);
-    if (!status.ok()) return Error(status.message());
-    return Dump({{"plan_ms", t.plan_ms},
-                 {"direct_ms", t.direct_ms},
-                 {"transform_ms", t.transform_ms},
-                 {"plan_host_ms", t.plan_host_ms},
-                 {"direct_host_ms", t.direct_host_ms}});
-  } catch (const std::exception& e) {
-    return Error(e.what());
-  }
-#else
-  return Error("this library has no cuDNN kernels");
-#endif
-}
-
 }  // extern "C"

@@ -1,8 +1,9 @@
-// CudnnKernel's graph-API candidates: the spec of each micro-batch size, the
-// engines proposed for it (UCUDNN_GRAPH_* as the kernel was created with),
-// their timing with CUDA events and pruning, and their cached execution plans
-// (see cudnn_graph.h). Running a micro-batch with one is in plan_execution.cc.
+// The graph-API candidates of a kernel: proposal, timing and pruning, and
+// re-timing near the best (see graph_candidates.h). Running a micro-batch
+// with one is PlanRunner's.
 #if GOOGLE_CUDA
+
+#include "cc/engine/graph_candidates.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <string>
 
 #include "cc/engine/cuda_check.h"
-#include "cc/engine/cudnn_kernel.h"
 #include "cc/engine/screening.h"
 
 namespace ucudnn {
@@ -22,7 +22,7 @@ namespace {
 
 // Per candidate and size: one warm-up run (where the engine first runs in the
 // process), one screening run, and two more timed runs unless the screening
-// run shows it dominated (see TimeGraphTrials).
+// run shows it dominated (see Time).
 constexpr int kTimedRuns = 3;
 // Engines that have run in this process, by device, pass, data type, layout
 // and name (id, knobs, transposed): their kernels' modules are loaded, so their
@@ -43,7 +43,7 @@ bool EngineLoaded(const std::string& key) {
 
 // The fallback lists queried in this process, by kind of convolution: device,
 // pass, data type, layout, graph layout, numerics, grouped, dilated (see
-// ProposeGraphTrials and FallbackEngines).
+// Propose and FallbackEngines).
 std::mutex fallback_mu;
 std::map<std::string, FallbackEngines>& SharedFallbackEngines() {
   static auto* lists = new std::map<std::string, FallbackEngines>;
@@ -57,104 +57,29 @@ std::string Ms(double ms) {
   return text;
 }
 
-// TensorFlow aligns every tensor buffer to EIGEN_MAX_ALIGN_BYTES (64).
-constexpr int64_t kBufferAlignment = 64;
-
-// The largest power of two (at most kBufferAlignment) that divides `bytes`.
-int64_t PowerOfTwoAlignment(int64_t bytes) {
-  int64_t align = kBufferAlignment;
-  while (align > 1 && bytes % align != 0) align /= 2;
-  return align;
-}
-
 }  // namespace
 
-std::string CudnnKernel::KindPrefix(int device) const {
-  return std::to_string(device) + " " + PassName(pass_) + params_.EpilogueName() + " " +
-         DTypeName(params_.dtype) + " " + LayoutName(params_.layout);
+std::string GraphCandidates::KindPrefix(int device) const {
+  return std::to_string(device) + " " + PassName(spec_.pass) + spec_.params.EpilogueName() + " " +
+         DTypeName(spec_.params.dtype) + " " + LayoutName(spec_.params.layout);
 }
 
-ConvGraphSpec CudnnKernel::GraphSpec(int64_t size, bool accumulate, bool transposed) const {
-  const ConvParams& p = params_;
-  ConvGraphSpec spec;
-  spec.pass = pass_;
-  spec.data_type = CudnnDataType(p.dtype);
-  spec.layout = p.layout;
-  spec.graph_layout = !transposed ? p.layout
-                      : p.layout == Layout::kNHWC ? Layout::kNCHW
-                                                  : Layout::kNHWC;
-  const int64_t x[4] = {size, p.in_channels, padded_h_, padded_w_};
-  const int64_t y[4] = {size, p.out_channels, p.out_height, p.out_width};
-  // The filter in cuDNN's layout (KCRS for NCHW, KRSC for NHWC), as Run makes it.
-  const int64_t w[4] = {p.out_channels, p.group_in_channels(), p.filter_height, p.filter_width};
-  std::copy(x, x + 4, spec.x);
-  std::copy(y, y + 4, spec.y);
-  std::copy(w, w + 4, spec.w);
-  spec.pad[0] = sym_pad_h_;
-  spec.pad[1] = sym_pad_w_;
-  spec.stride[0] = p.stride_h;
-  spec.stride[1] = p.stride_w;
-  spec.dilation[0] = p.dilation_h;
-  spec.dilation[1] = p.dilation_w;
-  // Micro-batches start at whole samples of the caller's tensors, whose bases
-  // TF aligns: the sample sizes bound the alignment, except for the whole
-  // mini-batch, which always starts at the base. Some engines need more than
-  // 16 bytes (RunGraphMicroBatch checks the pointers).
-  const int64_t elem = DTypeSize(p.dtype);
-  spec.alignment = size == p.batch
-                       ? kBufferAlignment
-                       : std::min({PowerOfTwoAlignment(p.input_sample_size() * elem),
-                                   PowerOfTwoAlignment(padded_sample_elems() * elem),
-                                   PowerOfTwoAlignment(p.output_sample_size() * elem)});
-  spec.accumulate = accumulate;
-  spec.bias = params_.bias;
-  spec.relu = params_.relu;
-  return spec;
-}
-
-Status CudnnKernel::GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
-                                 bool accumulate, const GraphPlan** out, GraphHostCosts* costs) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto key = std::make_tuple(handle, size, engine.Name(), accumulate);
-  auto it = graph_plans_.find(key);
-  if (it == graph_plans_.end()) {
-    std::unique_ptr<GraphPlan> plan;
-    const Status made =
-        GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed), engine, &plan,
-                        costs);
-    it = graph_plans_.emplace(key, std::move(plan)).first;  // nullptr when it failed
-    if (!made.ok()) {
-      return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
-                              PassName(pass_) + " " + params_.ToString() + " at " +
-                              std::to_string(size) + " samples: " + made.message());
-    }
-  }
-  if (it->second == nullptr) {
-    return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
-                            PassName(pass_) + " " + params_.ToString() + " at " +
-                            std::to_string(size) + " samples");
-  }
-  *out = it->second.get();
-  return Status();
-}
-
-Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
-                                       int64_t workspace_limit,
-                                       const std::set<std::string>& pruned,
-                                       std::vector<GraphTrial>* trials, std::string* log,
-                                       GraphHostCosts* costs, int* over_limit,
-                                       const std::vector<GraphCandidate>* given) {
+Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t workspace_limit,
+                                const std::set<std::string>& pruned,
+                                std::vector<GraphTrial>* trials, std::string* log,
+                                GraphHostCosts* costs, int* over_limit,
+                                const std::vector<GraphCandidate>* given) {
   trials->clear();
   *over_limit = 0;
   GraphNumerics numerics;
   // Float32 without TF32 keeps the legacy path's float arithmetic.
-  numerics.strict_float = params_.dtype == DType::kFloat && !allow_tf32_;
-  numerics.deterministic = deterministic_;
+  numerics.strict_float = spec_.params.dtype == DType::kFloat && !spec_.allow_tf32;
+  numerics.deterministic = spec_.deterministic;
   int device = 0;
   UCUDNN_CUDA_OK(cudaGetDevice(&device));
   // The tensors' layout, then the other one (transposed candidates).
   std::vector<GraphCandidate> candidates;
-  const GraphLayouts layouts = graph_knobs_.layouts;
+  const GraphLayouts layouts = spec_.graph.layouts;
   if (given != nullptr) {
     candidates = *given;
     if (log != nullptr) *log += " the stored neighbouring sizes' candidates\n";
@@ -162,7 +87,7 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   for (bool transposed : {false, true}) {
     if (given != nullptr) break;
     if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
-    const ConvGraphSpec spec = GraphSpec(size, false, transposed);
+    const ConvGraphSpec spec = descriptors_.GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;
     // The fallback list of this kind of convolution, if another kernel (or
@@ -170,8 +95,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
     const std::string kind =
         KindPrefix(device) + (transposed ? " transposed" : "") +
         (numerics.strict_float ? " strict" : "") + (numerics.deterministic ? " determ" : "") +
-        (params_.groups > 1 ? " grouped" : "") +
-        (params_.dilation_h > 1 || params_.dilation_w > 1 ? " dilated" : "");
+        (spec_.params.groups > 1 ? " grouped" : "") +
+        (spec_.params.dilation_h > 1 || spec_.params.dilation_w > 1 ? " dilated" : "");
     // The shared list once it is listed (never changed after: read without
     // the lock), else a new one, queried into `queried` and then shared.
     FallbackEngines queried;
@@ -181,7 +106,7 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
       FallbackEngines& shared = SharedFallbackEngines()[kind];
       if (shared.listed) fallback = &shared;
     }
-    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, graph_knobs_.search,
+    UCUDNN_RETURN_IF_ERROR(ProposeGraphEngines(handle, spec, numerics, spec_.graph.search,
                                                fallback, &got,
                                                log != nullptr ? &layout_log : nullptr, costs));
     if (fallback == &queried) {
@@ -197,15 +122,17 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
-    if (!GetGraphPlan(handle, size, c.engine, false, &plan, costs).ok()) continue;
+    if (!descriptors_.GetGraphPlan(handle, size, c.engine, false, &plan, costs).ok()) continue;
     if (plan->workspace_bytes() > workspace_limit) {
       ++*over_limit;
       continue;
     }
-    if (pass_ == Pass::kBackwardFilter && size < params_.batch) {
+    if (spec_.pass == Pass::kBackwardFilter && size < spec_.params.batch) {
       // Later micro-batches accumulate into the filter gradient (beta = 1).
       const GraphPlan* accumulating = nullptr;
-      if (!GetGraphPlan(handle, size, c.engine, true, &accumulating, costs).ok()) continue;
+      if (!descriptors_.GetGraphPlan(handle, size, c.engine, true, &accumulating, costs).ok()) {
+        continue;
+      }
       if (accumulating->workspace_bytes() > plan->workspace_bytes()) continue;
     }
     trials->push_back({c, plan});
@@ -213,8 +140,8 @@ Status CudnnKernel::ProposeGraphTrials(cudnnHandle_t handle, int64_t size,
   return Status();
 }
 
-void CudnnKernel::GraphRoles(Pass pass, const void* a, const void* b, const void* out,
-                             const void** x, const void** w, const void** y) {
+void GraphCandidates::GraphRoles(Pass pass, const void* a, const void* b, const void* out,
+                                 const void** x, const void** w, const void** y) {
   switch (pass) {
     case Pass::kForward: *x = a; *w = b; *y = out; break;
     case Pass::kBackwardData: *y = a; *w = b; *x = out; break;
@@ -222,15 +149,14 @@ void CudnnKernel::GraphRoles(Pass pass, const void* a, const void* b, const void
   }
 }
 
-Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
-                                    const std::vector<GraphTrial>& trials, const void* a,
-                                    const void* b, void* out, const void* bias, void* workspace,
-                                    int64_t workspace_bytes, std::vector<Measured>* got,
-                                    std::set<std::string>* pruned, int* runs,
-                                    std::string* log) {
+Status GraphCandidates::Time(cudnnHandle_t handle, cudaStream_t stream,
+                             const std::vector<GraphTrial>& trials, const void* a, const void* b,
+                             void* out, const void* bias, void* workspace,
+                             int64_t workspace_bytes, std::vector<Measured>* got,
+                             std::set<std::string>* pruned, int* runs, std::string* log) {
   if (trials.empty()) return Status();
   const void *x, *w, *y;
-  GraphRoles(pass_, a, b, out, &x, &w, &y);
+  GraphRoles(spec_.pass, a, b, out, &x, &w, &y);
   EventPair events;
   // `runs` executions of `plan` timed with events: mean ms, or < 0 if cuDNN
   // refused. Behind a StreamGate, but for a first run (module loading).
@@ -242,7 +168,7 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   // After its screening run a candidate may be dropped, or not proposed again
   // at larger micro-batch sizes of the kernel (screening.h): engines keep their
   // rank as sizes grow, and the large sizes cost most of planning.
-  const double prune_factor = graph_knobs_.prune_factor;
+  const double prune_factor = spec_.graph.prune_factor;
   int device = 0;
   UCUDNN_CUDA_OK(cudaGetDevice(&device));
   const std::string loaded_prefix = KindPrefix(device) + " ";
@@ -303,11 +229,12 @@ Status CudnnKernel::TimeGraphTrials(cudnnHandle_t handle, cudaStream_t stream,
   return Status();
 }
 
-Status CudnnKernel::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
-                                   const std::vector<GraphTrial>& trials, const void* a,
-                                   const void* b, void* out, const void* bias, void* workspace,
-                                   int64_t workspace_bytes, std::vector<Measured>* got,
-                                   int* runs, std::string* log) {
+Status GraphCandidates::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
+                                       const std::vector<GraphTrial>& trials, const void* a,
+                                       const void* b, void* out, const void* bias,
+                                       void* workspace, int64_t workspace_bytes,
+                                       std::vector<Measured>* got, int* runs,
+                                       std::string* log) {
   // The graph rows of the size, and the plan each was timed with.
   std::vector<size_t> rows;
   std::vector<Timed> timed;
@@ -328,7 +255,7 @@ Status CudnnKernel::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
   const std::vector<size_t> near = NearBest(timed, kRetimeWindow, kRetimeMax);
   if (near.empty()) return Status();
   const void *x, *w, *y;
-  GraphRoles(pass_, a, b, out, &x, &w, &y);
+  GraphRoles(spec_.pass, a, b, out, &x, &w, &y);
   EventPair events;
   std::vector<std::vector<double>> samples(near.size());
   for (int round = 0; round < kRetimeRounds; ++round) {

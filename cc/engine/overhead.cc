@@ -1,15 +1,36 @@
 // Execution overhead of a one-micro-batch plan against one direct cuDNN call
-// (the benchmark's --overhead; the aim: at most 3 % more).
+// (`tf-ucudnn bench` overhead mode; the aim: at most 3 % more). Benchmark
+// code, not in the op library: built into _ucudnn_overhead.so (`make
+// build-bench`), which takes the engine (its kernel cache, runners and
+// descriptors) from the _ucudnn_ops.so loaded in the same process. Its C
+// entry point, ucudnn_overhead_time, answers in JSON as the op library's
+// C interface does (freed with ucudnn_free).
 #if GOOGLE_CUDA
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <functional>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cc/engine/cudnn_kernel.h"
+#include "cc/engine/graph_candidates.h"
+#include "cc/engine/kernel_cache.h"
+#include "nlohmann/json.hpp"
 
 namespace ucudnn {
+
+// What TimeOverhead measures, in ms per call: wall-clock from a synced stream
+// to a synced stream, and the host's time to enqueue the calls.
+struct OverheadTimes {
+  double plan_ms = 0, direct_ms = 0, transform_ms = 0;
+  double plan_host_ms = 0, direct_host_ms = 0;
+};
 
 namespace {
 
@@ -52,9 +73,21 @@ Status TimeCalls(cudaStream_t stream, int iters, const std::function<Status()>& 
 
 }  // namespace
 
-Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
-  const Plan plan = this->plan();
-  if (params_.bias) {
+// Execution overhead (the benchmark's overhead mode): times `iters` calls of
+// the kernel's Run with its current plan, which must be one micro-batch,
+// against `iters` direct cuDNN calls with the same algorithm, descriptors and
+// workspace and the filter already in cuDNN's layout. Wall-clock ms per call
+// from a synced stream to a synced stream, median of 5 repeats. Allocates its
+// buffers with cudaMalloc on `device` (the process must leave that memory
+// free, e.g. with TensorFlow's memory growth), on a stream of its own.
+// transform_ms is the filter transform alone that Run does on every call
+// (into cuDNN's layout; for backward-filter, the gradient back into TF's HWIO).
+Status TimeOverhead(CudnnKernel& kernel, int device, int iters, OverheadTimes* times) {
+  const Plan plan = kernel.plan();
+  PlanRunner& runner = kernel.runner();
+  PassOperations& ops = runner.operations();
+  const Pass pass = kernel.pass();
+  if (kernel.params().bias) {
     return Status::InvalidArgument("the overhead measurement takes convolutions without a bias");
   }
   if (plan.micro_batches.size() != 1) {
@@ -75,10 +108,10 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
     }
   }
   RoundScratch scratch;  // Run's filter copy and workspace
-  const ConvParams& p = params_;
+  const ConvParams& p = kernel.params();
   const int64_t elem = DTypeSize(p.dtype);
   const int64_t filter_bytes = p.filter_size() * elem;
-  const PassBytes bytes = PassTensorBytes(pass_, p, p.batch);
+  const PassBytes bytes = PassTensorBytes(pass, p, p.batch);
   std::vector<void*> buffers;
   // Inputs hold small finite values (bytes 0x3c: about 0.0115 in float32, 1.06
   // in half); the padded buffer's border must be zero.
@@ -97,7 +130,7 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   void* workspace = plan.workspace_bytes > 0 ? buffer(plan.workspace_bytes) : nullptr;
   void* padded = nullptr;
   if (!p.symmetric_padding()) {
-    padded = buffer(p.batch * padded_sample_elems() * elem, 0);
+    padded = buffer(p.batch * runner.geometry().padded_sample_elems * elem, 0);
   }
   const bool allocated = t.a && t.b && t.out && filter &&
                          (plan.workspace_bytes == 0 || workspace) &&
@@ -105,49 +138,50 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   if (status.ok() && !allocated) {
     status = Status::ResourceExhausted("could not cudaMalloc the overhead measurement's buffers");
   }
-  if (status.ok() && pass_ != Pass::kBackwardFilter) {
+  if (status.ok() && pass != Pass::kBackwardFilter) {
     std::lock_guard<std::mutex> lock(handle->mu);
-    status = TransformFilter(handle->handle, t.b, filter, /*to_cudnn=*/true);
+    status = ops.TransformFilter(handle->handle, t.b, filter, /*to_cudnn=*/true);
   }
   const MicroBatch mb = plan.micro_batches[0];
-  const void* direct_b = pass_ == Pass::kBackwardFilter ? t.b : filter;
-  void* direct_out = pass_ == Pass::kBackwardFilter ? filter : t.out;
+  const void* direct_b = pass == Pass::kBackwardFilter ? t.b : filter;
+  void* direct_out = pass == Pass::kBackwardFilter ? filter : t.out;
   auto run_plan = [&]() -> Status {
     scratch.NextRound();
     Plan ran;
-    return Run(handle, stream, plan, t, &scratch, &ran);
+    return kernel.Run(handle, stream, plan, t, &scratch, &ran);
   };
   // A graph-API engine's direct call is cudnnBackendExecute with a variant
   // pack built beforehand (the engine builds one per call). Transposed plans
   // and asymmetric padding (explicitly padded copies) run RunMicroBatch as
   // the direct call instead.
-  const CudnnAlgo& algo = algos_[mb.algo];
+  const CudnnAlgo& algo = kernel.algos()[mb.algo];
   const bool graph_direct = algo.graph() && !algo.engine.transposed && p.symmetric_padding();
   const GraphPlan* graph_plan = nullptr;
   cudnnBackendDescriptor_t pack = nullptr;
   if (status.ok() && graph_direct) {
-    status = GetGraphPlan(handle->handle, mb.size, algo.engine, false, &graph_plan);
+    status = runner.descriptors().GetGraphPlan(handle->handle, mb.size, algo.engine, false,
+                                               &graph_plan);
     const void *x = nullptr, *w = nullptr, *y = nullptr;
-    GraphRoles(pass_, t.a, direct_b, direct_out, &x, &w, &y);
+    GraphCandidates::GraphRoles(pass, t.a, direct_b, direct_out, &x, &w, &y);
     void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
     if (status.ok()) status = graph_plan->MakeVariantPack(pointers, workspace, &pack);
   }
   auto run_direct = [&]() -> Status {
     std::lock_guard<std::mutex> lock(handle->mu);
     if (graph_direct) return graph_plan->ExecutePack(handle->handle, pack);
-    return RunMicroBatch(handle->handle, stream, mb, 0, false, t.a, direct_b, direct_out,
-                         /*bias=*/nullptr, workspace, padded);
+    return runner.RunMicroBatch(handle->handle, stream, mb, algo, 0, false, t.a, direct_b,
+                                direct_out, /*bias=*/nullptr, workspace, padded);
   };
   // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
   for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();
   for (int i = 0; status.ok() && i < 3; ++i) status = run_direct();
   // The filter transform Run does on every call: into cuDNN's layout, or for
   // backward-filter the gradient back into TF's.
-  const bool to_cudnn = pass_ != Pass::kBackwardFilter;
+  const bool to_cudnn = pass != Pass::kBackwardFilter;
   auto run_transform = [&]() -> Status {
     std::lock_guard<std::mutex> lock(handle->mu);
-    return to_cudnn ? TransformFilter(handle->handle, t.b, filter, true)
-                    : TransformFilter(handle->handle, filter, t.out, false);
+    return to_cudnn ? ops.TransformFilter(handle->handle, t.b, filter, true)
+                    : ops.TransformFilter(handle->handle, filter, t.out, false);
   };
   std::vector<double> plan_times, direct_times, transform_times, plan_host, direct_host;
   for (int round = 0; status.ok() && round < 5; ++round) {
@@ -178,6 +212,46 @@ Status CudnnKernel::TimeOverhead(int device, int iters, OverheadTimes* times) {
   return Status();
 }
 
+namespace {
+
+char* Answer(const nlohmann::json& answer) {
+  const std::string text = answer.dump();
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+}  // namespace
 }  // namespace ucudnn
+
+extern "C" {
+
+// Execution overhead of kernel `id` (an id of the op library's
+// ucudnn_kernels), whose plan must be one micro-batch, over `iters` calls
+// (TimeOverhead). Answer, in ms per call: {"plan_ms" (through the engine's
+// Run), "direct_ms" (a direct cuDNN call), "transform_ms" (the filter
+// transform), "plan_host_ms", "direct_host_ms" (host time to enqueue each)},
+// or {"error": ...}; malloc'd (the op library's ucudnn_free frees it).
+__attribute__((visibility("default"))) char* ucudnn_overhead_time(int64_t id, int32_t iters) {
+  try {
+    const auto kernels = ucudnn::AllKernels();
+    if (id < 0 || id >= static_cast<int64_t>(kernels.size())) {
+      return ucudnn::Answer({{"error", "no kernel with id " + std::to_string(id)}});
+    }
+    const auto& [key, kernel] = kernels[id];
+    ucudnn::OverheadTimes t;
+    const ucudnn::Status status = ucudnn::TimeOverhead(*kernel, key.device, iters, &t);
+    if (!status.ok()) return ucudnn::Answer({{"error", status.message()}});
+    return ucudnn::Answer({{"plan_ms", t.plan_ms},
+                           {"direct_ms", t.direct_ms},
+                           {"transform_ms", t.transform_ms},
+                           {"plan_host_ms", t.plan_host_ms},
+                           {"direct_host_ms", t.direct_host_ms}});
+  } catch (const std::exception& e) {
+    return ucudnn::Answer({{"error", e.what()}});
+  }
+}
+
+}  // extern "C"
 
 #endif  // GOOGLE_CUDA

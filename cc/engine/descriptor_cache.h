@@ -1,0 +1,62 @@
+// The descriptors of one kernel, made on first use and kept: legacy
+// descriptors per (micro-batch size, math type), the filter's descriptors,
+// and the finalized graph-API execution plans per (handle, size, engine,
+// accumulate), with the graph spec each is built from. Owned by the kernel's
+// PlanRunner; the autotuner times candidates with the same ones. Thread-safe.
+// No TensorFlow includes.
+#ifndef TF_UCUDNN_ENGINE_DESCRIPTOR_CACHE_H_
+#define TF_UCUDNN_ENGINE_DESCRIPTOR_CACHE_H_
+
+#if GOOGLE_CUDA
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "cudnn.h"
+#include "cc/engine/cudnn_descriptors.h"
+#include "cc/engine/cudnn_graph.h"
+#include "cc/engine/kernel_spec.h"
+#include "cc/engine/status.h"
+
+namespace ucudnn {
+
+class DescriptorCache {
+ public:
+  DescriptorCache(const KernelSpec& spec, const PaddedGeometry& geometry)
+      : spec_(spec), geometry_(geometry) {}
+
+  // The legacy descriptors of `size` samples with `math_type`. Callers hold
+  // the handle's mutex, not this cache's.
+  Status GetDescriptors(int64_t size, int math_type, ConvDescriptors** out);
+  // The filter's descriptors: TF's HWIO and cuDNN's layout, the float32
+  // accumulator's, the bias and the ReLU.
+  Status GetFilterDescriptors(FilterDescriptors** out);
+  // The graph spec of `size` samples (accumulate: backward-filter's beta = 1;
+  // transposed: the graph computes in the other layout).
+  ConvGraphSpec GraphSpec(int64_t size, bool accumulate, bool transposed) const;
+  // The cached execution plan of an engine at a size on a handle, made on
+  // first use; a failure is kept, so that it is not rebuilt.
+  Status GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
+                      bool accumulate, const GraphPlan** out, GraphHostCosts* costs = nullptr);
+
+ private:
+  const KernelSpec spec_;
+  const PaddedGeometry geometry_;
+  std::mutex mu_;  // guards descriptors_, filter_descriptors_ and graph_plans_
+  std::map<std::pair<int64_t, int>, std::unique_ptr<ConvDescriptors>> descriptors_;
+  std::unique_ptr<FilterDescriptors> filter_descriptors_;
+  // (handle, size, engine name, accumulate) -> its finalized plan; failures
+  // are kept as nullptr so that they are not rebuilt.
+  std::map<std::tuple<cudnnHandle_t, int64_t, std::string, bool>, std::unique_ptr<GraphPlan>>
+      graph_plans_;
+};
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA
+#endif  // TF_UCUDNN_ENGINE_DESCRIPTOR_CACHE_H_

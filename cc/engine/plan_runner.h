@@ -1,0 +1,88 @@
+// The plan runner of one kernel: executes a plan (a value chosen from the
+// benchmark table) over the whole mini-batch on the caller's stream with the
+// caller's memory, one path for every plan. The filter goes into cuDNN's
+// layout (unless it is there already: XLA's custom calls), each micro-batch
+// runs with its candidate (a legacy algorithm or a graph-API engine),
+// backward-filter micro-batches accumulate (in float32 for float16/bfloat16
+// where cuDNN allows), and the filter gradient goes back into TF's layout (or
+// stays in cuDNN's). It owns the kernel's descriptor and graph-plan caches.
+// Nothing is synchronised. No TensorFlow includes.
+#ifndef TF_UCUDNN_ENGINE_PLAN_RUNNER_H_
+#define TF_UCUDNN_ENGINE_PLAN_RUNNER_H_
+
+#if GOOGLE_CUDA
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "cuda_runtime_api.h"
+#include "cudnn.h"
+#include "cc/engine/benchmark_table.h"
+#include "cc/engine/cudnn_handles.h"
+#include "cc/engine/descriptor_cache.h"
+#include "cc/engine/kernel_spec.h"
+#include "cc/engine/pass_buffers.h"
+#include "cc/engine/pass_operations.h"
+#include "cc/engine/planner.h"
+#include "cc/engine/status.h"
+
+namespace ucudnn {
+
+class PlanRunner {
+ public:
+  explicit PlanRunner(const KernelSpec& spec)
+      : spec_(spec),
+        geometry_(spec.params),
+        descriptors_(spec, geometry_),
+        ops_(spec, geometry_, &descriptors_) {}
+  PlanRunner(const PlanRunner&) = delete;
+  PlanRunner& operator=(const PlanRunner&) = delete;
+
+  const KernelSpec& spec() const { return spec_; }
+  const PaddedGeometry& geometry() const { return geometry_; }
+  DescriptorCache& descriptors() { return descriptors_; }
+  PassOperations& operations() { return ops_; }
+
+  // Bytes of the float32 accumulator (PassOperations::AccumulateFloat: the
+  // float32 filter and a zero element) that a plan of several micro-batches
+  // counts against its limit, or 0 where none is needed (float32, other
+  // passes, or cuDNN refused the mixed types here once).
+  int64_t AccumulatorBytes() const;
+
+  // Runs `plan` (its micro-batches' `algo` index `algos`) over the whole
+  // mini-batch. If its workspace cannot be allocated, runs the fastest plan
+  // of `table` that can be (down to zero workspace). *ran is the plan that
+  // ran.
+  Status Run(CudnnHandle* handle, cudaStream_t stream, const Plan& plan, const PerfTable& table,
+             const std::vector<CudnnAlgo>& algos, const PassTensors& tensors,
+             ScratchAllocator* scratch, Plan* ran);
+
+  // One micro-batch of `offset` samples in, run with `algo`: its convolution,
+  // and the bias (and ReLU) epilogue where the kernel has one
+  // (ConvParams::bias, relu). The handle must be held, on the stream.
+  Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
+                       const CudnnAlgo& algo, int64_t offset, bool accumulate, const void* a,
+                       const void* b, void* out, const void* bias, void* workspace,
+                       void* padded);
+
+ private:
+  // RunMicroBatch of a graph-API engine.
+  Status RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
+                            const GraphEngine& engine, int64_t offset, bool accumulate,
+                            const void* a, const void* b, void* out, const void* bias,
+                            void* workspace, void* padded);
+
+  const KernelSpec spec_;
+  const PaddedGeometry geometry_;
+  DescriptorCache descriptors_;
+  PassOperations ops_;
+  // Whether cuDNN takes cudnnOpTensor's T + T -> float and float -> T here:
+  // 0 not yet known, 1 yes, -1 no (accumulate in T; AccumulatorBytes() is 0).
+  std::atomic<int> float_accumulation_{0};
+};
+
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA
+#endif  // TF_UCUDNN_ENGINE_PLAN_RUNNER_H_
