@@ -121,7 +121,7 @@ Status Autotuner::BenchmarkOn(CudnnHandle* handle, cudaStream_t stream,
       if (legacy_needed[size] > ws_bytes) pressured.insert(size);
       UCUDNN_RETURN_IF_ERROR(legacy_.Find(handle->handle, size, workspace_limit, bench_a, b,
                                           bench_out, ws, ws_bytes, &row));
-      if (p.bias && row.size() > before) {
+      if (p.fusion.bias() && row.size() > before) {
         // cudnnFind times the convolution; the legacy plan also adds the bias.
         double add_ms = 0;
         UCUDNN_RETURN_IF_ERROR(legacy_.TimeAddBias(handle->handle, stream, size, t.bias,
@@ -262,7 +262,7 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   const int64_t result_bytes =
       spec_.pass == Pass::kBackwardFilter && !t.filter_in_cudnn_layout ? 0 : bytes.out;
   const ConvParams& p = spec_.params;
-  const int64_t bias_bytes = p.bias ? p.out_channels * DTypeSize(p.dtype) : 0;
+  const int64_t bias_bytes = p.fusion.bias() ? p.out_channels * DTypeSize(p.dtype) : 0;
   PassTensors copy;
   void* a = peer.scratch->Allocate(a_bytes);
   void* b = peer.scratch->Allocate(b_bytes);

@@ -216,8 +216,21 @@ json ConvJson(const ucudnn::ConvParams& p) {
           {"out_width", p.out_width},
           {"layout", ucudnn::LayoutName(p.layout)},
           {"dtype", ucudnn::DTypeName(p.dtype)},
-          {"bias", p.bias},
-          {"relu", p.relu}};
+          {"bias", p.fusion.bias()},
+          {"relu", p.fusion.relu()}};
+}
+
+// The fusion of a convolution's JSON: its "bias" and "relu" bools, as
+// ConvJson writes them (absent in what was written before the bias
+// epilogue: none). A ReLU without the bias is refused.
+ucudnn::Fusion FusionFromJson(const json& j) {
+  const bool bias = j.contains("bias") && j.at("bias").get<bool>();
+  const bool relu = j.contains("relu") && j.at("relu").get<bool>();
+  if (relu && !bias) throw std::invalid_argument("a ReLU epilogue needs the bias");
+  ucudnn::Fusion fusion;
+  fusion.epilogue = relu ? ucudnn::Epilogue::kBiasRelu
+                         : bias ? ucudnn::Epilogue::kBias : ucudnn::Epilogue::kNone;
+  return fusion;
 }
 
 ucudnn::ConvParams ConvFromJson(const json& j) {
@@ -243,9 +256,7 @@ ucudnn::ConvParams ConvFromJson(const json& j) {
   p.out_width = i64("out_width");
   p.layout = EnumField(j, "layout", ucudnn::LayoutName, 2);
   p.dtype = EnumField(j, "dtype", ucudnn::DTypeName, 3);
-  // Absent in what was written before the bias epilogue.
-  p.bias = j.contains("bias") && j.at("bias").get<bool>();
-  p.relu = j.contains("relu") && j.at("relu").get<bool>();
+  p.fusion = FusionFromJson(j);
   return p;
 }
 

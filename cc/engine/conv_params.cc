@@ -49,12 +49,40 @@ PassBytes PassTensorBytes(Pass pass, const ConvParams& p, int64_t samples) {
   return {};
 }
 
+const char* Fusion::Name() const {
+  switch (epilogue) {
+    case Epilogue::kNone: return "";
+    case Epilogue::kBias: return "+bias";
+    case Epilogue::kBiasRelu: return "+bias+relu";
+  }
+  return "?";
+}
+
+bool Fusion::FromCode(int64_t code, Fusion* fusion) {
+  switch (code) {
+    case static_cast<int64_t>(Epilogue::kNone):
+    case static_cast<int64_t>(Epilogue::kBias):
+    case static_cast<int64_t>(Epilogue::kBiasRelu):
+      fusion->epilogue = static_cast<Epilogue>(code);
+      return true;
+  }
+  return false;
+}
+
+std::string Fusion::Check(Pass pass, bool has_bias_tensor) const {
+  if (!bias()) return "";
+  if (pass != Pass::kForward || !has_bias_tensor) {
+    return std::string("a bias needs the forward pass and its tensor, not ") + PassName(pass);
+  }
+  return "";
+}
+
 std::array<int64_t, 21> ConvParams::Fields() const {
   return {batch,      in_channels, in_height,  in_width,   out_channels,
           filter_height, filter_width, groups, stride_h,   stride_w,
           dilation_h, dilation_w,  pad_top,    pad_bottom, pad_left,
           pad_right,  out_height,  out_width,  static_cast<int64_t>(layout),
-          static_cast<int64_t>(dtype), Epilogue()};
+          static_cast<int64_t>(dtype), fusion.Code()};
 }
 
 ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
@@ -79,8 +107,7 @@ ConvParams ConvParams::FromFields(const std::array<int64_t, 21>& f) {
   p.out_width = f[17];
   p.layout = static_cast<Layout>(f[18]);
   p.dtype = static_cast<DType>(f[19]);
-  p.bias = f[20] != 0;
-  p.relu = f[20] == 2;
+  Fusion::FromCode(f[20], &p.fusion);
   return p;
 }
 
@@ -91,7 +118,7 @@ std::string ConvParams::ToString() const {
     << " stride=" << stride_h << "x" << stride_w << " pad=" << pad_top << ","
     << pad_bottom << "," << pad_left << "," << pad_right << " dil=" << dilation_h << "x"
     << dilation_w << " groups=" << groups << " " << LayoutName(layout) << " "
-    << DTypeName(dtype) << (bias ? " " : "") << EpilogueName();
+    << DTypeName(dtype) << (*fusion.Name() != '\0' ? " " : "") << fusion.Name();
   return s.str();
 }
 

@@ -19,6 +19,56 @@ const char* LayoutName(Layout layout);  // "NHWC", "NCHW"
 const char* DTypeName(DType dtype);    // "float32", "float16", "bfloat16"
 int DTypeSize(DType dtype);            // bytes per element
 
+// What a forward kernel computes on the convolution's output, in the same
+// kernel (an epilogue): the nodes after the convolution in cuDNN's graph
+// (graph-API engines), or cuDNN calls after a legacy algorithm.
+enum class Epilogue : int {
+  kNone = 0,
+  // y = conv(x, w) + bias, the bias of out_channels elements broadcast over
+  // the batch and pixels (Conv2D + BiasAdd; cudnnAddTensor after a legacy
+  // algorithm).
+  kBias = 1,
+  // y = max(conv(x, w) + bias, 0) (Conv2D + BiasAdd + Relu;
+  // cudnnActivationForward after the add).
+  kBiasRelu = 2,
+};
+
+// What a kernel fuses around its convolution, as one value: every reader goes
+// through its functions (the graph builder, cudnn_graph.cc; candidate kinds,
+// Name(); the kernel and database keys, Code(); the XLA attributes,
+// ConvParams::Fields(); plan records, ConvParams::ToString()). Today an
+// epilogue of the forward pass. The extension point: an epilogue such as the
+// output's per-channel statistics (sum, sum of squares) or a residual add is
+// a new Epilogue value; a prologue on the input (per-channel scale and bias,
+// then ReLU) a Prologue member beside `epilogue`. Each is a new case of
+// Name(), Code() (a number of its own, so that stored keys never change
+// meaning), Check() and the graph builder, and of the tensors PassTensors
+// carries.
+struct Fusion {
+  Epilogue epilogue = Epilogue::kNone;
+
+  // True when the kernel reads a bias tensor of out_channels elements.
+  bool bias() const { return epilogue != Epilogue::kNone; }
+  // True when a ReLU follows the bias.
+  bool relu() const { return epilogue == Epilogue::kBiasRelu; }
+  // The suffix of the pass in candidates' kinds and plan records, and of the
+  // benchmark database's stored pass ("forward+bias+relu"): "", "+bias",
+  // "+bias+relu".
+  const char* Name() const;
+  // The key encoding (the last of ConvParams::Fields(), the XLA attribute
+  // conv's field 20): 0 none, 1 bias, 2 bias and ReLU.
+  int64_t Code() const { return static_cast<int64_t>(epilogue); }
+  // The fusion of Code(); false (and *fusion unchanged) for any other number.
+  static bool FromCode(int64_t code, Fusion* fusion);
+  // Why the fusion cannot run on `pass` given whether the caller has a bias
+  // tensor: "" when it can, else the reason (an epilogue runs on the forward
+  // pass only, and a bias needs its tensor).
+  std::string Check(Pass pass, bool has_bias_tensor) const;
+
+  bool operator==(const Fusion& o) const { return epilogue == o.epilogue; }
+  bool operator!=(const Fusion& o) const { return !(*this == o); }
+};
+
 // A 2-D convolution as TensorFlow defines it. The filter is always stored as
 // TF stores it, [filter_height, filter_width, in_channels / groups,
 // out_channels] (HWIO); input and output follow `layout`. Paddings may be
@@ -39,15 +89,8 @@ struct ConvParams {
   int64_t out_width = 0;    // Q
   Layout layout = Layout::kNHWC;
   DType dtype = DType::kFloat;
-  // The forward pass adds a bias of out_channels elements to every output
-  // element of its channel (Conv2D + BiasAdd in one kernel: the epilogue of
-  // cuDNN's graph-API engines, or cudnnAddTensor after a legacy algorithm).
-  // Never set for the backward passes.
-  bool bias = false;
-  // With the bias, a ReLU after it (Conv2D + BiasAdd + Relu in one kernel:
-  // a pointwise node of the graph-API engines' epilogue, or
-  // cudnnActivationForward after a legacy algorithm). Only with `bias`.
-  bool relu = false;
+  // What the kernel fuses around the convolution (the forward pass only).
+  Fusion fusion;
 
   int64_t group_in_channels() const { return in_channels / groups; }
   int64_t group_out_channels() const { return out_channels / groups; }
@@ -72,17 +115,14 @@ struct ConvParams {
            out_width == 0;
   }
 
-  // The forward epilogue as one number: 0 none, 1 the bias, 2 the bias and a
-  // ReLU (the last of Fields()).
-  int64_t Epilogue() const { return bias ? (relu ? 2 : 1) : 0; }
-  // Its name in ToString() and the candidates' kinds: "", "+bias", "+bias+relu".
-  const char* EpilogueName() const { return bias ? (relu ? "+bias+relu" : "+bias") : ""; }
-  // Every field that defines the convolution, batch included, for cache keys.
+  // Every field that defines the convolution, batch included, for cache keys;
+  // the last is fusion.Code().
   std::array<int64_t, 21> Fields() const;
-  // The convolution of Fields() (its inverse).
+  // The convolution of Fields() (its inverse; a fusion code Fusion::FromCode
+  // refuses gives no fusion, so Fields() then differs from `f`).
   static ConvParams FromFields(const std::array<int64_t, 21>& f);
   // e.g. "N=256 C=64 H=56 W=56 K=64 R=3 S=3 stride=1x1 pad=1,1,1,1 dil=1x1 groups=1 NHWC float32",
-  // with " +bias" (" +bias+relu") appended where bias (and relu) is set.
+  // with " " and fusion.Name() appended where there is a fusion (" +bias").
   std::string ToString() const;
 };
 

@@ -131,7 +131,7 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));
   const float one = 1.0f;
   UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, bias.d, t.bias, &one, y.d, t.out));
-  if (p.relu) UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, y, t.out));
+  if (p.fusion.relu()) UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, y, t.out));
   return Status();
 }
 
@@ -143,20 +143,15 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
+  const std::string fusion_error = q.params.fusion.Check(q.pass, tensors.bias != nullptr);
   if (q.params.empty()) {
-    if (!q.params.bias || q.pass != Pass::kForward || tensors.bias == nullptr) {
+    if (!q.params.fusion.bias() || !fusion_error.empty()) {
       return Status::InvalidArgument("an empty convolution has nothing to run: " +
                                      q.params.ToString());
     }
     return FillWithBias(handle, q.stream, q.params, tensors);
   }
-  if (q.params.relu && !q.params.bias) {
-    return Status::InvalidArgument("a ReLU epilogue needs the bias: " + q.params.ToString());
-  }
-  if (q.params.bias && (q.pass != Pass::kForward || tensors.bias == nullptr)) {
-    return Status::InvalidArgument(std::string("a bias needs the forward pass and its tensor, "
-                                               "not ") + PassName(q.pass));
-  }
+  if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 

@@ -199,7 +199,7 @@ void CpuBiasEpilogue(const ConvParams& p, int64_t size, const T* bias, T* output
       // NHWC: channel-minor; NCHW: a plane of pixels per channel.
       const int64_t c = p.layout == Layout::kNHWC ? i % k : i / pixels;
       const float sum = static_cast<float>(sample[i]) + static_cast<float>(bias[c]);
-      sample[i] = static_cast<T>(p.relu && sum < 0.0f ? 0.0f : sum);  // NaN stays NaN
+      sample[i] = static_cast<T>(p.fusion.relu() && sum < 0.0f ? 0.0f : sum);  // NaN stays NaN
     }
   }
 }

@@ -38,7 +38,7 @@ void CpuBackwardFilter(const ConvParams& params, int64_t size, const T* input,
                        const ParallelFor& parallel_for);
 
 // Adds bias[k] to every element of channel k of `size` output samples, then
-// max(., 0) where params.relu (in float32, rounded to T once).
+// max(., 0) where params.fusion.relu() (in float32, rounded to T once).
 template <typename T>
 void CpuBiasEpilogue(const ConvParams& params, int64_t size, const T* bias, T* output);
 // The float32 filter gradient ([R, S, C/groups, K]) rounded to T.

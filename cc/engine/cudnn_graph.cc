@@ -120,16 +120,18 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   // With a bias, the convolution writes a float intermediate that a
   // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y; with a
   // ReLU too, the add writes a second float intermediate that the ReLU reads.
-  if (spec.relu && (!spec.bias || spec.pass != Pass::kForward)) {
-    return Status::InvalidArgument("a ReLU epilogue needs the forward pass and a bias");
+  if (spec.fusion.bias() && spec.pass != Pass::kForward) {
+    return Status::InvalidArgument(std::string("an epilogue needs the forward pass, not ") +
+                                   PassName(spec.pass));
   }
+  const bool add_bias = spec.fusion.bias(), relu = spec.fusion.relu();
   std::unique_ptr<fe::Tensor> conv_y, bias, biased;
-  if (spec.relu) {
+  if (relu) {
     biased = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidBiased, CUDNN_DATA_FLOAT,
                                                      spec.alignment, /*is_virtual=*/true));
     UCUDNN_RETURN_IF_ERROR(FrontendOk(*biased, "the graph's biased result"));
   }
-  if (spec.bias) {
+  if (add_bias) {
     const int64_t bias_dims[4] = {1, spec.y[1], 1, 1};
     conv_y = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidConv, CUDNN_DATA_FLOAT,
                                                      spec.alignment, /*is_virtual=*/true));
@@ -153,7 +155,7 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   const float beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
   fe::OperationBuilder builder(OperationType(spec.pass));
   switch (spec.pass) {
-    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(spec.bias ? *conv_y : y); break;
+    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(add_bias ? *conv_y : y); break;
     case Pass::kBackwardData: builder.setdxDesc(x).setwDesc(w).setdyDesc(y); break;
     case Pass::kBackwardFilter: builder.setxDesc(x).setdwDesc(w).setdyDesc(y); break;
   }
@@ -161,12 +163,12 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
   std::vector<const fe::Operation*> ops = {&op};
   std::unique_ptr<fe::Operation> add_op, relu_op;
-  if (spec.bias) {
+  if (add_bias) {
     UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_ADD, *conv_y, bias.get(),
-                                         spec.relu ? *biased : y, "the bias add", &add_op));
+                                         relu ? *biased : y, "the bias add", &add_op));
     ops.push_back(add_op.get());
   }
-  if (spec.relu) {
+  if (relu) {
     UCUDNN_RETURN_IF_ERROR(
         MakePointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, y, "the ReLU", &relu_op));
     ops.push_back(relu_op.get());
@@ -510,7 +512,7 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   made->plan_ = built->plan->get_raw_desc();
   made->built_ = std::move(built);
   made->accumulate_ = spec.accumulate;
-  made->bias_ = spec.bias;
+  made->bias_ = spec.fusion.bias();
   // A transposed plan's copies follow the engine's workspace, each at a
   // multiple of kWorkspaceAlign bytes.
   int64_t end = RoundUp(workspace);

@@ -61,13 +61,12 @@ struct ConvGraphSpec {
   int64_t dilation[2] = {1, 1};
   int64_t alignment = 16;        // bytes every data pointer (and the workspace) is aligned to
   bool accumulate = false;       // backward-filter: beta = 1 (later micro-batches)
-  // Forward: y = conv(x, w) + b, with b of y[1] elements broadcast over the
-  // batch and pixels (a pointwise add after the convolution in the graph,
-  // its intermediate in float).
-  bool bias = false;
-  // Forward with the bias: y = max(conv(x, w) + b, 0) (a pointwise ReLU after
-  // the add, the sum in float).
-  bool relu = false;
+  // What the graph computes around the convolution (forward only): with a
+  // bias epilogue, y = conv(x, w) + b, b of y[1] elements broadcast over the
+  // batch and pixels (a pointwise add after the convolution, its
+  // intermediate in float); with bias and ReLU, y = max(conv(x, w) + b, 0) (a
+  // pointwise ReLU after the add, the sum in float).
+  Fusion fusion;
 };
 
 // Which engines may run, from TensorFlow's numerics settings. Engines that
@@ -180,7 +179,7 @@ class GraphPlan {
   int64_t workspace_bytes_ = 0;
   std::vector<Transpose> transposes_;
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
-  bool bias_ = false;        // the graph adds a bias (forward)
+  bool bias_ = false;        // the graph reads a bias (Fusion::bias)
 };
 
 }  // namespace ucudnn

@@ -119,8 +119,7 @@ ConvGraphSpec DescriptorCache::GraphSpec(int64_t size, bool accumulate, bool tra
                                    PowerOfTwoAlignment(geometry_.padded_sample_elems * elem),
                                    PowerOfTwoAlignment(p.output_sample_size() * elem)});
   spec.accumulate = accumulate;
-  spec.bias = p.bias;
-  spec.relu = p.relu;
+  spec.fusion = p.fusion;
   return spec;
 }
 

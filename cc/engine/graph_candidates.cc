@@ -60,7 +60,7 @@ std::string Ms(double ms) {
 }  // namespace
 
 std::string GraphCandidates::KindPrefix(int device) const {
-  return std::to_string(device) + " " + PassName(spec_.pass) + spec_.params.EpilogueName() + " " +
+  return std::to_string(device) + " " + PassName(spec_.pass) + spec_.params.fusion.Name() + " " +
          DTypeName(spec_.params.dtype) + " " + LayoutName(spec_.params.layout);
 }
 

@@ -87,7 +87,7 @@ Status TimeOverhead(CudnnKernel& kernel, int device, int iters, OverheadTimes* t
   PlanRunner& runner = kernel.runner();
   PassOperations& ops = runner.operations();
   const Pass pass = kernel.pass();
-  if (kernel.params().bias) {
+  if (kernel.params().fusion.bias()) {
     return Status::InvalidArgument("the overhead measurement takes convolutions without a bias");
   }
   if (plan.micro_batches.size() != 1) {

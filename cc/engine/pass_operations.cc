@@ -139,7 +139,7 @@ Status PassOperations::AddBias(cudnnHandle_t handle, int64_t size, int math_type
   UCUDNN_RETURN_IF_ERROR(descriptors_->GetDescriptors(size, math_type, &d));
   const float one = 1.0f;
   UCUDNN_CUDNN_OK(cudnnAddTensor(handle, &one, f->bias.d, bias, &one, d->y.d, y));
-  if (spec_.params.relu) UCUDNN_RETURN_IF_ERROR(f->relu.Apply(handle, d->y, y));
+  if (spec_.params.fusion.relu()) UCUDNN_RETURN_IF_ERROR(f->relu.Apply(handle, d->y, y));
   return Status();
 }
 

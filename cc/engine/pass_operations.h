@@ -71,7 +71,7 @@ class PassOperations {
                     bool into_padded);
   // A legacy algorithm's forward output of `size` samples at `y` gets the
   // bias added (cudnnAddTensor; the descriptors of `math_type`), then the
-  // ReLU where the epilogue has one (ConvParams::relu).
+  // ReLU where the epilogue has one (Fusion::relu).
   Status AddBias(cudnnHandle_t handle, int64_t size, int math_type, const void* bias, void* y);
 
   // Float32 accumulation of a float16/bfloat16 backward-filter plan of several

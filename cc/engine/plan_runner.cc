@@ -50,7 +50,7 @@ Status PlanRunner::RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, cons
     UCUDNN_CUDNN_OK(cudnnConvolutionForward(
         handle, &one, d->x.d, x, d->w.d, b, d->conv.d,
         static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), workspace, ws, &zero, d->y.d, y));
-    if (p.bias) {
+    if (p.fusion.bias()) {
       UCUDNN_RETURN_IF_ERROR(ops_.AddBias(handle, mb.size, algo.math_type, bias, y));
     }
   } else if (pass == Pass::kBackwardData) {

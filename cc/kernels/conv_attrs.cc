@@ -152,7 +152,8 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   if (ctx->HasAttr("activation")) {  // the op registration limits its values
     std::string activation;
     TF_RETURN_IF_ERROR(ctx->GetAttr("activation", &activation));
-    attrs->relu = activation == "relu";
+    attrs->fusion.epilogue =
+        activation == "relu" ? ucudnn::Epilogue::kBiasRelu : ucudnn::Epilogue::kBias;
   }
   // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
   TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));

@@ -30,9 +30,10 @@ struct ConvAttrs {
   // the same total: each kernel is benchmarked within the whole budget).
   // 0 with a forced micro_batch_size.
   int64_t total_workspace = 0;
-  // Ucudnn>Conv2DWithBias's activation: "relu" puts max(., 0) after the bias
-  // (ConvParams::relu); "linear" (and the ops without the attribute) not.
-  bool relu = false;
+  // What Ucudnn>Conv2DWithBias fuses (ConvParams::fusion of its forward
+  // pass): the bias, and max(., 0) after it where its activation is "relu".
+  // None for the ops without a bias.
+  ucudnn::Fusion fusion;
   // Candidates benchmarked and how graph-API engines are searched
   // (UCUDNN_ENGINES, UCUDNN_GRAPH_*), read when the kernel is created.
   ucudnn::EngineKnobs knobs;

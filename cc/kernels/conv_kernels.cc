@@ -51,7 +51,7 @@ template <typename Device, typename T>
 struct LaunchConv;
 
 // Runs one pass: `a`, `b` and `out` as in ucudnn::PassTensors; `bias` for
-// a forward pass with p.bias. An empty convolution with a bias (an input of
+// a forward pass with a bias (p.fusion). An empty convolution with a bias (an input of
 // no rows whose explicit padding still gives output rows, say) gets the bias
 // in every output element.
 template <typename T>
@@ -97,7 +97,7 @@ struct LaunchConv<CPUDevice, T> {
             case Pass::kForward:
               ucudnn::CpuForward<T>(p, mb.size, a_ptr + in_off, b_ptr, out_ptr + out_off,
                                     parallel_for);
-              if (p.bias) {
+              if (p.fusion.bias()) {
                 ucudnn::CpuBiasEpilogue<T>(p, mb.size, bias->flat<T>().data(), out_ptr + out_off);
               }
               break;
@@ -274,8 +274,7 @@ class UcudnnConvOp : public OpKernel {
     if (kBias) {
       bias = &ctx->input(2);
       OP_REQUIRES_OK(ctx, CheckBias(bias->shape(), params));
-      params.bias = true;
-      params.relu = attrs_.relu;
+      params.fusion = attrs_.fusion;
     }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {

@@ -55,8 +55,8 @@ bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {
   if (f[18] < 0 || f[18] > 1 || f[19] < 0 || f[19] > 2) return false;
   std::copy(f, f + n, fields.begin());
   *p = ucudnn::ConvParams::FromFields(fields);
-  // The encoder wrote Fields(): decoding must give them back (this refuses an
-  // epilogue other than ConvParams::Epilogue()'s too).
+  // The encoder wrote Fields(): decoding must give them back (this refuses a
+  // fusion code Fusion::FromCode does not know too).
   return p->Fields() == fields;
 }
 

@@ -82,8 +82,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
     if (kBias) {
       OP_REQUIRES_OK(ctx, CheckBias(ctx->InputShape(2), params));
-      params.bias = true;
-      params.relu = attrs_.relu;
+      params.fusion = attrs_.fusion;
     }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
@@ -97,7 +96,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
                                                    {ChannelDimension(params.layout)})
                              : xla::Broadcast(xla::Zero(ctx->builder(), type_),
                                               result.dim_sizes());
-      if (params.relu) out = xla::Max(out, xla::Zero(ctx->builder(), type_));
+      if (params.fusion.relu()) out = xla::Max(out, xla::Zero(ctx->builder(), type_));
       ctx->SetOutput(0, out);
       return;
     }
@@ -256,7 +255,9 @@ class UcudnnXlaConvOp : public XlaOpKernel {
         absl::StatusOr<xla::XlaOp> out =
             MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
         if (kBias && out.ok()) out = xla::Add(*out, ops.bias, {ChannelDimension(attrs_.layout)});
-        if (attrs_.relu && out.ok()) out = xla::Max(*out, xla::Zero(ctx->builder(), type_));
+        if (attrs_.fusion.relu() && out.ok()) {
+          out = xla::Max(*out, xla::Zero(ctx->builder(), type_));
+        }
         return out;
       }
       case Pass::kBackwardData: {

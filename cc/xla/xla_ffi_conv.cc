@@ -102,7 +102,7 @@ ffi::Error ToFfiError(const ucudnn::Status& s) {
 }
 
 // `bias`: the forward pass's third operand, where the convolution has one
-// (ConvParams::bias in the attributes).
+// (a fusion with a bias in the attributes: Fusion::bias).
 template <Pass kPass>
 ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
                    ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
@@ -129,7 +129,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   if (static_cast<int64_t>(a.size_bytes()) != want.a ||
       static_cast<int64_t>(b.size_bytes()) != want.b ||
       static_cast<int64_t>(out->size_bytes()) != want.out ||
-      bias.has_value() != (kPass == Pass::kForward && p.bias) ||
+      bias.has_value() != (kPass == Pass::kForward && p.fusion.bias()) ||
       (bias.has_value() && static_cast<int64_t>(bias->size_bytes()) !=
                                p.out_channels * ucudnn::DTypeSize(p.dtype))) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
