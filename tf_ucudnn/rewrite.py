@@ -150,11 +150,12 @@ def _normalize_devices(devices):
     if devices is None:
         return None
     if isinstance(devices, (str, _context.LogicalDevice)):
-        devices = [devices]
+        out = (_device_name(devices),)
     elif isinstance(devices, (bytes, dict)) or not hasattr(devices, "__iter__"):
         raise ValueError(f"devices must be {_DEVICE_FORMS}; got {devices!r} "
                          f"({type(devices).__name__})")
-    out = tuple(_device_name(d) for d in devices)
+    else:
+        out = tuple(_device_name(d) for d in devices)
     if not out:
         raise ValueError("devices must name at least one device (or be None for every device)")
     import tensorflow as tf
