@@ -1,6 +1,6 @@
 // The autotuner of one kernel: for every micro-batch size asked, the legacy
 // algorithms (LegacyCandidates) and the graph-API engines (GraphCandidates)
-// timed within the workspace limit, on this GPU and on peers
+// timed within the workspace limit (DeviceBenchmark), on this GPU and on peers
 // (UCUDNN_BENCHMARK_DEVICES), into a BenchmarkTable: a value that planning
 // then chooses plans from (cudnn_kernel.h). As XLA's conv_algorithm_picker
 // and TF's autotuner, it chooses nothing itself. No TensorFlow includes.
@@ -10,15 +10,12 @@
 #if GOOGLE_CUDA
 
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <vector>
 
 #include "cuda_runtime_api.h"
 #include "cc/engine/benchmark_table.h"
 #include "cc/engine/cudnn_handles.h"
-#include "cc/engine/graph_candidates.h"
-#include "cc/engine/legacy_candidates.h"
 #include "cc/engine/pass_buffers.h"
 #include "cc/engine/plan_runner.h"
 #include "cc/engine/planner.h"
@@ -34,50 +31,34 @@ class Autotuner {
   // graph engines its measurements pruned below it are left out, and a size
   // between two stored ones tries their candidates. All outlive this.
   Autotuner(PlanRunner* runner, const BenchmarkTable& seed, const PerfTable& seed_roomy)
-      : spec_(runner->spec()),
-        runner_(runner),
-        legacy_(runner),
-        graph_(runner),
-        seed_(seed),
-        seed_roomy_(seed_roomy) {}
+      : spec_(runner->spec()), runner_(runner), seed_(seed), seed_roomy_(seed_roomy) {}
 
   // Benchmarks every size of `sizes`, spread over this GPU and `peers` (each
-  // in its own thread, on copies of the tensors), into *out (table, algos,
-  // pressured sizes, pruned engines, devices). small_sizes_where_limited (on
-  // one GPU only): see BenchmarkOn.
+  // in its own thread, on copies of the tensors; a DeviceBenchmark each),
+  // into *out (table, algos, pressured sizes, pruned engines, devices).
+  // small_sizes_where_limited (on one GPU only): see DeviceBenchmark::Run.
   Status Benchmark(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
                    int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
                    const std::vector<BenchmarkPeer>& peers, bool small_sizes_where_limited,
                    BenchmarkTable* out);
 
  private:
-  // Benchmarks `sizes` on one GPU (the handle's) into *got. With
-  // small_sizes_where_limited and UCUDNN_ENGINES=auto, the sizes below the
-  // graph engines' (legacy only) are benchmarked only where the workspace
-  // limit kept an engine out at a larger size or no engine ran there.
-  Status BenchmarkOn(CudnnHandle* handle, cudaStream_t stream, const std::vector<int64_t>& sizes,
-                     int64_t workspace_limit, const PassTensors& t, ScratchAllocator* scratch,
-                     bool small_sizes_where_limited, MeasuredSizes* got);
   // Copies what `sizes` need of the tensors from this GPU to `peer`, then
-  // benchmarks them there.
+  // benchmarks them there (DeviceBenchmark::Run's outputs).
   Status BenchmarkOnPeer(int own_device, const BenchmarkPeer& peer,
                          const std::vector<int64_t>& sizes, int64_t workspace_limit,
-                         const PassTensors& t, MeasuredSizes* got);
+                         const PassTensors& t, MeasuredSizes* got,
+                         std::set<int64_t>* pressured, PrunedEngines* pruned);
   // BenchmarkOnPeer's work once the peer is the current device.
   Status BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& peer,
                                const std::vector<int64_t>& sizes, int64_t workspace_limit,
-                               const PassTensors& t, MeasuredSizes* got);
+                               const PassTensors& t, MeasuredSizes* got,
+                               std::set<int64_t>* pressured, PrunedEngines* pruned);
 
   const KernelSpec& spec_;
   PlanRunner* const runner_;
-  LegacyCandidates legacy_;
-  GraphCandidates graph_;
   const BenchmarkTable& seed_;
   const PerfTable& seed_roomy_;
-  // Written by the benchmarking threads (own GPU and peers).
-  std::mutex mu_;
-  std::set<int64_t> pressured_;
-  PrunedEngines pruned_;
 };
 
 }  // namespace ucudnn

@@ -45,7 +45,7 @@ class CudnnKernel {
   // benchmark a share of the sizes in parallel, each in its own thread, on
   // copies of the tensors. small_sizes_where_limited (a kernel planned for
   // itself, not forced and not in a Workspace Division group, whose Pareto
-  // front needs the small sizes): see Autotuner::BenchmarkOn.
+  // front needs the small sizes): see DeviceBenchmark::Run.
   Status EnsurePlanned(CudnnHandle* handle, cudaStream_t stream, BatchSizePolicy policy,
                        int64_t forced_micro_batch, int64_t workspace_limit,
                        const PassTensors& tensors, ScratchAllocator* scratch,

@@ -1,9 +1,8 @@
 // Graph-API engines as candidates of one kernel at one micro-batch size: the
 // engines proposed for it (UCUDNN_GRAPH_* as the kernel was created with; or
-// a stored table's neighbouring candidates), their timing with CUDA events,
-// screening and pruning (screening.h), and re-timing near the best. Their
-// execution plans come from the kernel's DescriptorCache (cudnn_graph.h).
-// Used by the Autotuner. No TensorFlow includes.
+// a stored table's neighbouring candidates) whose execution plans, from the
+// kernel's DescriptorCache (cudnn_graph.h), finalize within the limit. Their
+// timing is GraphTiming's. Used by DeviceBenchmark. No TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_GRAPH_CANDIDATES_H_
 #define TF_UCUDNN_ENGINE_GRAPH_CANDIDATES_H_
 
@@ -29,6 +28,11 @@ struct GraphTrial {
   const GraphPlan* plan;
 };
 
+// The kind of convolution graph engines share loaded modules (GraphTiming)
+// and fallback lists (GraphCandidates) by: "device pass dtype layout" (e.g.
+// "0 forward float32 NHWC", "0 forward+bias bfloat16 NHWC").
+std::string GraphKindPrefix(const KernelSpec& spec, int device);
+
 class GraphCandidates {
  public:
   // `runner` (the kernel's: its descriptors and graph plans) outlives this.
@@ -45,34 +49,8 @@ class GraphCandidates {
                  const std::set<std::string>& pruned, std::vector<GraphTrial>* trials,
                  std::string* log, GraphHostCosts* costs, int* over_limit,
                  const std::vector<GraphCandidate>* given = nullptr);
-  // Appends the timed trials to *got (which holds the size's legacy results
-  // under UCUDNN_ENGINES=all), adds to *pruned the engines dominated by
-  // GraphSearchKnobs::prune_factor, and counts the plan executions in *runs.
-  // With `log`, appends a line per trial: its times and what became of it.
-  Status Time(cudnnHandle_t handle, cudaStream_t stream, const std::vector<GraphTrial>& trials,
-              const void* a, const void* b, void* out, const void* bias, void* workspace,
-              int64_t workspace_bytes, std::vector<Measured>* got,
-              std::set<std::string>* pruned, int* runs, std::string* log);
-  // Times the graph candidates of *got within kRetimeWindow of the fastest
-  // again (screening.h, "Re-timing near the best"): kRetimeRounds rounds of
-  // one run each, interleaved; each keeps the median. `trials` holds their
-  // plans; operands as Time's.
-  Status RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
-                        const std::vector<GraphTrial>& trials, const void* a, const void* b,
-                        void* out, const void* bias, void* workspace, int64_t workspace_bytes,
-                        std::vector<Measured>* got, int* runs, std::string* log);
-
-  // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);
-  // backward-data (dy, w, dx); backward-filter (x, dy, dw).
-  static void GraphRoles(Pass pass, const void* a, const void* b, const void* out,
-                         const void** x, const void** w, const void** y);
 
  private:
-  // "device pass dtype layout" (e.g. "0 forward float32 NHWC", "0 forward+bias
-  // bfloat16 NHWC"): where graph engines' loaded modules (Time) and fallback
-  // lists (Propose) are shared between kernels.
-  std::string KindPrefix(int device) const;
-
   const KernelSpec& spec_;
   DescriptorCache& descriptors_;
 };

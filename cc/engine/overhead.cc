@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cc/engine/cudnn_kernel.h"
-#include "cc/engine/graph_candidates.h"
+#include "cc/engine/graph_timing.h"
 #include "cc/engine/kernel_cache.h"
 #include "nlohmann/json.hpp"
 
@@ -162,7 +162,7 @@ Status TimeOverhead(CudnnKernel& kernel, int device, int iters, OverheadTimes* t
     status = runner.descriptors().GetGraphPlan(handle->handle, mb.size, algo.engine, false,
                                                &graph_plan);
     const void *x = nullptr, *w = nullptr, *y = nullptr;
-    GraphCandidates::GraphRoles(pass, t.a, direct_b, direct_out, &x, &w, &y);
+    GraphTiming::GraphRoles(pass, t.a, direct_b, direct_out, &x, &w, &y);
     void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
     if (status.ok()) status = graph_plan->MakeVariantPack(pointers, workspace, &pack);
   }
