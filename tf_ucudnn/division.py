@@ -184,7 +184,7 @@ def _divide(group, total_workspace, layers_of=lambda kernel: ()):
 
 
 def _divide_group(device, total_workspace):
-    """The engine's division callback (cc/kernels/engine/division_groups.h):
+    """The engine's division callback (cc/engine/division_groups.h):
     divides ``total_workspace`` bytes among the group's kernels on GPU
     ``device`` and replans them. Never raises: on failure it splits the budget
     evenly instead and logs why."""
