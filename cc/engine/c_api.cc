@@ -262,20 +262,23 @@ ucudnn::ConvParams ConvFromJson(const json& j) {
 
 // What the benchmark database stores a kernel's tables under: the kernel's
 // key without its device and Workspace Division total (seeds hold for any).
-// "graph" holds the UCUDNN_GRAPH_* knobs, which change the candidates timed.
+// "graph" holds the UCUDNN_GRAPH_* knobs, which change the candidates timed;
+// "workspace_limit" the limit the kernel is benchmarked within
+// (PlanningKnobs::BenchmarkLimit: a Workspace Division group's total).
 json KeyJson(const ucudnn::KernelKey& key, const ucudnn::ConvParams& params) {
+  const ucudnn::PlanningKnobs& k = key.knobs;
   return {{"pass", ucudnn::PassName(key.pass)},
           {"conv", ConvJson(params)},
-          {"allow_tf32", key.allow_tf32},
-          {"deterministic", key.deterministic},
-          {"workspace_limit", key.workspace_limit},
-          {"policy", ucudnn::BatchSizePolicyName(key.policy)},
-          {"forced_micro_batch", key.forced_micro_batch},
-          {"engines", ucudnn::EngineSetName(key.engines)},
+          {"allow_tf32", k.allow_tf32},
+          {"deterministic", k.deterministic},
+          {"workspace_limit", k.BenchmarkLimit()},
+          {"policy", ucudnn::BatchSizePolicyName(k.policy)},
+          {"forced_micro_batch", k.micro_batch_size},
+          {"engines", ucudnn::EngineSetName(k.engines)},
           {"graph",
-           {{"search", ucudnn::GraphSearchName(key.graph.search)},
-            {"layouts", ucudnn::GraphLayoutsName(key.graph.layouts)},
-            {"prune_factor", key.graph.prune_factor}}}};
+           {{"search", ucudnn::GraphSearchName(k.graph.search)},
+            {"layouts", ucudnn::GraphLayoutsName(k.graph.layouts)},
+            {"prune_factor", k.graph.prune_factor}}}};
 }
 
 ucudnn::GraphSearchKnobs GraphKnobsFromJson(const json& j) {
@@ -294,13 +297,15 @@ ucudnn::KernelKey KeyFromJson(const json& j) {
   ucudnn::KernelKey key;
   key.pass = EnumField(j, "pass", ucudnn::PassName, 3);
   key.conv = ConvFromJson(j.at("conv")).Fields();
-  key.allow_tf32 = j.at("allow_tf32").get<bool>();
-  key.deterministic = j.at("deterministic").get<bool>();
-  key.workspace_limit = j.at("workspace_limit").get<int64_t>();
-  key.policy = PolicyField(j, "policy");
-  key.forced_micro_batch = j.at("forced_micro_batch").get<int64_t>();
-  key.engines = EnumField(j, "engines", ucudnn::EngineSetName, ucudnn::kEngineSetCount);
-  key.graph = GraphKnobsFromJson(j.at("graph"));
+  ucudnn::PlanningKnobs& k = key.knobs;
+  k.allow_tf32 = j.at("allow_tf32").get<bool>();
+  k.deterministic = j.at("deterministic").get<bool>();
+  k.workspace_limit = j.at("workspace_limit").get<int64_t>();
+  k.total_workspace = 0;  // a table's key (TableKey)
+  k.policy = PolicyField(j, "policy");
+  k.micro_batch_size = j.at("forced_micro_batch").get<int64_t>();
+  k.engines = EnumField(j, "engines", ucudnn::EngineSetName, ucudnn::kEngineSetCount);
+  k.graph = GraphKnobsFromJson(j.at("graph"));
   return key;
 }
 
@@ -397,7 +402,7 @@ char* ucudnn_kernels() {
                      {"pass", ucudnn::PassName(key.pass)},
                      {"shape", kernel.params().ToString()},
                      {"key", KeyJson(key, kernel.params())},
-                     {"total_workspace", key.total_workspace},
+                     {"total_workspace", key.knobs.total_workspace},
                      {"seeded", kernel.seeded()},
                      {"pressured_sizes", kernel.pressured_sizes()},
                      {"pruned_engines", kernel.pruned_engines()},
@@ -508,19 +513,12 @@ char* ucudnn_set_kernel_limit(int64_t id, int64_t workspace_limit) {
     const auto [key, kernel] = FindKernel(id);
     const ucudnn::Status status = kernel->Replan(workspace_limit);
     if (!status.ok()) return Error(status.message());
-    const ucudnn::Plan plan = kernel->plan();
-    ucudnn::PlanRecord r;
-    r.device = "/device:GPU:" + std::to_string(key.device);
-    r.pass = key.pass;
-    r.params = kernel->params();
-    r.workspace_limit = workspace_limit;
-    r.policy = ucudnn::BatchSizePolicyName(key.policy);
-    for (const ucudnn::MicroBatch& mb : plan.micro_batches) {
-      r.micro_batches.push_back({mb.size, ucudnn::CudnnAlgoName(key.pass, kernel->algos()[mb.algo]),
-                                 mb.workspace_bytes, mb.time_ms});
-    }
-    r.workspace_bytes = plan.workspace_bytes;
-    r.time_ms = plan.time_ms;
+    ucudnn::PlanRecord r = ucudnn::MakePlanRecord(
+        "/device:GPU:" + std::to_string(key.device), key.pass, kernel->params(), key.knobs,
+        kernel->plan(), [&](const ucudnn::MicroBatch& mb) {
+          return ucudnn::CudnnAlgoName(key.pass, kernel->algos()[mb.algo]);
+        });
+    r.workspace_limit = workspace_limit;  // the kernel's share of the group's total
     r.note = "Workspace Division";
     ucudnn::RecordPlan(std::move(r));
     return Dump(json::object());

@@ -19,11 +19,6 @@
 
 namespace ucudnn {
 
-std::string PolicyLabel(BatchSizePolicy policy, int64_t micro_batch_size) {
-  return micro_batch_size > 0 ? "forced " + std::to_string(micro_batch_size)
-                              : BatchSizePolicyName(policy);
-}
-
 void LogPlan(const PlanRecord& r) {
   if (!DebugOutput()) return;
   // Runs of equal micro-batches: "8x32 ALGO_1/tensor-op" is 8 micro-batches of 32.
@@ -61,35 +56,21 @@ KernelKey MakeKey(const ConvRequest& q) {
   key.pass = q.pass;
   key.conv = q.params.Fields();
   key.device = q.device;
-  key.allow_tf32 = q.allow_tf32;
-  key.deterministic = q.deterministic;
-  key.workspace_limit = q.workspace_limit;
-  key.policy = q.policy;
-  key.forced_micro_batch = q.micro_batch_size;
-  key.total_workspace = q.total_workspace;
-  key.engines = q.engines;
+  key.knobs = q.knobs;
   // The graph search knobs change the plan only where graph engines are candidates.
-  if (q.engines != EngineSet::kLegacy) key.graph = q.graph;
+  if (q.knobs.engines == EngineSet::kLegacy) key.knobs.graph = GraphSearchKnobs();
   return key;
 }
 
 PlanRecord MakeRecord(const ConvRequest& q, const CudnnKernel& kernel, const Plan& plan) {
-  PlanRecord r;
-  r.device = q.device_name;
-  r.pass = kernel.pass();
-  r.params = kernel.params();
-  r.workspace_limit = q.workspace_limit;
-  r.policy = PolicyLabel(q.policy, q.micro_batch_size);
-  if (q.total_workspace > 0) {
-    r.note = "Workspace Division group of " + std::to_string(q.total_workspace) +
+  PlanRecord r = MakePlanRecord(q.device_name, kernel.pass(), kernel.params(), q.knobs, plan,
+                                [&kernel](const MicroBatch& mb) {
+                                  return CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]);
+                                });
+  if (q.knobs.total_workspace > 0) {
+    r.note = "Workspace Division group of " + std::to_string(q.knobs.total_workspace) +
              " bytes: benchmarked within the whole budget, divided after a step";
   }
-  for (const auto& mb : plan.micro_batches) {
-    r.micro_batches.push_back({mb.size, CudnnAlgoName(kernel.pass(), kernel.algos()[mb.algo]),
-                               mb.workspace_bytes, mb.time_ms});
-  }
-  r.workspace_bytes = plan.workspace_bytes;
-  r.time_ms = plan.time_ms;
   return r;
 }
 
@@ -155,12 +136,13 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
-  // workspace_limit=auto holds only without Workspace Division (whose ops
-  // carry the total as their limit).
-  const bool auto_limit = q.workspace_limit == kAutoWorkspaceLimit;
+  // workspace_limit=auto holds only without Workspace Division (whose
+  // kernels are benchmarked within the group's total).
+  const PlanningKnobs& knobs = q.knobs;
+  const bool auto_limit = knobs.BenchmarkLimit() == kAutoWorkspaceLimit;
   if (!kernel->planned()) {
     const auto start = std::chrono::steady_clock::now();
-    int64_t limit = q.workspace_limit;
+    int64_t limit = knobs.BenchmarkLimit();
     FreeDeviceMemory free_at_planning;
     if (auto_limit) {
       free_at_planning = scratch->FreeMemory();
@@ -171,10 +153,10 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     bool planned_now = false;
     // A Workspace Division group's kernel keeps every size: its Pareto front
     // reaches down to the least workspace.
-    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, q.policy, q.micro_batch_size,
-                                                 limit, tensors, scratch, peer_list,
-                                                 /*small_sizes_where_limited=*/
-                                                 q.total_workspace == 0, &planned_now));
+    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, knobs.policy,
+                                                 knobs.micro_batch_size, limit, tensors, scratch,
+                                                 peer_list, /*small_sizes_where_limited=*/
+                                                 knobs.total_workspace == 0, &planned_now));
     // Benchmark buffers go back before the plan's workspace is taken
     // (stream-ordered, so no synchronisation is needed).
     scratch->ReleaseAll();
@@ -218,8 +200,8 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   // the group is first divided (after one step): meanwhile its members
   // benchmark one at a time within the whole budget and run holding (next
   // to) no workspace, so the budget holds from the first step on.
-  Plan plan = q.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
-                                                           : kernel->plan();
+  Plan plan = knobs.total_workspace > 0 && !kernel->divided() ? kernel->LeastWorkspacePlan()
+                                                               : kernel->plan();
   if (auto_limit && plan.workspace_bytes > 0) {
     // The fastest planned plan whose workspace is free now (the filter's copy
     // in cuDNN's layout is allocated before it), rather than a failed
@@ -247,7 +229,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                               q.params.ToString() + "; running a plan that needs " +
                               std::to_string(ran.workspace_bytes) + " bytes instead");
   }
-  if (q.total_workspace > 0) NoteGroupRun(q.device, q.total_workspace, kernel.get());
+  if (knobs.total_workspace > 0) NoteGroupRun(q.device, knobs.total_workspace, kernel.get());
   return Status();
 }
 

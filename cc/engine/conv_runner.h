@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cc/engine/conv_params.h"
+#include "cc/engine/cpu_backend.h"
 #include "cc/engine/knobs.h"
 #include "cc/engine/plan_records.h"
 #include "cc/engine/planner.h"
@@ -24,35 +25,50 @@
 
 namespace ucudnn {
 
-// The label of a batch-size policy in plan records: "powerOfTwo",
-// "forced 8", ...
-std::string PolicyLabel(BatchSizePolicy policy, int64_t micro_batch_size);
-
 // Prints a plan record on stderr when UCUDNN_DEBUG_OUTPUT is on.
 void LogPlan(const PlanRecord& record);
-
-#if GOOGLE_CUDA
 
 // What a front end knows about one call.
 struct ConvRequest {
   Pass pass = Pass::kForward;
   ConvParams params;
-  int device = 0;                 // CUDA ordinal
+  // The CUDA ordinal; on the CPU any number that tells the front end's CPU
+  // devices apart (TF's: -1 - the device's id).
+  int device = 0;
+#if GOOGLE_CUDA
   cudaStream_t stream = nullptr;  // the caller's stream; nothing is synchronised
+#endif
   std::string device_name;        // for plan records, e.g. "/device:GPU:0"
-  bool allow_tf32 = true;
-  bool deterministic = false;
-  // Bytes (the whole budget in a WD group), or kAutoWorkspaceLimit: plan
-  // within what `scratch` can hand out when the kernel is planned, and run the
-  // fastest planned plan that fits what it can hand out at each run.
-  int64_t workspace_limit = 0;
-  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
-  int64_t micro_batch_size = 0;   // > 0: forced micro-batches of this size
-  int64_t total_workspace = 0;    // > 0: the Workspace Division group's budget in bytes
-  // The knobs as read when the front end's kernel was created (knobs.h).
-  EngineSet engines = EngineSet::kAuto;
-  GraphSearchKnobs graph;
+  // The planning knobs, resolved when the front end's kernel was created
+  // (ResolvePlanningKnobs), with the numerics of this call. Under
+  // workspace_limit = kAutoWorkspaceLimit the kernel plans within what
+  // `scratch` can hand out when it is planned, and runs the fastest planned
+  // plan that fits what it can hand out at each run.
+  PlanningKnobs knobs;
 };
+
+// One pass's tensors in host memory, of params.dtype, named as PassTensors
+// names them (pass_buffers.h); `bias` for a forward pass with a bias
+// (params.fusion), else nullptr.
+struct CpuPassTensors {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* out = nullptr;
+  const void* bias = nullptr;
+};
+
+// Runs `request`'s pass on the CPU (cpu_backend.h: im2col + GEMM, in
+// float32): in micro-batches of knobs.micro_batch_size where it is forced,
+// else the whole mini-batch; no workspace. The plan is recorded once per
+// kernel (tf_ucudnn.plans(), UCUDNN_DEBUG_OUTPUT). An empty convolution
+// (ConvParams::empty) is run only with a bias, whose broadcast it writes.
+// `parallel_for` shares the work among the front end's threads.
+// Returns: InvalidArgument for a fusion the pass cannot take (Fusion::Check)
+// or an empty convolution without a bias.
+Status RunConvPassCpu(const ConvRequest& request, const CpuPassTensors& tensors,
+                      const ParallelFor& parallel_for);
+
+#if GOOGLE_CUDA
 
 // Other GPUs that benchmark a share of the micro-batch sizes
 // (UCUDNN_BENCHMARK_DEVICES); called only when the kernel must benchmark.

@@ -7,18 +7,16 @@
 namespace ucudnn {
 
 bool KernelKey::operator<(const KernelKey& o) const {
-  return std::tie(pass, conv, device, allow_tf32, deterministic, workspace_limit, policy,
-                  forced_micro_batch, total_workspace, engines, graph) <
-         std::tie(o.pass, o.conv, o.device, o.allow_tf32, o.deterministic, o.workspace_limit,
-                  o.policy, o.forced_micro_batch, o.total_workspace, o.engines, o.graph);
+  return std::tie(pass, conv, device, knobs) < std::tie(o.pass, o.conv, o.device, o.knobs);
 }
 
 KernelKey TableKey(KernelKey key) {
   key.conv[0] = 0;
-  key.policy = BatchSizePolicy::kPowerOfTwo;
-  key.forced_micro_batch = 0;
+  key.knobs.workspace_limit = key.knobs.BenchmarkLimit();
+  key.knobs.total_workspace = 0;
+  key.knobs.policy = BatchSizePolicy::kPowerOfTwo;
+  key.knobs.micro_batch_size = 0;
   key.device = -1;
-  key.total_workspace = 0;
   return key;
 }
 
@@ -70,8 +68,9 @@ std::shared_ptr<CudnnKernel> GetOrCreateKernel(const KernelKey& key, const ConvP
   std::lock_guard<std::mutex> lock(KernelsMutex());
   auto& slot = (*index)[key];
   if (!slot) {
-    slot = std::make_shared<CudnnKernel>(key.pass, params, key.allow_tf32, key.deterministic,
-                                         key.engines, key.graph);
+    slot = std::make_shared<CudnnKernel>(key.pass, params, key.knobs.allow_tf32,
+                                         key.knobs.deterministic, key.knobs.engines,
+                                         key.knobs.graph);
     auto stored = Tables().find(TableKey(key));
     if (stored != Tables().end() && !stored->second.table.empty()) {
       slot->Seed(stored->second.table, stored->second.algos, stored->second.pressured,

@@ -27,19 +27,9 @@ struct KernelKey {
   Pass pass = Pass::kForward;
   std::array<int64_t, 21> conv{};  // ConvParams::Fields()
   int device = 0;
-  bool allow_tf32 = true;
-  bool deterministic = false;
-  int64_t workspace_limit = 0;
-  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
-  int64_t forced_micro_batch = 0;
-  // Workspace Division group (bytes shared with the other kernels of this
-  // total on the device); 0: none. workspace_limit is the total then.
-  int64_t total_workspace = 0;
-  // The candidates benchmarked (UCUDNN_ENGINES).
-  EngineSet engines = EngineSet::kAuto;
-  // How graph-API engines are searched (UCUDNN_GRAPH_*); the defaults when
-  // engines is kLegacy (they change nothing then).
-  GraphSearchKnobs graph;
+  // The planning knobs whole (the request's); knobs.graph holds the defaults
+  // when knobs.engines is kLegacy (they change nothing then).
+  PlanningKnobs knobs;
 
   bool operator<(const KernelKey& o) const;
 };
@@ -48,7 +38,8 @@ struct KernelKey {
 
 // What one benchmark table is kept under: the kernel's key without its N
 // (conv[0] = 0), batch-size policy, forced micro-batch size, device and
-// Workspace Division total. Kernels of any N, policy, GPU and group plan
+// Workspace Division total, its knobs.workspace_limit the limit it was
+// benchmarked within (PlanningKnobs::BenchmarkLimit). Kernels of any N, policy, GPU and group plan
 // from it (the sizes each allows: RestrictTable).
 KernelKey TableKey(KernelKey key);
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "cc/engine/names.h"
@@ -174,8 +175,67 @@ Status ReadKnob(const char* name, const char* rule, Parse parse, T* out) {
 
 }  // namespace
 
-Status ReadEngineKnobs(EngineKnobs* knobs) {
-  *knobs = EngineKnobs();
+bool PlanningKnobs::operator<(const PlanningKnobs& o) const {
+  return std::tie(workspace_limit, total_workspace, policy, micro_batch_size, engines, graph,
+                  allow_tf32, deterministic) <
+         std::tie(o.workspace_limit, o.total_workspace, o.policy, o.micro_batch_size, o.engines,
+                  o.graph, o.allow_tf32, o.deterministic);
+}
+
+Status ResolvePlanningKnobs(const KnobAttributes& attrs, PlanningKnobs* knobs) {
+  int64_t limit = attrs.workspace_limit;
+  if (limit < kAutoWorkspaceLimit) {
+    return Status::InvalidArgument(
+        "workspace_limit must be a non-negative number of bytes (or -1 for "
+        "UCUDNN_DEFAULT_WORKSPACE_LIMIT, -2 for auto: what the GPU's allocator has free), got " +
+        std::to_string(limit));
+  }
+  int64_t total = attrs.total_workspace;
+  if (total < kFromEnvironment) {
+    return Status::InvalidArgument(
+        "total_workspace must be a non-negative number of bytes (0 = no Workspace Division, "
+        "-1 = UCUDNN_TOTAL_WORKSPACE_SIZE), got " + std::to_string(total));
+  }
+  if (total > 0 && limit != kFromEnvironment) {
+    return Status::InvalidArgument(
+        "set either workspace_limit (" + WorkspaceLimitName(limit) +
+        " bytes per kernel) or total_workspace (" + std::to_string(total) +
+        " bytes shared by all kernels), not both");
+  }
+  // The environment's total applies to ops that leave both knobs to it.
+  if (total == kFromEnvironment) {
+    total = 0;
+    if (limit == kFromEnvironment) UCUDNN_RETURN_IF_ERROR(ReadTotalWorkspaceSize(&total));
+  }
+  if (limit == kFromEnvironment) UCUDNN_RETURN_IF_ERROR(ReadDefaultWorkspaceLimit(&limit));
+  if (attrs.batch_size_policy.empty()) {
+    UCUDNN_RETURN_IF_ERROR(ReadBatchSizePolicy(&knobs->policy));
+  } else if (!ParseBatchSizePolicy(attrs.batch_size_policy, &knobs->policy)) {
+    return Status::InvalidArgument(
+        "batch_size_policy must be one of undivided, powerOfTwo, all (or empty for "
+        "UCUDNN_BATCH_SIZE_POLICY), got '" + attrs.batch_size_policy + "'");
+  }
+  if (attrs.micro_batch_size < 0) {
+    return Status::InvalidArgument(
+        "micro_batch_size must be 0 (the planner decides) or positive, got " +
+        std::to_string(attrs.micro_batch_size));
+  }
+  knobs->micro_batch_size = attrs.micro_batch_size;
+  UCUDNN_RETURN_IF_ERROR(ReadEngineKnobs(knobs));
+  // A forced micro-batch size has one plan: nothing to divide. The kernel
+  // takes the total as its per-kernel limit.
+  if (attrs.micro_batch_size > 0 && total > 0) {
+    limit = total;
+    total = 0;
+  }
+  knobs->workspace_limit = limit;
+  knobs->total_workspace = total;
+  return Status();
+}
+
+Status ReadEngineKnobs(PlanningKnobs* knobs) {
+  knobs->engines = EngineSet::kAuto;
+  knobs->graph = GraphSearchKnobs();
   UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_ENGINES", "one of auto, all, legacy, graph; got",
                                   ParseEngineSet, &knobs->engines));
   UCUDNN_RETURN_IF_ERROR(ReadKnob("UCUDNN_GRAPH_PRUNE_FACTOR",

@@ -45,7 +45,7 @@ std::string WorkspaceLimitName(int64_t limit);
 //   algorithms at any size where no engine ran and at the smaller sizes, these
 //   only where the workspace limit kept an engine out at a larger size (or no
 //   engine ran there) unless the plan is forced, in a Workspace Division
-//   group, or spread over GPUs (Autotuner::BenchmarkOn);
+//   group, or spread over GPUs (DeviceBenchmark::Run);
 // - kAll: the legacy algorithms at every size, and the graph-API engines;
 // - kLegacy, kGraph: only one of the two.
 // kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
@@ -104,17 +104,68 @@ struct GraphSearchKnobs {
   bool operator==(const GraphSearchKnobs& o) const { return !(*this < o) && !(o < *this); }
 };
 
-// The knobs that choose and search a kernel's candidates, read when every
-// kernel is created.
-struct EngineKnobs {
+// The knobs that plan one kernel, whole and resolved (no sentinel but
+// kAutoWorkspaceLimit, which is resolved when the kernel is planned:
+// AutoWorkspaceLimit). One value travels from the front end's attributes
+// (the TF kernel's ConvAttrs, the XLA custom call's XlaConvConfig) through
+// the request (ConvRequest) into the kernel's key (KernelKey).
+struct PlanningKnobs {
+  // The per-kernel workspace limit in bytes (the op's workspace_limit, or
+  // UCUDNN_DEFAULT_WORKSPACE_LIMIT), or kAutoWorkspaceLimit. Not what a
+  // kernel of a Workspace Division group is benchmarked within: BenchmarkLimit.
+  int64_t workspace_limit = kDefaultWorkspaceLimit;
+  // > 0: the kernel is in the Workspace Division group of kernels sharing
+  // this many bytes on its device (Oyama et al. 2018, section III-C); 0: none.
+  int64_t total_workspace = 0;
+  BatchSizePolicy policy = BatchSizePolicy::kPowerOfTwo;
+  // > 0: forced micro-batches of this many samples; 0: the planner decides.
+  int64_t micro_batch_size = 0;
   EngineSet engines = EngineSet::kAuto;  // UCUDNN_ENGINES
   GraphSearchKnobs graph;               // UCUDNN_GRAPH_{PRUNE_FACTOR,SEARCH,LAYOUTS}
+  // Numerics, TensorFlow's settings where the front end fixes them (each TF
+  // call; XLA: when the function is compiled).
+  bool allow_tf32 = true;
+  bool deterministic = false;
+
+  // The bytes the kernel is benchmarked (and, outside a group, planned)
+  // within: the group's whole budget in a Workspace Division group, else the
+  // per-kernel limit (kAutoWorkspaceLimit: resolved at planning).
+  int64_t BenchmarkLimit() const { return total_workspace > 0 ? total_workspace : workspace_limit; }
+  bool operator<(const PlanningKnobs& o) const;
+  bool operator==(const PlanningKnobs& o) const { return !(*this < o) && !(o < *this); }
 };
 
-// Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* (unset or empty: the
-// default; UCUDNN_GRAPH_RETIME is only checked: ReadGraphRetime).
+// The op attributes' values of the planning knobs, sentinels included
+// (tf_ucudnn/nn.py writes them): workspace_limit bytes, -1 (kFromEnvironment:
+// UCUDNN_DEFAULT_WORKSPACE_LIMIT) or -2 (kAutoWorkspaceLimit);
+// total_workspace bytes, 0 (no Workspace Division) or -1
+// (UCUDNN_TOTAL_WORKSPACE_SIZE, only where workspace_limit is -1 too);
+// batch_size_policy a name (ParseBatchSizePolicy) or "" (UCUDNN_BATCH_SIZE_POLICY);
+// micro_batch_size 0 (the planner decides) or a positive size.
+constexpr int64_t kFromEnvironment = -1;
+struct KnobAttributes {
+  int64_t workspace_limit = kFromEnvironment;
+  int64_t total_workspace = kFromEnvironment;
+  std::string batch_size_policy;
+  int64_t micro_batch_size = 0;
+};
+
+// Validates `attrs` and resolves their sentinels into *knobs, the one place
+// they are resolved: the environment's defaults (UCUDNN_DEFAULT_WORKSPACE_LIMIT,
+// UCUDNN_TOTAL_WORKSPACE_SIZE, UCUDNN_BATCH_SIZE_POLICY) where an attribute
+// asks for them, and UCUDNN_ENGINES and UCUDNN_GRAPH_* (ReadEngineKnobs), as
+// the environment is now (when the front end's kernel is created). A forced
+// micro_batch_size has one plan, nothing to divide: a total becomes its
+// per-kernel limit. The numerics are left as they are.
+// Returns: InvalidArgument naming the attribute (or variable), the values
+// allowed and the value found.
+Status ResolvePlanningKnobs(const KnobAttributes& attrs, PlanningKnobs* knobs);
+
+// Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* into knobs->engines
+// and knobs->graph (unset or empty: the default; UCUDNN_GRAPH_RETIME is only
+// checked: ReadGraphRetime); the other knobs are left.
 // InvalidArgument names the variable, the allowed values and the value found.
-Status ReadEngineKnobs(EngineKnobs* knobs);
+Status ReadEngineKnobs(PlanningKnobs* knobs);
 
 // Where an XLA custom call's cuDNN workspace lives (UCUDNN_XLA_WORKSPACE),
 // read by the tf2xla kernel when the function is compiled:

@@ -73,7 +73,7 @@ int main() {
   setenv("UCUDNN_GRAPH_PRUNE_FACTOR", "3", 1);
   setenv("UCUDNN_GRAPH_SEARCH", "exhaustive", 1);
   setenv("UCUDNN_GRAPH_LAYOUTS", "both", 1);
-  EngineKnobs knobs;
+  PlanningKnobs knobs;
   Check(ReadEngineKnobs(&knobs).ok() && knobs.engines == EngineSet::kGraph &&
             knobs.graph.prune_factor == 3 && knobs.graph.search == GraphSearch::kExhaustive &&
             knobs.graph.layouts == GraphLayouts::kBoth,
@@ -156,6 +156,46 @@ int main() {
   unsetenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == kDefaultWorkspaceLimit,
         "unset: 64 MiB");
+
+  // The op attributes' sentinels, resolved in one place.
+  {
+    setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", "32MiB", 1);
+    setenv("UCUDNN_TOTAL_WORKSPACE_SIZE", "1GiB", 1);
+    PlanningKnobs k;
+    KnobAttributes from_env;  // workspace_limit and total_workspace -1, policy ""
+    Check(ResolvePlanningKnobs(from_env, &k).ok() && k.workspace_limit == 32LL << 20 &&
+              k.total_workspace == 1LL << 30 && k.BenchmarkLimit() == 1LL << 30 &&
+              k.policy == BatchSizePolicy::kPowerOfTwo,
+          "-1 takes both defaults from the environment; the group is benchmarked within its total");
+    KnobAttributes own_limit;
+    own_limit.workspace_limit = 4096;
+    Check(ResolvePlanningKnobs(own_limit, &k).ok() && k.workspace_limit == 4096 &&
+              k.total_workspace == 0 && k.BenchmarkLimit() == 4096,
+          "an op's own limit keeps it out of the environment's group");
+    KnobAttributes automatic;
+    automatic.workspace_limit = kAutoWorkspaceLimit;
+    automatic.total_workspace = 0;
+    automatic.batch_size_policy = "all";
+    Check(ResolvePlanningKnobs(automatic, &k).ok() && k.workspace_limit == kAutoWorkspaceLimit &&
+              k.policy == BatchSizePolicy::kAll,
+          "-2 stays auto, resolved when the kernel is planned");
+    KnobAttributes forced;
+    forced.total_workspace = 2048;
+    forced.micro_batch_size = 8;
+    Check(ResolvePlanningKnobs(forced, &k).ok() && k.workspace_limit == 2048 &&
+              k.total_workspace == 0 && k.micro_batch_size == 8,
+          "a forced micro-batch size takes the total as its per-kernel limit");
+    KnobAttributes both;
+    both.workspace_limit = 100;
+    both.total_workspace = 5;
+    const Status s = ResolvePlanningKnobs(both, &k);
+    Check(!s.ok() && s.message().find("not both") != std::string::npos, "limit and total: refused");
+    KnobAttributes bad_policy;
+    bad_policy.batch_size_policy = "bogus";
+    Check(!ResolvePlanningKnobs(bad_policy, &k).ok(), "an unknown policy is refused");
+    unsetenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT");
+    unsetenv("UCUDNN_TOTAL_WORKSPACE_SIZE");
+  }
 
   // workspace_limit=auto: free memory less a margin, within [0, 8 GiB].
   const int64_t MiB = 1 << 20, GiB = 1LL << 30;

@@ -8,6 +8,28 @@
 
 namespace ucudnn {
 
+std::string PolicyLabel(const PlanningKnobs& knobs) {
+  return knobs.micro_batch_size > 0 ? "forced " + std::to_string(knobs.micro_batch_size)
+                                    : BatchSizePolicyName(knobs.policy);
+}
+
+PlanRecord MakePlanRecord(const std::string& device, Pass pass, const ConvParams& params,
+                          const PlanningKnobs& knobs, const Plan& plan,
+                          const std::function<std::string(const MicroBatch&)>& algo_name) {
+  PlanRecord r;
+  r.device = device;
+  r.pass = pass;
+  r.params = params;
+  r.workspace_limit = knobs.BenchmarkLimit();
+  r.policy = PolicyLabel(knobs);
+  for (const MicroBatch& mb : plan.micro_batches) {
+    r.micro_batches.push_back({mb.size, algo_name(mb), mb.workspace_bytes, mb.time_ms});
+  }
+  r.workspace_bytes = plan.workspace_bytes;
+  r.time_ms = plan.time_ms;
+  return r;
+}
+
 namespace {
 
 std::mutex& RecordsMutex() {

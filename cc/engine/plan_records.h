@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include "cc/engine/conv_params.h"
+#include "cc/engine/knobs.h"
 #include "cc/engine/planner.h"
 
 namespace ucudnn {
@@ -36,6 +39,20 @@ struct PlanRecord {
   // database, then Workspace Reuse); NaN where not measured.
   double planning_ms = std::numeric_limits<double>::quiet_NaN();
 };
+
+// The label of the knobs' batch-size policy in plan records: "powerOfTwo",
+// "forced 8" (a forced micro_batch_size), ...
+std::string PolicyLabel(const PlanningKnobs& knobs);
+
+// The record of `plan`, chosen for `pass` of `params` on `device` (e.g.
+// "/device:GPU:0") under `knobs`: the limit it was planned within
+// (knobs.BenchmarkLimit()), the policy (PolicyLabel), one step per
+// micro-batch with its algorithm's name (algo_name), workspace (bytes) and
+// time (ms), and the plan's totals. The caller adds the note and the planning
+// time, and replaces what its planning changed (the limit "auto" resolved to).
+PlanRecord MakePlanRecord(const std::string& device, Pass pass, const ConvParams& params,
+                          const PlanningKnobs& knobs, const Plan& plan,
+                          const std::function<std::string(const MicroBatch&)>& algo_name);
 
 // Adds a record; thread-safe. Then calls the plan listener, if any (no lock
 // held; e.g. a progress bar while kernels benchmark).

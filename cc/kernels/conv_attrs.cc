@@ -101,65 +101,18 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
     return errors::InvalidArgument("explicit_paddings must be empty unless padding is EXPLICIT");
   }
 
-  int64_t limit = 0;
-  TF_RETURN_IF_ERROR(ctx->GetAttr("workspace_limit", &limit));
-  if (limit < ucudnn::kAutoWorkspaceLimit) {
-    return errors::InvalidArgument(
-        "workspace_limit must be a non-negative number of bytes (or -1 for "
-        "UCUDNN_DEFAULT_WORKSPACE_LIMIT, -2 for auto: what the GPU's allocator has free), got ",
-        limit);
-  }
-  int64_t total = 0;
-  TF_RETURN_IF_ERROR(ctx->GetAttr("total_workspace", &total));
-  if (total < -1) {
-    return errors::InvalidArgument(
-        "total_workspace must be a non-negative number of bytes (0 = no Workspace Division, "
-        "-1 = UCUDNN_TOTAL_WORKSPACE_SIZE), got ", total);
-  }
-  if (total > 0 && limit != -1) {
-    return errors::InvalidArgument(
-        "set either workspace_limit (", ucudnn::WorkspaceLimitName(limit),
-        " bytes per kernel) or total_workspace (", total, " bytes shared by all kernels), not both");
-  }
-  // The environment's total applies to ops that leave both knobs to it.
-  if (total == -1) {
-    total = 0;
-    if (limit == -1) TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadTotalWorkspaceSize(&total)));
-  }
-  if (limit == -1) {
-    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadDefaultWorkspaceLimit(&limit)));
-  }
-  attrs->total_workspace = total;
-  attrs->workspace_limit = total > 0 ? total : limit;
-
-  std::string policy;
-  TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &policy));
-  if (policy.empty()) {
-    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadBatchSizePolicy(&attrs->policy)));
-  } else if (!ucudnn::ParseBatchSizePolicy(policy, &attrs->policy)) {
-    return errors::InvalidArgument(
-        "batch_size_policy must be one of undivided, powerOfTwo, all (or empty for "
-        "UCUDNN_BATCH_SIZE_POLICY), got '",
-        policy, "'");
-  }
-
-  TF_RETURN_IF_ERROR(ctx->GetAttr("micro_batch_size", &attrs->micro_batch_size));
-  if (attrs->micro_batch_size < 0) {
-    return errors::InvalidArgument(
-        "micro_batch_size must be 0 (the planner decides) or positive, got ",
-        attrs->micro_batch_size);
-  }
+  ucudnn::KnobAttributes knobs;
+  TF_RETURN_IF_ERROR(ctx->GetAttr("workspace_limit", &knobs.workspace_limit));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("total_workspace", &knobs.total_workspace));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &knobs.batch_size_policy));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("micro_batch_size", &knobs.micro_batch_size));
+  TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ResolvePlanningKnobs(knobs, &attrs->knobs)));
   if (ctx->HasAttr("activation")) {  // the op registration limits its values
     std::string activation;
     TF_RETURN_IF_ERROR(ctx->GetAttr("activation", &activation));
     attrs->fusion.epilogue =
         activation == "relu" ? ucudnn::Epilogue::kBiasRelu : ucudnn::Epilogue::kBias;
   }
-  // UCUDNN_ENGINES and UCUDNN_GRAPH_*, read now and passed to the engine.
-  TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ReadEngineKnobs(&attrs->knobs)));
-  // A forced micro-batch size has one plan: nothing to divide. The kernel
-  // keeps the total as its per-kernel limit.
-  if (attrs->micro_batch_size > 0) attrs->total_workspace = 0;
   return absl::OkStatus();
 }
 

@@ -8,7 +8,6 @@
 
 #include "cc/engine/conv_params.h"
 #include "cc/engine/knobs.h"
-#include "cc/engine/planner.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 
@@ -22,21 +21,15 @@ struct ConvAttrs {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   std::string padding;  // SAME | VALID | EXPLICIT
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;  // EXPLICIT
-  int64_t workspace_limit = kDefaultWorkspaceLimit;  // bytes, after the env default
-  ucudnn::BatchSizePolicy policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
-  int64_t micro_batch_size = 0;
-  // Workspace Division at run time: > 0 puts the kernel in the group of
-  // kernels sharing this many bytes on its device (workspace_limit is then
-  // the same total: each kernel is benchmarked within the whole budget).
-  // 0 with a forced micro_batch_size.
-  int64_t total_workspace = 0;
+  // The planning knobs (workspace_limit, total_workspace, batch_size_policy,
+  // micro_batch_size; UCUDNN_ENGINES and UCUDNN_GRAPH_*), resolved when the
+  // kernel is created (ucudnn::ResolvePlanningKnobs); the numerics are set
+  // where the front end fixes them.
+  ucudnn::PlanningKnobs knobs;
   // What Ucudnn>Conv2DWithBias fuses (ConvParams::fusion of its forward
   // pass): the bias, and max(., 0) after it where its activation is "relu".
   // None for the ops without a bias.
   ucudnn::Fusion fusion;
-  // Candidates benchmarked and how graph-API engines are searched
-  // (UCUDNN_ENGINES, UCUDNN_GRAPH_*), read when the kernel is created.
-  ucudnn::EngineKnobs knobs;
 };
 
 // The engine's status as TF's, code and message (a knob reader's,

@@ -6,31 +6,20 @@
 #define EIGEN_USE_GPU
 #endif
 
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <type_traits>
+#include <vector>
 
-#include "absl/strings/str_join.h"
 #include "cc/kernels/conv_attrs.h"
 #include "cc/kernels/device_memory.h"
 #include "cc/engine/conv_runner.h"
-#include "cc/engine/cpu_backend.h"
-#include "cc/engine/knobs.h"
-#include "cc/engine/executor.h"
-#include "cc/engine/plan_records.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "tensorflow/core/util/work_sharder.h"
 
 #if GOOGLE_CUDA
 #include "cc/kernels/benchmark_peers.h"
-#include "cc/engine/division_groups.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tsl/platform/tensor_float_32_utils.h"
 #include "xla/stream_executor/stream.h"
@@ -42,7 +31,6 @@ namespace ucudnn_tf {
 
 using ucudnn::ConvParams;
 using ucudnn::Pass;
-using ucudnn::Plan;
 
 typedef Eigen::ThreadPoolDevice CPUDevice;
 typedef Eigen::GpuDevice GPUDevice;
@@ -51,100 +39,32 @@ template <typename Device, typename T>
 struct LaunchConv;
 
 // Runs one pass: `a`, `b` and `out` as in ucudnn::PassTensors; `bias` for
-// a forward pass with a bias (p.fusion). An empty convolution with a bias (an input of
-// no rows whose explicit padding still gives output rows, say) gets the bias
-// in every output element.
+// a forward pass with a bias (p.fusion). An empty convolution with a bias (an
+// input of no rows whose explicit padding still gives output rows, say) gets
+// the bias in every output element. Planned and run by the engine
+// (ucudnn::RunConvPassCpu) on TF's CPU worker threads.
 template <typename T>
 struct LaunchConv<CPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
                           const ConvParams& p, const Tensor& a, const Tensor& b,
                           const Tensor* bias, Tensor* out) {
-    if (p.empty()) {
-      T* o = out->flat<T>().data();
-      std::fill(o, o + out->NumElements(), static_cast<T>(0.0f));
-      ucudnn::CpuBiasEpilogue<T>(p, p.batch, bias->flat<T>().data(), o);
-      return absl::OkStatus();
-    }
-    // On the CPU there is one algorithm and no workspace: micro-batches of
-    // micro_batch_size if given, else the whole mini-batch.
-    const Plan plan = ucudnn::UniformPlan(p.batch, attrs.micro_batch_size);
-    RecordOnce(ctx, pass, attrs, p, plan);
+    ucudnn::ConvRequest q;
+    q.pass = pass;
+    q.params = p;
+    q.device = -1 - ctx->device()->parsed_name().id;  // CPU devices: -1, -2, ...
+    q.device_name = ctx->device()->name();
+    q.knobs = attrs.knobs;
+    ucudnn::CpuPassTensors tensors;
+    tensors.a = a.tensor_data().data();
+    tensors.b = b.tensor_data().data();
+    tensors.out = const_cast<char*>(out->tensor_data().data());
+    if (bias != nullptr) tensors.bias = bias->tensor_data().data();
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
     const ucudnn::ParallelFor parallel_for =
         [workers](int64_t units, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
           Shard(workers->num_threads, workers->workers, units, cost, fn);
         };
-    const T* a_ptr = a.flat<T>().data();
-    const T* b_ptr = b.flat<T>().data();
-    T* out_ptr = out->flat<T>().data();
-    // Backward-filter micro-batches add up in float32 (see CpuBackwardFilter):
-    // in the output itself for float32, else in a temporary rounded to T once.
-    float* filter_acc = nullptr;
-    Tensor acc;
-    if (pass == Pass::kBackwardFilter) {
-      if constexpr (std::is_same_v<T, float>) {
-        filter_acc = out_ptr;
-      } else {
-        TF_RETURN_IF_ERROR(ctx->allocate_temp(DT_FLOAT, out->shape(), &acc));
-        filter_acc = acc.flat<float>().data();
-      }
-    }
-    TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ExecutePlan(
-        plan, pass, [&](int64_t offset, const ucudnn::MicroBatch& mb, bool accumulate) {
-          const int64_t in_off = offset * p.input_sample_size();
-          const int64_t out_off = offset * p.output_sample_size();
-          switch (pass) {
-            case Pass::kForward:
-              ucudnn::CpuForward<T>(p, mb.size, a_ptr + in_off, b_ptr, out_ptr + out_off,
-                                    parallel_for);
-              if (p.fusion.bias()) {
-                ucudnn::CpuBiasEpilogue<T>(p, mb.size, bias->flat<T>().data(), out_ptr + out_off);
-              }
-              break;
-            case Pass::kBackwardData:
-              ucudnn::CpuBackwardData<T>(p, mb.size, a_ptr + out_off, b_ptr, out_ptr + in_off,
-                                         parallel_for);
-              break;
-            case Pass::kBackwardFilter:
-              ucudnn::CpuBackwardFilter<T>(p, mb.size, a_ptr + in_off, b_ptr + out_off,
-                                           filter_acc, accumulate, parallel_for);
-              break;
-          }
-          return ucudnn::Status();
-        })));
-    if constexpr (!std::is_same_v<T, float>) {
-      if (pass == Pass::kBackwardFilter) ucudnn::CpuStoreFilter<T>(p, filter_acc, out_ptr);
-    }
-    return absl::OkStatus();
-  }
-
-  static void RecordOnce(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
-                         const ConvParams& p, const Plan& plan) {
-    static std::mutex mu;
-    static auto* seen = new std::set<ucudnn::KernelKey>();
-    ucudnn::KernelKey key;
-    key.pass = pass;
-    key.conv = p.Fields();
-    key.device = -1 - ctx->device()->parsed_name().id;  // CPU devices: -1, -2, ...
-    key.forced_micro_batch = attrs.micro_batch_size;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!seen->insert(key).second) return;
-    }
-    ucudnn::PlanRecord r;
-    r.device = ctx->device()->name();
-    r.pass = pass;
-    r.params = p;
-    r.workspace_limit = attrs.workspace_limit;
-    r.policy = attrs.micro_batch_size > 0
-                   ? ucudnn::PolicyLabel(attrs.policy, attrs.micro_batch_size)
-                   : "undivided (CPU)";
-    for (const auto& mb : plan.micro_batches) {
-      r.micro_batches.push_back({mb.size, "im2col-gemm", 0, std::nan("")});
-    }
-    r.time_ms = std::nan("");
-    ucudnn::RecordPlan(r);
-    ucudnn::LogPlan(r);
+    return EngineStatusToTf(ucudnn::RunConvPassCpu(q, tensors, parallel_for));
   }
 };
 
@@ -202,14 +122,9 @@ struct LaunchConv<GPUDevice, T> {
     q.device = se_stream->parent()->device_ordinal();
     q.stream = ctx->eigen_gpu_device().stream();
     q.device_name = ctx->device()->name();
-    q.allow_tf32 = tsl::tensor_float_32_execution_enabled();
-    q.deterministic = OpDeterminismRequired();
-    q.workspace_limit = attrs.workspace_limit;
-    q.policy = attrs.policy;
-    q.micro_batch_size = attrs.micro_batch_size;
-    q.total_workspace = attrs.total_workspace;
-    q.engines = attrs.knobs.engines;
-    q.graph = attrs.knobs.graph;
+    q.knobs = attrs.knobs;
+    q.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    q.knobs.deterministic = OpDeterminismRequired();
     ucudnn::PassTensors tensors;
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();

@@ -32,20 +32,45 @@ std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
   auto i64 = [&s](const char* name, int64_t value) {
     s << ", " << name << " = " << value << " : i64";
   };
-  i64(kAttrWorkspaceLimit, c.workspace_limit);
-  i64(kAttrBatchSizePolicy, static_cast<int64_t>(c.policy));
-  i64(kAttrMicroBatchSize, c.micro_batch_size);
-  i64(kAttrTotalWorkspace, c.total_workspace);
-  i64(kAttrEngines, static_cast<int64_t>(c.engines));
+  const ucudnn::PlanningKnobs& k = c.knobs;
+  i64(kAttrWorkspaceLimit, k.workspace_limit);
+  i64(kAttrBatchSizePolicy, static_cast<int64_t>(k.policy));
+  i64(kAttrMicroBatchSize, k.micro_batch_size);
+  i64(kAttrTotalWorkspace, k.total_workspace);
+  i64(kAttrEngines, static_cast<int64_t>(k.engines));
   // Exactly representable in decimal with 17 significant digits.
   s << ", " << kAttrGraphPruneFactor << " = " << std::setprecision(17) << std::scientific
-    << c.graph.prune_factor << " : f64" << std::defaultfloat;
-  i64(kAttrGraphSearch, static_cast<int64_t>(c.graph.search));
-  i64(kAttrGraphLayouts, static_cast<int64_t>(c.graph.layouts));
-  i64(kAttrAllowTf32, c.allow_tf32 ? 1 : 0);
-  i64(kAttrDeterministic, c.deterministic ? 1 : 0);
+    << k.graph.prune_factor << " : f64" << std::defaultfloat;
+  i64(kAttrGraphSearch, static_cast<int64_t>(k.graph.search));
+  i64(kAttrGraphLayouts, static_cast<int64_t>(k.graph.layouts));
+  i64(kAttrAllowTf32, k.allow_tf32 ? 1 : 0);
+  i64(kAttrDeterministic, k.deterministic ? 1 : 0);
   s << "}";
   return s.str();
+}
+
+bool DecodeXlaConvConfig(const XlaConvAttributes& a, XlaConvConfig* c) {
+  if (!ConvParamsFromFields(a.conv, a.conv_size, &c->params) || a.policy < 0 || a.policy > 2 ||
+      a.engines < 0 || a.engines >= ucudnn::kEngineSetCount || a.graph_search < 0 ||
+      a.graph_search >= ucudnn::kGraphSearchCount || a.graph_layouts < 0 ||
+      a.graph_layouts >= ucudnn::kGraphLayoutsCount ||
+      !ucudnn::ValidGraphPruneFactor(a.graph_prune_factor) ||
+      a.workspace_limit < ucudnn::kAutoWorkspaceLimit || a.total_workspace < 0 ||
+      a.micro_batch_size < 0) {
+    return false;
+  }
+  ucudnn::PlanningKnobs& k = c->knobs;
+  k.workspace_limit = a.workspace_limit;
+  k.policy = static_cast<ucudnn::BatchSizePolicy>(a.policy);
+  k.micro_batch_size = a.micro_batch_size;
+  k.total_workspace = a.total_workspace;
+  k.engines = static_cast<ucudnn::EngineSet>(a.engines);
+  k.graph.prune_factor = a.graph_prune_factor;
+  k.graph.search = static_cast<ucudnn::GraphSearch>(a.graph_search);
+  k.graph.layouts = static_cast<ucudnn::GraphLayouts>(a.graph_layouts);
+  k.allow_tf32 = a.allow_tf32 != 0;
+  k.deterministic = a.deterministic != 0;
+  return true;
 }
 
 bool ConvParamsFromFields(const int64_t* f, size_t n, ucudnn::ConvParams* p) {

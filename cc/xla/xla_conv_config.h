@@ -17,16 +17,10 @@ namespace tensorflow {
 namespace ucudnn_tf {
 
 struct XlaConvConfig {
-  ucudnn::ConvParams params;
-  int64_t workspace_limit = 0;  // bytes
-  ucudnn::BatchSizePolicy policy = ucudnn::BatchSizePolicy::kPowerOfTwo;
-  int64_t micro_batch_size = 0;
-  int64_t total_workspace = 0;  // bytes; > 0: a Workspace Division group
-  // Read when the tf2xla kernel was created (knobs.h), as by the TF kernel.
-  ucudnn::EngineSet engines = ucudnn::EngineSet::kAuto;
-  ucudnn::GraphSearchKnobs graph;
-  bool allow_tf32 = true;
-  bool deterministic = false;
+  ucudnn::ConvParams params;  // its fusion included (conv's field 20)
+  // Resolved when the tf2xla kernel was created, as by the TF kernel; the
+  // numerics fixed when the function is compiled.
+  ucudnn::PlanningKnobs knobs;
 };
 
 // "ucudnn_conv2d_forward", "ucudnn_conv2d_backward_data", "ucudnn_conv2d_backward_filter".
@@ -61,6 +55,22 @@ int64_t XlaPaddedInChannels(const ucudnn::ConvParams& params);
 // (and graph_prune_factor, f64),
 // e.g. "{conv = array<i64: 8, 3, ...>, workspace_limit = 67108864 : i64, ...}".
 std::string EncodeXlaConvConfig(const XlaConvConfig& config);
+
+// The attributes as the FFI handler binds them (UCUDNN_FFI_BINDING in
+// cc/xla/xla_ffi_conv.cc), before they are checked.
+struct XlaConvAttributes {
+  const int64_t* conv = nullptr;  // ConvParams::Fields()
+  size_t conv_size = 0;
+  int64_t workspace_limit = 0, policy = 0, micro_batch_size = 0, total_workspace = 0;
+  int64_t engines = 0;
+  double graph_prune_factor = 0;
+  int64_t graph_search = 0, graph_layouts = 0, allow_tf32 = 0, deterministic = 0;
+};
+
+// The config EncodeXlaConvConfig wrote (its inverse); false when an attribute
+// is out of range (a field count, an enum value or fusion code not known, a
+// negative size, a prune factor ValidGraphPruneFactor refuses).
+bool DecodeXlaConvConfig(const XlaConvAttributes& attrs, XlaConvConfig* config);
 
 // ConvParams from ConvParams::Fields(); false if `n` is not the field count or
 // an enum value is out of range.

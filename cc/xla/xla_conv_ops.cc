@@ -37,6 +37,150 @@ namespace {
 using ucudnn::ConvParams;
 using ucudnn::Pass;
 
+constexpr int64_t kFilterInDim = 2;  // HWIO's I
+
+// The output's channel dimension: 3 in NHWC, 1 in NCHW.
+int64_t ChannelDimension(ucudnn::Layout layout) {
+  return layout == ucudnn::Layout::kNHWC ? 3 : 1;
+}
+
+// The input and filter shapes of `pass`'s op: from its operands, or from
+// its compile-time constant sizes (input_sizes of backward-data,
+// filter_sizes of backward-filter).
+absl::Status PassShapes(XlaOpKernelContext* ctx, Pass pass, TensorShape* input,
+                        TensorShape* filter) {
+  switch (pass) {
+    case Pass::kForward:
+      *input = ctx->InputShape(0);
+      *filter = ctx->InputShape(1);
+      return absl::OkStatus();
+    case Pass::kBackwardData:
+      *filter = ctx->InputShape(1);
+      return ctx->ConstantInputAsShape(0, input);
+    case Pass::kBackwardFilter:
+      *input = ctx->InputShape(0);
+      return ctx->ConstantInputAsShape(1, filter);
+  }
+  return absl::InternalError("unknown pass");
+}
+
+// A pass's operands: input (forward, backward-filter), filter (forward,
+// backward-data), out_backprop (the gradients), bias (Conv2DWithBias).
+struct Operands {
+  xla::XlaOp input, filter, out_backprop, bias;
+};
+
+Operands PassOperands(XlaOpKernelContext* ctx, Pass pass, bool bias) {
+  Operands ops;
+  switch (pass) {
+    case Pass::kForward:
+      ops.input = ctx->Input(0);
+      ops.filter = ctx->Input(1);
+      if (bias) ops.bias = ctx->Input(2);
+      break;
+    case Pass::kBackwardData:
+      ops.filter = ctx->Input(1);
+      ops.out_backprop = ctx->Input(2);
+      break;
+    case Pass::kBackwardFilter:
+      ops.input = ctx->Input(0);
+      ops.out_backprop = ctx->Input(2);
+      break;
+  }
+  return ops;
+}
+
+// The result of an empty convolution, as stock TF: an empty result, or a
+// zero filter gradient (or the bias alone, a sum over nothing plus the bias,
+// and its ReLU); nothing to plan.
+xla::XlaOp EmptyResult(XlaOpKernelContext* ctx, bool bias, const ConvParams& params,
+                       const TensorShape& result, xla::PrimitiveType type) {
+  xla::XlaOp out = bias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
+                                              {ChannelDimension(params.layout)})
+                        : xla::Broadcast(xla::Zero(ctx->builder(), type), result.dim_sizes());
+  if (params.fusion.relu()) out = xla::Max(out, xla::Zero(ctx->builder(), type));
+  return out;
+}
+
+// Input channels C -> `padded`, zeros in the input and in the filter's input
+// channels (XlaPaddedInChannels). backward-filter pads its input behind an
+// optimization barrier with out_backprop, so that the padded copy is made
+// when the gradient is, not kept from the forward pass to it (XLA would
+// otherwise share one pad of the input between the passes).
+void PadInChannels(xla::XlaBuilder* b, Pass pass, xla::PrimitiveType type, int64_t padded,
+                   ConvParams* params, Operands* ops, TensorShape* input_shape,
+                   TensorShape* filter_shape) {
+  const int64_t extra = padded - params->in_channels;
+  auto pad = [&](xla::XlaOp op, int64_t dim) {  // a 4-D operand
+    xla::PaddingConfig config;
+    for (int64_t i = 0; i < 4; ++i) {
+      config.add_dimensions()->set_edge_padding_high(i == dim ? extra : 0);
+    }
+    return xla::Pad(op, xla::Zero(b, type), config);
+  };
+  const int64_t channel_dim = ChannelDimension(params->layout);
+  if (pass == Pass::kBackwardFilter) {
+    xla::XlaOp both = xla::OptimizationBarrier(xla::Tuple(b, {ops->input, ops->out_backprop}));
+    ops->input = xla::GetTupleElement(both, 0);
+    ops->out_backprop = xla::GetTupleElement(both, 1);
+  }
+  if (pass != Pass::kBackwardData) ops->input = pad(ops->input, channel_dim);
+  if (pass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, kFilterInDim);
+  input_shape->set_dim(channel_dim, padded);
+  filter_shape->set_dim(kFilterInDim, padded);
+  params->in_channels = padded;
+}
+
+// A custom call's operands, their shapes and its result's: activations in
+// TF's layouts (row-major NHWC/NCHW), the filter's HWIO dimensions laid out
+// as cuDNN takes them (KRSC for NHWC, KCRS for NCHW).
+struct CallSignature {
+  std::vector<xla::XlaOp> operands;
+  std::vector<xla::Shape> operand_shapes;
+  xla::Shape result;
+};
+
+// `bias_shape`: the bias operand's shape where the forward pass has one, else nullptr.
+CallSignature CustomCallSignature(Pass pass, xla::PrimitiveType type, const ConvParams& params,
+                                  const Operands& ops, const TensorShape& input_shape,
+                                  const TensorShape& filter_shape,
+                                  const TensorShape& output_shape,
+                                  const TensorShape* bias_shape) {
+  auto shape_of = [type](const TensorShape& s) {
+    return xla::ShapeUtil::MakeShapeWithDescendingLayout(type, s.dim_sizes());
+  };
+  // HWIO = dimensions (0, 1, 2, 3) = (R, S, C, K), minor to major.
+  const std::vector<int64_t> cudnn_filter_layout =
+      params.layout == ucudnn::Layout::kNHWC ? std::vector<int64_t>{2, 1, 0, 3}   // KRSC
+                                             : std::vector<int64_t>{1, 0, 2, 3};  // KCRS
+  auto filter_shape_of = [&](const TensorShape& s) {
+    return xla::ShapeUtil::MakeShapeWithDenseLayout(type, s.dim_sizes(), cudnn_filter_layout);
+  };
+  CallSignature call;
+  switch (pass) {
+    case Pass::kForward:  // a = input, b = filter [, bias] -> output
+      call.operands = {ops.input, ops.filter};
+      call.operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
+      if (bias_shape != nullptr) {
+        call.operands.push_back(ops.bias);
+        call.operand_shapes.push_back(shape_of(*bias_shape));
+      }
+      call.result = shape_of(output_shape);
+      break;
+    case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
+      call.operands = {ops.out_backprop, ops.filter};
+      call.operand_shapes = {shape_of(output_shape), filter_shape_of(filter_shape)};
+      call.result = shape_of(input_shape);
+      break;
+    case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
+      call.operands = {ops.input, ops.out_backprop};
+      call.operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
+      call.result = filter_shape_of(filter_shape);
+      break;
+  }
+  return call;
+}
+
 // kBias: Ucudnn>Conv2DWithBias (forward).
 template <Pass kPass, bool kGpu, bool kBias = false>
 class UcudnnXlaConvOp : public XlaOpKernel {
@@ -62,20 +206,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
 
   void Compile(XlaOpKernelContext* ctx) override {
     TensorShape input_shape, filter_shape;
-    switch (kPass) {
-      case Pass::kForward:
-        input_shape = ctx->InputShape(0);
-        filter_shape = ctx->InputShape(1);
-        break;
-      case Pass::kBackwardData:
-        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(0, &input_shape));
-        filter_shape = ctx->InputShape(1);
-        break;
-      case Pass::kBackwardFilter:
-        input_shape = ctx->InputShape(0);
-        OP_REQUIRES_OK(ctx, ctx->ConstantInputAsShape(1, &filter_shape));
-        break;
-    }
+    OP_REQUIRES_OK(ctx, PassShapes(ctx, kPass, &input_shape, &filter_shape));
     // The same validation as the TF kernel: a bad shape or attribute is an
     // InvalidArgument when the function is compiled.
     ConvParams params;
@@ -89,37 +220,16 @@ class UcudnnXlaConvOp : public XlaOpKernel {
       OP_REQUIRES_OK(ctx, CheckOutBackprop(ctx->InputShape(2), output_shape));
     }
     if (params.empty()) {
-      // As stock TF: an empty result, or a zero filter gradient (or the bias
-      // alone, a sum over nothing plus the bias, and its ReLU); nothing to plan.
       const TensorShape& result = PassResultShape(kPass, input_shape, filter_shape, output_shape);
-      xla::XlaOp out = kBias ? xla::BroadcastInDim(ctx->Input(2), result.dim_sizes(),
-                                                   {ChannelDimension(params.layout)})
-                             : xla::Broadcast(xla::Zero(ctx->builder(), type_),
-                                              result.dim_sizes());
-      if (params.fusion.relu()) out = xla::Max(out, xla::Zero(ctx->builder(), type_));
-      ctx->SetOutput(0, out);
+      ctx->SetOutput(0, EmptyResult(ctx, kBias, params, result, type_));
       return;
     }
-    Operands ops;
-    switch (kPass) {
-      case Pass::kForward:
-        ops.input = ctx->Input(0);
-        ops.filter = ctx->Input(1);
-        if (kBias) ops.bias = ctx->Input(2);
-        break;
-      case Pass::kBackwardData:
-        ops.filter = ctx->Input(1);
-        ops.out_backprop = ctx->Input(2);
-        break;
-      case Pass::kBackwardFilter:
-        ops.input = ctx->Input(0);
-        ops.out_backprop = ctx->Input(2);
-        break;
-    }
+    Operands ops = PassOperands(ctx, kPass, kBias);
     const int64_t channels = params.in_channels;
     const int64_t padded = pad_channels_ ? XlaPaddedInChannels(params) : channels;
     if (padded != channels) {
-      PadInChannels(ctx->builder(), padded, &params, &ops, &input_shape, &filter_shape);
+      PadInChannels(ctx->builder(), kPass, type_, padded, &params, &ops, &input_shape,
+                    &filter_shape);
     }
     absl::StatusOr<xla::XlaOp> out =
         kGpu ? CompileCustomCall(ctx, params, ops, input_shape, filter_shape, output_shape)
@@ -135,115 +245,44 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   }
 
  private:
-  // The pass's operands: input (forward, backward-filter), filter (forward,
-  // backward-data), out_backprop (the gradients), bias (Conv2DWithBias).
-  struct Operands {
-    xla::XlaOp input, filter, out_backprop, bias;
-  };
-  static constexpr int64_t kFilterInDim = 2;  // HWIO's I
-
-  // Input channels C -> `padded`, zeros in the input and in the filter's input
-  // channels (XlaPaddedInChannels). backward-filter pads its input behind an
-  // optimization barrier with out_backprop, so that the padded copy is made
-  // when the gradient is, not kept from the forward pass to it (XLA would
-  // otherwise share one pad of the input between the passes).
-  void PadInChannels(xla::XlaBuilder* b, int64_t padded, ConvParams* params, Operands* ops,
-                     TensorShape* input_shape, TensorShape* filter_shape) const {
-    const int64_t extra = padded - params->in_channels;
-    auto pad = [&](xla::XlaOp op, int64_t dim) {  // a 4-D operand
-      xla::PaddingConfig config;
-      for (int64_t i = 0; i < 4; ++i) {
-        config.add_dimensions()->set_edge_padding_high(i == dim ? extra : 0);
-      }
-      return xla::Pad(op, xla::Zero(b, type_), config);
-    };
-    const int64_t channel_dim = ChannelDimension(params->layout);
-    if (kPass == Pass::kBackwardFilter) {
-      xla::XlaOp both = xla::OptimizationBarrier(xla::Tuple(b, {ops->input, ops->out_backprop}));
-      ops->input = xla::GetTupleElement(both, 0);
-      ops->out_backprop = xla::GetTupleElement(both, 1);
-    }
-    if (kPass != Pass::kBackwardData) ops->input = pad(ops->input, channel_dim);
-    if (kPass != Pass::kBackwardFilter) ops->filter = pad(ops->filter, kFilterInDim);
-    input_shape->set_dim(channel_dim, padded);
-    filter_shape->set_dim(kFilterInDim, padded);
-    params->in_channels = padded;
-  }
-
-  // GPU: a typed-FFI custom call; activations in TF's layouts (row-major
-  // NHWC/NCHW), the filter's HWIO dimensions laid out as cuDNN takes them
-  // (KRSC for NHWC, KCRS for NCHW): XLA transposes the filter where it can
-  // inside a fusion (the filter gradient, e.g., inside the weight update), and
-  // the engine runs without a transform of its own.
+  // GPU: a typed-FFI custom call (CustomCallSignature): XLA transposes the
+  // filter where it can inside a fusion (the filter gradient, e.g., inside
+  // the weight update), and the engine runs without a transform of its own.
   absl::StatusOr<xla::XlaOp> CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params,
                                                const Operands& ops,
                                                const TensorShape& input_shape,
                                                const TensorShape& filter_shape,
                                                const TensorShape& output_shape) {
-    auto shape_of = [this](const TensorShape& s) {
-      return xla::ShapeUtil::MakeShapeWithDescendingLayout(type_, s.dim_sizes());
-    };
-    // HWIO = dimensions (0, 1, 2, 3) = (R, S, C, K), minor to major.
-    const std::vector<int64_t> cudnn_filter_layout =
-        params.layout == ucudnn::Layout::kNHWC ? std::vector<int64_t>{2, 1, 0, 3}   // KRSC
-                                               : std::vector<int64_t>{1, 0, 2, 3};  // KCRS
-    auto filter_shape_of = [&](const TensorShape& s) {
-      return xla::ShapeUtil::MakeShapeWithDenseLayout(type_, s.dim_sizes(), cudnn_filter_layout);
-    };
-    std::vector<xla::XlaOp> operands;
-    std::vector<xla::Shape> operand_shapes;
-    xla::Shape result;
-    switch (kPass) {
-      case Pass::kForward:  // a = input, b = filter [, bias] -> output
-        operands = {ops.input, ops.filter};
-        operand_shapes = {shape_of(input_shape), filter_shape_of(filter_shape)};
-        if (kBias) {
-          operands.push_back(ops.bias);
-          operand_shapes.push_back(shape_of(ctx->InputShape(2)));
-        }
-        result = shape_of(output_shape);
-        break;
-      case Pass::kBackwardData:  // a = out_backprop, b = filter -> in_backprop
-        operands = {ops.out_backprop, ops.filter};
-        operand_shapes = {shape_of(output_shape), filter_shape_of(filter_shape)};
-        result = shape_of(input_shape);
-        break;
-      case Pass::kBackwardFilter:  // a = input, b = out_backprop -> filter_backprop
-        operands = {ops.input, ops.out_backprop};
-        operand_shapes = {shape_of(input_shape), shape_of(output_shape)};
-        result = filter_shape_of(filter_shape);
-        break;
-    }
+    const TensorShape bias_shape = kBias ? ctx->InputShape(2) : TensorShape();
+    CallSignature call = CustomCallSignature(kPass, type_, params, ops, input_shape,
+                                             filter_shape, output_shape,
+                                             kBias ? &bias_shape : nullptr);
     XlaConvConfig config;
     config.params = params;
-    config.workspace_limit = attrs_.workspace_limit;
-    config.policy = attrs_.policy;
-    config.micro_batch_size = attrs_.micro_batch_size;
-    config.total_workspace = attrs_.total_workspace;
-    config.engines = attrs_.knobs.engines;
-    config.graph = attrs_.knobs.graph;
+    config.knobs = attrs_.knobs;
     // Numerics are fixed when the function is compiled, as XLA's own
     // convolutions fix theirs.
-    config.allow_tf32 = tsl::tensor_float_32_execution_enabled();
-    config.deterministic = OpDeterminismRequired();
+    config.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    config.knobs.deterministic = OpDeterminismRequired();
     // UCUDNN_XLA_WORKSPACE=buffer: a second result, u8 of the limit's size,
     // that XLA's buffer assignment places (live only during the call, as the
     // workspace of XLA's own convolutions). Not in a Workspace Division group,
     // whose kernels' shares are known only when the group is planned.
+    const ucudnn::PlanningKnobs& knobs = attrs_.knobs;
     const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
-                                  attrs_.total_workspace == 0 && attrs_.workspace_limit > 0;
+                                  knobs.total_workspace == 0 && knobs.workspace_limit > 0;
     if (workspace_result) {
-      result = xla::ShapeUtil::MakeTupleShape(
-          {result, xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8,
-                                                                 {attrs_.workspace_limit})});
+      call.result = xla::ShapeUtil::MakeTupleShape(
+          {call.result,
+           xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit})});
     }
-    xla::XlaOp call = xla::CustomCallWithLayout(
-        ctx->builder(), XlaConvTarget(kPass), operands, result, operand_shapes,
+    xla::XlaOp out = xla::CustomCallWithLayout(
+        ctx->builder(), XlaConvTarget(kPass), call.operands, call.result, call.operand_shapes,
         EncodeXlaConvConfig(config), /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
         xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    return workspace_result ? xla::GetTupleElement(call, 0) : call;
+    return workspace_result ? xla::GetTupleElement(out, 0) : out;
   }
 
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
@@ -272,11 +311,6 @@ class UcudnnXlaConvOp : public XlaOpKernel {
                                            ops.out_backprop, xla_attrs_);
     }
     return absl::InternalError("unknown pass");
-  }
-
-  // The output's channel dimension: 3 in NHWC, 1 in NCHW.
-  static int64_t ChannelDimension(ucudnn::Layout layout) {
-    return layout == ucudnn::Layout::kNHWC ? 3 : 1;
   }
 
   ConvAttrs attrs_;

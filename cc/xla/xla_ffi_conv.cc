@@ -112,17 +112,29 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                    int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
                    double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
                    int64_t allow_tf32, int64_t deterministic) {
-  ucudnn::ConvRequest q;
-  q.pass = kPass;
-  if (!ConvParamsFromFields(conv.begin(), conv.size(), &q.params) || policy < 0 || policy > 2 ||
-      engines < 0 || engines >= ucudnn::kEngineSetCount || graph_search < 0 ||
-      graph_search >= ucudnn::kGraphSearchCount || graph_layouts < 0 ||
-      graph_layouts >= ucudnn::kGraphLayoutsCount ||
-      !ucudnn::ValidGraphPruneFactor(graph_prune_factor)) {
+  XlaConvAttributes attrs;
+  attrs.conv = conv.begin();
+  attrs.conv_size = conv.size();
+  attrs.workspace_limit = workspace_limit;
+  attrs.policy = policy;
+  attrs.micro_batch_size = micro_batch_size;
+  attrs.total_workspace = total_workspace;
+  attrs.engines = engines;
+  attrs.graph_prune_factor = graph_prune_factor;
+  attrs.graph_search = graph_search;
+  attrs.graph_layouts = graph_layouts;
+  attrs.allow_tf32 = allow_tf32;
+  attrs.deterministic = deterministic;
+  XlaConvConfig config;
+  if (!DecodeXlaConvConfig(attrs, &config)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: malformed attributes of custom call ") +
                           XlaConvTarget(kPass));
   }
+  ucudnn::ConvRequest q;
+  q.pass = kPass;
+  q.params = config.params;
+  q.knobs = config.knobs;
   const ucudnn::ConvParams& p = q.params;
   // The buffers XLA passes must be the ones the attributes describe.
   const ucudnn::PassBytes want = ucudnn::PassTensorBytes(kPass, p, p.batch);
@@ -139,16 +151,6 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   q.device = device;
   q.stream = stream;
   q.device_name = "/device:GPU:" + std::to_string(device) + " (XLA)";
-  q.allow_tf32 = allow_tf32 != 0;
-  q.deterministic = deterministic != 0;
-  q.workspace_limit = workspace_limit;
-  q.policy = static_cast<ucudnn::BatchSizePolicy>(policy);
-  q.micro_batch_size = micro_batch_size;
-  q.total_workspace = total_workspace;
-  q.engines = static_cast<ucudnn::EngineSet>(engines);
-  q.graph.prune_factor = graph_prune_factor;
-  q.graph.search = static_cast<ucudnn::GraphSearch>(graph_search);
-  q.graph.layouts = static_cast<ucudnn::GraphLayouts>(graph_layouts);
   ucudnn::PassTensors tensors;
   tensors.a = a.untyped_data();
   tensors.b = b.untyped_data();
