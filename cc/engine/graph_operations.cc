@@ -1,0 +1,174 @@
+// The operation graph of a convolution pass and its fusion, and engine
+// configs of it, through cudnn-frontend's v0.x builder API (graph_operations.h).
+#include "cc/engine/graph_operations.h"
+
+#if GOOGLE_CUDA
+
+#include <utility>
+#include <vector>
+
+#include "cc/engine/cuda_check.h"
+
+namespace ucudnn {
+namespace graph_internal {
+namespace {
+
+// A graph tensor of `dims` [n, c, h, w], packed in `layout` (virtual: an
+// intermediate of the graph, in no buffer).
+fe::Tensor MakeTensor(const int64_t dims[4], Layout layout, int64_t uid, cudnnDataType_t type,
+                      int64_t alignment, bool is_virtual = false) {
+  int64_t strides[4];
+  LayoutStrides(layout, dims[1], dims[2], dims[3], strides);
+  return fe::TensorBuilder()
+      .setDim(4, dims)
+      .setStride(4, strides)
+      .setId(uid)
+      .setAlignment(alignment)
+      .setDataType(type)
+      .setVirtual(is_virtual)
+      .build();
+}
+
+// A pointwise node of the forward epilogue, computing in float: y = x + b
+// (CUDNN_POINTWISE_ADD, `b` given) or y = max(x, 0) (RELU_FWD, `b` null).
+Status MakePointwise(cudnnPointwiseMode_t mode, const fe::Tensor& x, const fe::Tensor* b,
+                     const fe::Tensor& y, const char* what, std::unique_ptr<fe::Operation>* out) {
+  fe::PointWiseDesc desc =
+      fe::PointWiseDescBuilder().setMode(mode).setComputeType(CUDNN_DATA_FLOAT).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(desc, what));
+  fe::OperationBuilder builder(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  builder.setxDesc(x).setyDesc(y).setpwDesc(desc);
+  if (b != nullptr) builder.setbDesc(*b);
+  *out = std::make_unique<fe::Operation>(builder.build());
+  return FrontendOk(**out, what);
+}
+
+}  // namespace
+
+cudnnBackendDescriptorType_t OperationType(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
+    case Pass::kBackwardData: return CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
+    case Pass::kBackwardFilter: break;
+  }
+  return CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+}
+
+// The pass's output among x (0), w (1), y (2).
+int OutputRole(Pass pass) {
+  return pass == Pass::kForward ? 2 : pass == Pass::kBackwardData ? 0 : 1;
+}
+
+// Whether the plan of `spec` transposes its output (then the graph itself
+// never accumulates: the transpose back adds).
+bool TransposesOutput(const ConvGraphSpec& spec) {
+  const int64_t* dims[3] = {spec.x, spec.w, spec.y};
+  return spec.layout != spec.graph_layout && !LayoutsCoincide(dims[OutputRole(spec.pass)]);
+}
+
+Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
+                          std::unique_ptr<fe::OperationGraph>* graph) {
+  const Layout l = spec.graph_layout;
+  fe::Tensor x = MakeTensor(spec.x, l, kUidX, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(x, "the graph's x tensor"));
+  fe::Tensor w = MakeTensor(spec.w, l, kUidW, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(w, "the graph's w tensor"));
+  fe::Tensor y = MakeTensor(spec.y, l, kUidY, spec.data_type, spec.alignment);
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(y, "the graph's y tensor"));
+  // With a bias, the convolution writes a float intermediate that a
+  // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y; with a
+  // ReLU too, the add writes a second float intermediate that the ReLU reads.
+  if (spec.fusion.bias() && spec.pass != Pass::kForward) {
+    return Status::InvalidArgument(std::string("an epilogue needs the forward pass, not ") +
+                                   PassName(spec.pass));
+  }
+  const bool add_bias = spec.fusion.bias(), relu = spec.fusion.relu();
+  std::unique_ptr<fe::Tensor> conv_y, bias, biased;
+  if (relu) {
+    biased = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidBiased, CUDNN_DATA_FLOAT,
+                                                     spec.alignment, /*is_virtual=*/true));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*biased, "the graph's biased result"));
+  }
+  if (add_bias) {
+    const int64_t bias_dims[4] = {1, spec.y[1], 1, 1};
+    conv_y = std::make_unique<fe::Tensor>(MakeTensor(spec.y, l, kUidConv, CUDNN_DATA_FLOAT,
+                                                     spec.alignment, /*is_virtual=*/true));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*conv_y, "the graph's convolution result"));
+    bias = std::make_unique<fe::Tensor>(
+        MakeTensor(bias_dims, l, kUidBias, spec.data_type, spec.alignment));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*bias, "the graph's bias tensor"));
+  }
+  fe::ConvDesc conv = fe::ConvDescBuilder()
+                          .setComputeType(CUDNN_DATA_FLOAT)
+                          .setMathMode(CUDNN_CROSS_CORRELATION)
+                          .setSpatialDimCount(2)
+                          .setSpatialStride(2, spec.stride)
+                          .setPrePadding(2, spec.pad)
+                          .setPostPadding(2, spec.pad)
+                          .setDilation(2, spec.dilation)
+                          .build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(conv, "the convolution descriptor"));
+  // Backward-filter's later micro-batches add to dW (beta = 1), which the v1
+  // graph API cannot say; the v0.x operation can.
+  const float beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
+  fe::OperationBuilder builder(OperationType(spec.pass));
+  switch (spec.pass) {
+    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(add_bias ? *conv_y : y); break;
+    case Pass::kBackwardData: builder.setdxDesc(x).setwDesc(w).setdyDesc(y); break;
+    case Pass::kBackwardFilter: builder.setxDesc(x).setdwDesc(w).setdyDesc(y); break;
+  }
+  fe::Operation op = builder.setcDesc(conv).setAlpha(1.0f).setBeta(beta).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
+  std::vector<const fe::Operation*> ops = {&op};
+  std::unique_ptr<fe::Operation> add_op, relu_op;
+  if (add_bias) {
+    UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_ADD, *conv_y, bias.get(),
+                                         relu ? *biased : y, "the bias add", &add_op));
+    ops.push_back(add_op.get());
+  }
+  if (relu) {
+    UCUDNN_RETURN_IF_ERROR(
+        MakePointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, y, "the ReLU", &relu_op));
+    ops.push_back(relu_op.get());
+  }
+  auto made = std::make_unique<fe::OperationGraph>(
+      fe::OperationGraphBuilder()
+          .setHandle(handle)
+          .setOperationGraph(static_cast<int64_t>(ops.size()), ops.data())
+          .build());
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(*made, "the operation graph"));
+  *graph = std::move(made);
+  return Status();
+}
+
+Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
+                        std::unique_ptr<fe::EngineConfig>* out) {
+  fe::Engine engine = fe::EngineBuilder().setOperationGraph(graph).setGlobalEngineIdx(e.id).build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(engine, "the engine"));
+  // The frontend passes a choice for every knob of the engine once one is
+  // set; ours come from a heuristics config (every knob), so they must
+  // cover the engine's knobs exactly.
+  auto& knobs = engine.getSupportedKnobs();
+  size_t matched = 0;
+  for (auto& knob : knobs) {
+    for (const auto& [type, value] : e.knobs) {
+      if (static_cast<int64_t>(knob.getKnobType()) == type) {
+        knob.setChoice(static_cast<uint64_t>(value));
+        ++matched;
+      }
+    }
+  }
+  if (!e.knobs.empty() && (matched != e.knobs.size() || matched != knobs.size())) {
+    return Status::Internal("the knob choices of " + e.Name() + " are not the engine's " +
+                            std::to_string(knobs.size()) + " knobs");
+  }
+  auto config = std::make_unique<fe::EngineConfig>(fe::EngineConfigBuilder().setEngine(engine).build());
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(*config, "the engine config"));
+  *out = std::move(config);
+  return Status();
+}
+
+}  // namespace graph_internal
+}  // namespace ucudnn
+
+#endif  // GOOGLE_CUDA
