@@ -9,9 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cc/engine/conv_params.h"
-#include "cc/engine/knobs.h"
-#include "cc/engine/planner.h"
+#include "cc/engine/conv_runner.h"
 
 namespace tensorflow {
 namespace ucudnn_tf {
