@@ -49,6 +49,8 @@ test: build
 	./bazel-bin/cc/engine/planner_test
 	bazel build //cc/engine:knobs_test
 	./bazel-bin/cc/engine/knobs_test
+	bazel build //cc/engine:conv_params_test
+	./bazel-bin/cc/engine/conv_params_test
 	bazel build //cc/engine:screening_test
 	./bazel-bin/cc/engine/screening_test
 	$(VPY) -m pytest tests -v -rs

@@ -34,7 +34,7 @@ enum class Epilogue : int {
 };
 
 // What a kernel fuses around its convolution, as one value: every reader goes
-// through its functions (the graph builder, cudnn_graph.cc; candidate kinds,
+// through its functions (the graph builder, graph_operations.cc; candidate kinds,
 // Name(); the kernel and database keys, Code(); the XLA attributes,
 // ConvParams::Fields(); plan records, ConvParams::ToString()). Today an
 // epilogue of the forward pass. The extension point: an epilogue such as the
