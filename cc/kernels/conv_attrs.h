@@ -14,8 +14,6 @@
 namespace tensorflow {
 namespace ucudnn_tf {
 
-constexpr int64_t kDefaultWorkspaceLimit = ucudnn::kDefaultWorkspaceLimit;  // 64 MiB
-
 struct ConvAttrs {
   ucudnn::Layout layout = ucudnn::Layout::kNHWC;
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
@@ -37,11 +35,12 @@ struct ConvAttrs {
 // the values allowed).
 absl::Status EngineStatusToTf(const ucudnn::Status& s);
 
-// Reads every attribute, applying UCUDNN_DEFAULT_WORKSPACE_LIMIT,
-// UCUDNN_BATCH_SIZE_POLICY and UCUDNN_TOTAL_WORKSPACE_SIZE where the
-// attribute asks for the default, and UCUDNN_ENGINES and UCUDNN_GRAPH_*
-// (cc/engine/knobs.h): the environment as it is when the kernel is
-// created.
+// Reads every attribute; the planning knobs' through
+// ucudnn::ResolvePlanningKnobs (cc/engine/knobs.h), which applies
+// UCUDNN_DEFAULT_WORKSPACE_LIMIT, UCUDNN_BATCH_SIZE_POLICY and
+// UCUDNN_TOTAL_WORKSPACE_SIZE where an attribute asks for the default, and
+// UCUDNN_ENGINES and UCUDNN_GRAPH_*: the environment as it is when the kernel
+// is created.
 absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs);
 
 // Validates the input and filter shapes against the attributes and fills
