@@ -845,11 +845,11 @@ def list_text():
 
 
 def recorded(path):
-    """The rows of an earlier run's JSON at path, or [] where there is none."""
+    """The cells an earlier run's JSON at path has probed (not skipped), or []."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return json.load(f).get("results", [])
+        return [r for r in json.load(f).get("results", []) if not r.get("skipped")]
 
 
 def supervise(argv, args):
@@ -925,8 +925,8 @@ def main(argv=None):
                  if any(PATTERN_BY_NAME[p].baseline == d for p in args.patterns)]
     order = baselines + [p for p in args.patterns if p not in baselines]
     over_budget = False
-    for shape_name in args.shapes:
-        for layout in args.layouts:
+    for layout in args.layouts:  # NHWC, the fused engines' layout, first
+        for shape_name in args.shapes:
             for dtype in args.dtypes:
                 cell = Cell(dtype, layout, SHAPES[shape_name], args.batch)
                 conv_alone = {r["pattern"]: r.get("time_ms") for r in result["results"]
@@ -941,8 +941,8 @@ def main(argv=None):
                         continue
                     if not over_budget and time.monotonic() - start > args.seconds:
                         over_budget = True
-                        result["notes"].append(f"time budget of {args.seconds:g} s spent at "
-                                               f"{name} {dtype} {layout} {shape_name}; the rest skipped")
+                        result["notes"].append(f"time budget (--seconds) spent at {name} {dtype} {layout} "
+                                               f"{shape_name}; the rest skipped")
                     if over_budget:
                         if name in args.patterns:
                             result["results"].append(dict(key, skipped=True))
