@@ -52,6 +52,7 @@ import argparse
 import datetime
 import faulthandler
 import gc
+import gzip
 import json
 import math
 import os
@@ -762,7 +763,7 @@ def errors_text(result):
 def summarize(paths):
     merged = None
     for path in paths:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             result = json.load(f)
         if merged is None:
             merged = result
@@ -823,7 +824,7 @@ def parse_args(argv=None):
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a child of supervise()
     parser.add_argument("--list", action="store_true", help="print the graphs and shapes, and exit")
     parser.add_argument("--summarize", nargs="+", metavar="JSON",
-                        help="print the tables of written result files (joined), and exit")
+                        help="print the tables of written result files (.json or .json.gz, joined), and exit")
     args = parser.parse_args(argv)
     args.dtypes = parse_list(args.dtypes, DTYPES, "dtypes")
     args.layouts = parse_list(args.layouts, LAYOUTS, "layouts")
