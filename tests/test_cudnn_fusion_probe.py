@@ -40,6 +40,8 @@ def test_help_and_list_run_without_torch_or_cudnn():
     for pattern in module.PATTERNS:
         assert pattern.name in listed.stdout
     assert module.torch is None and module.cudnn is None  # imported lazily, in main()
+    for part in (module.cell, module.graphs, module.measure):  # bound by main()'s worker
+        assert part.torch is None and part.cudnn is None, part.__name__
 
 
 def test_every_graph_compares_with_a_convolution_alone_that_is_probed():
