@@ -17,7 +17,10 @@ import pytest
 import tensorflow as tf
 
 from tf_ucudnn import bench
-from tf_ucudnn.bench import memory_cap
+from tf_ucudnn.bench import harness, memory_cap
+from tf_ucudnn.bench.memory_cap import launcher as memory_cap_launcher
+from tf_ucudnn.bench.memory_cap import runner as memory_cap_runner
+from tf_ucudnn.bench.memory_cap import worker as memory_cap_worker
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -121,7 +124,7 @@ class FailureBookkeepingTest(tf.test.TestCase):
         }
         for want, exception in raised.items():
             with self.subTest(exception=type(exception).__name__), \
-                    mock.patch.object(memory_cap, "_train", side_effect=exception):
+                    mock.patch.object(memory_cap_worker, "_train", side_effect=exception):
                 result = memory_cap.run_worker("vgg16", "ucudnn", "auto", 8 * GiB, 64)
             self.assertEqual(result["status"], want.strip(), result)
             self.assertIn(type(exception).__name__, result["message"])
@@ -159,18 +162,18 @@ class FailureBookkeepingTest(tf.test.TestCase):
         debug = "\n".join([benchmarked, host, " size 96:", "  eng48 kept", host, plan])
         self.assertEqual(memory_cap.ucudnn_log(debug), [benchmarked, host, plan])
         sweep = dict(model="vgg16", cap=8 * GiB, mode="ucudnn-xla", limit="auto")
-        line = memory_cap._run_line(sweep, dict(ok, batch=96, run=0))
+        line = memory_cap_runner._run_line(sweep, dict(ok, batch=96, run=0))
         self.assertTrue(line.endswith(", 1 kernel stepped down"), line)
         ok["ucudnn_log"] = [step_down, step_down.replace("N=96", "N=95")]
-        self.assertTrue(memory_cap._run_line(sweep, dict(ok, batch=96, run=0))
+        self.assertTrue(memory_cap_runner._run_line(sweep, dict(ok, batch=96, run=0))
                         .endswith(", 2 kernels stepped down"))
         self.assertNotIn("stepped down",
-                         memory_cap._run_line(sweep, dict(fake_run(96, 128), batch=96, run=0)))
+                         memory_cap_runner._run_line(sweep, dict(fake_run(96, 128), batch=96, run=0)))
 
         def slow(cmd, env, **kwargs):  # a timeout keeps what the worker wrote (bytes)
             raise subprocess.TimeoutExpired(cmd, kwargs["timeout"], stderr=stderr.encode())
 
-        with mock.patch.object(memory_cap.subprocess, "run", side_effect=slow):
+        with mock.patch.object(memory_cap_launcher.subprocess, "run", side_effect=slow):
             timed_out = memory_cap.launch(sweep, 96, timeout=5)
         self.assertEqual((timed_out["status"], timed_out["ucudnn_log"]),
                          ("timeout", [plan, step_down]))
@@ -183,7 +186,7 @@ class FailureBookkeepingTest(tf.test.TestCase):
             seen.update(cmd=cmd, env=env, timeout=kwargs["timeout"])
             raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
 
-        with mock.patch.object(memory_cap.subprocess, "run", side_effect=slow):
+        with mock.patch.object(memory_cap_launcher.subprocess, "run", side_effect=slow):
             result = memory_cap.launch(sweep, 32, gpu="1", timeout=5)
         self.assertEqual(result["status"], "timeout")
         self.assertEqual(result["message"], "timed out after 5 s")
@@ -195,7 +198,7 @@ class FailureBookkeepingTest(tf.test.TestCase):
             return subprocess.CompletedProcess(cmd, 0, "RESULT " + json.dumps(fake_run(8, 16)),
                                                "")
 
-        with mock.patch.object(memory_cap.subprocess, "run", side_effect=done):
+        with mock.patch.object(memory_cap_launcher.subprocess, "run", side_effect=done):
             result = memory_cap.launch(sweep, 8, gpu=None, timeout=5)
         self.assertEqual(result["status"], "ok")
         self.assertIsNone(result["gpu"])
@@ -509,7 +512,7 @@ class OptionsTest(tf.test.TestCase):
                 saved_while_running.append((saved["complete"], len(saved["sweeps"])))
             return fake_run(batch, 48)
 
-        with mock.patch.object(memory_cap, "launch", launcher):
+        with mock.patch.object(memory_cap_runner, "launch", launcher):
             rc = quietly(bench.main, ["memory-cap", "--models", "vgg16", "--caps", "8GiB", "--modes",
                                       "stock,ucudnn", "--limits", "auto", "--gpus", "0",
                                       "--json", path, "--allow-cpu"])
@@ -579,14 +582,14 @@ class WorkerStartTest(tf.test.TestCase):
         """The worker caps the GPU after importing its modules (tf_ucudnn included): they
         must not start TensorFlow's devices, or the cap would fail. Shown on the CPU,
         whose logical devices can be split only before the devices start."""
-        code = ("import tf_ucudnn.bench.memory_cap\n"
+        code = ("import tf_ucudnn.bench.memory_cap.worker\n"
                 "import tensorflow as tf\n"
                 "cpu, = tf.config.list_physical_devices('CPU')\n"
                 "tf.config.set_logical_device_configuration(\n"
                 "    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
                 "print('logical CPUs', len(tf.config.list_logical_devices('CPU')))\n")
-        env = memory_cap.harness.with_package_on_path(dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                                                           CUDA_VISIBLE_DEVICES=""))
+        env = harness.with_package_on_path(dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                                CUDA_VISIBLE_DEVICES=""))
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                               text=True, timeout=300)
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
@@ -614,5 +617,5 @@ class RealWorkerTest(tf.test.TestCase):
 
 
 def test_the_worker_entry_point_refuses_other_arguments(capsys):
-    assert memory_cap._worker_main([]) == 2
+    assert memory_cap_worker._worker_main([]) == 2
     assert "tf-ucudnn bench memory-cap" in capsys.readouterr().err

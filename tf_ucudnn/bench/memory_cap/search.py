@@ -1,0 +1,102 @@
+"""The memory-cap sweep's search for the largest mini-batch that trains:
+doubling, then bisection (:func:`search_batch`), with several processes per
+mini-batch size (:func:`run_sweep`)."""
+
+from tf_ucudnn.bench.memory_cap.settings import DEFAULT_BISECT_STEPS, DEFAULT_MAX_BATCH
+from tf_ucudnn.bench.models import model_spec
+
+
+def search_batch(trains, *, start, max_batch=DEFAULT_MAX_BATCH,
+                 bisect_steps=DEFAULT_BISECT_STEPS):
+    """The largest mini-batch size that trains, found cheaply.
+
+    From ``start``, doubles N while it trains (up to ``max_batch``), then
+    bisects ``bisect_steps`` times between the largest N that trained and
+    the smallest that failed. If ``start`` fails with ``oom`` or
+    ``timeout``, N halves until one trains (or 1 fails); an ``error`` there
+    ends the search (it seldom depends on N, and each try is a process).
+
+    Args:
+      trains: ``trains(n)`` runs N and returns its status (:data:`STATUSES`).
+      start: the first N, >= 1.
+      max_batch: the largest N tried, >= 1.
+      bisect_steps: bisection steps, >= 0.
+
+    Returns:
+      ``(largest, failed)``: the largest N that trained (None if none did)
+      and the smallest N above it that failed (None if none did).
+
+    Raises:
+      ValueError: ``start`` or ``max_batch`` below 1, or ``bisect_steps`` below 0.
+    """
+    if start < 1 or max_batch < 1 or bisect_steps < 0:
+        raise ValueError(f"need start >= 1, max_batch >= 1 and bisect_steps >= 0, got "
+                         f"{start}, {max_batch} and {bisect_steps}")
+    n = min(start, max_batch)
+    status = trains(n)
+    if status == "ok":
+        good, bad = n, None
+        while good < max_batch:
+            n = min(2 * good, max_batch)
+            if trains(n) != "ok":
+                bad = n
+                break
+            good = n
+    else:
+        good, bad = None, n
+        while status in ("oom", "timeout") and bad > 1:
+            n = bad // 2
+            status = trains(n)
+            if status == "ok":
+                good = n
+                break
+            bad = n
+        if good is None:
+            return None, bad
+    for _ in range(bisect_steps):
+        if bad is None or bad - good <= 1:
+            break
+        middle = (good + bad) // 2
+        if trains(middle) == "ok":
+            good = middle
+        else:
+            bad = middle
+    return good, bad
+
+
+def run_sweep(sweep, measure, *, start_batch=None, max_batch=DEFAULT_MAX_BATCH,
+              bisect_steps=DEFAULT_BISECT_STEPS, runs=1, on_run=None):
+    """One sweep: :func:`search_batch` with ``runs`` processes per N.
+
+    Args:
+      sweep: a dict of :func:`sweeps_of`.
+      measure: ``measure(sweep, batch)`` runs one process and returns its
+        run dict (``status`` and, where ``"ok"``, the timings; :func:`run_worker`).
+      start_batch: the first N; None: the model's ``start_batch``.
+      max_batch: the largest N tried.
+      bisect_steps: bisection steps.
+      runs: processes per N (>= 1): N trains if every one does; after the
+        first that fails, N's other runs are skipped.
+      on_run: called with each run dict as it comes (progress lines).
+
+    Returns:
+      ``sweep`` with ``runs``: every run dict in the order run, each with
+      ``batch`` and ``run`` (its index among N's runs).
+    """
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs}")
+    done = []
+
+    def trains(batch):
+        for i in range(runs):
+            result = dict(measure(sweep, batch), batch=batch, run=i)
+            done.append(result)
+            if on_run:
+                on_run(sweep, result)
+            if result["status"] != "ok":
+                return result["status"]
+        return "ok"
+
+    start = start_batch or model_spec(sweep["model"]).start_batch
+    search_batch(trains, start=start, max_batch=max_batch, bisect_steps=bisect_steps)
+    return dict(sweep, runs=done)
