@@ -51,6 +51,10 @@ test: build
 	./bazel-bin/cc/engine/knobs_test
 	bazel build //cc/engine:conv_params_test
 	./bazel-bin/cc/engine/conv_params_test
+	bazel build //cc/engine:batch_norm_test
+	./bazel-bin/cc/engine/batch_norm_test
+	bazel build //cc/engine:cpu_fusion_test
+	./bazel-bin/cc/engine/cpu_fusion_test
 	bazel build //cc/engine:screening_test
 	./bazel-bin/cc/engine/screening_test
 	$(VPY) -m pytest tests -v -rs

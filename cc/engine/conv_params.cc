@@ -50,31 +50,63 @@ PassBytes PassTensorBytes(Pass pass, const ConvParams& p, int64_t samples) {
 }
 
 const char* Fusion::Name() const {
-  switch (epilogue) {
-    case Epilogue::kNone: return "";
-    case Epilogue::kBias: return "+bias";
-    case Epilogue::kBiasRelu: return "+bias+relu";
-  }
-  return "?";
+  // [prologue][epilogue], as the data flows: the input's transform, then
+  // the output's.
+  static const char* const kNames[3][4] = {
+      {"", "+bias", "+bias+relu", "+stats"},
+      {"+input-scale-bias", "+input-scale-bias+bias", "+input-scale-bias+bias+relu",
+       "+input-scale-bias+stats"},
+      {"+input-scale-bias-relu", "+input-scale-bias-relu+bias",
+       "+input-scale-bias-relu+bias+relu", "+input-scale-bias-relu+stats"}};
+  const int pro = static_cast<int>(prologue), epi = static_cast<int>(epilogue);
+  if (pro < 0 || pro > 2 || epi < 0 || epi > 3) return "?";
+  return kNames[pro][epi];
 }
 
 bool Fusion::FromCode(int64_t code, Fusion* fusion) {
-  switch (code) {
-    case static_cast<int64_t>(Epilogue::kNone):
-    case static_cast<int64_t>(Epilogue::kBias):
-    case static_cast<int64_t>(Epilogue::kBiasRelu):
-      fusion->epilogue = static_cast<Epilogue>(code);
-      return true;
+  if (code < 0) return false;
+  const int64_t epi = code % kPrologueCodeStep, pro = code / kPrologueCodeStep;
+  if (epi > static_cast<int64_t>(Epilogue::kStatistics) ||
+      pro > static_cast<int64_t>(Prologue::kScaleBiasRelu)) {
+    return false;
   }
-  return false;
+  fusion->epilogue = static_cast<Epilogue>(epi);
+  fusion->prologue = static_cast<Prologue>(pro);
+  return true;
+}
+
+std::string Fusion::Check(Pass pass, const FusionTensors& tensors) const {
+  if (bias() && (pass != Pass::kForward || !tensors.bias)) {
+    return std::string("a bias needs the forward pass and its tensor, not ") + PassName(pass);
+  }
+  if (input_scale_bias()) {
+    if (pass != Pass::kForward) {
+      return std::string("an input scale-bias prologue (") + Name() +
+             ") runs on the forward pass only, not " + PassName(pass) +
+             " (its gradients are kernels of their own)";
+    }
+    if (!tensors.input_scale || !tensors.input_bias) {
+      return std::string("an input scale-bias prologue (") + Name() +
+             ") needs its scale and bias tensors (in_channels float32 each)";
+    }
+  }
+  if (statistics()) {
+    if (pass != Pass::kForward) {
+      return std::string("a statistics epilogue (") + Name() +
+             ") runs on the forward pass only, not " + PassName(pass);
+    }
+    if (!tensors.statistics) {
+      return std::string("a statistics epilogue (") + Name() +
+             ") needs its sum and sum-of-squares tensors (out_channels float32 each)";
+    }
+  }
+  return "";
 }
 
 std::string Fusion::Check(Pass pass, bool has_bias_tensor) const {
-  if (!bias()) return "";
-  if (pass != Pass::kForward || !has_bias_tensor) {
-    return std::string("a bias needs the forward pass and its tensor, not ") + PassName(pass);
-  }
-  return "";
+  FusionTensors tensors;
+  tensors.bias = has_bias_tensor;
+  return Check(pass, tensors);
 }
 
 std::array<int64_t, 21> ConvParams::Fields() const {

@@ -31,41 +31,90 @@ enum class Epilogue : int {
   // y = max(conv(x, w) + bias, 0) (Conv2D + BiasAdd + Relu;
   // cudnnActivationForward after the add).
   kBiasRelu = 2,
+  // y = conv(x, w), and the per-output-channel sum and sum of squares of y
+  // over the batch and pixels (two float32 tensors of out_channels elements),
+  // added up over the plan's micro-batches to the mini-batch's: what a
+  // following BatchNormalization's training step needs (batch_norm.h;
+  // cudnn-frontend's "genstats"). Summed from y as stored in the pass's
+  // dtype, as Keras' moments read the convolution's output.
+  kStatistics = 3,
+};
+
+// What a forward kernel applies to the convolution's input, per input
+// channel, before the convolution reads it (a prologue): the previous
+// layer's batch-norm apply (and ReLU) done inside this convolution, so that
+// the normalized tensor is never stored. The padding stays zero (it pads the
+// transformed input, as the unfused graph pads the normalized tensor).
+enum class Prologue : int {
+  kNone = 0,
+  // y = conv(x * scale + bias, w), scale and bias float32 tensors of
+  // in_channels elements (BatchNormalization's apply: batch_norm.h).
+  kScaleBias = 1,
+  // y = conv(max(x * scale + bias, 0), w) (BatchNormalization + ReLU).
+  kScaleBiasRelu = 2,
+};
+
+// Which tensors a caller hands a kernel beside the convolution's own, for
+// Fusion::Check.
+struct FusionTensors {
+  bool bias = false;         // the epilogue's bias: out_channels elements of the dtype
+  bool input_scale = false;  // the prologue's scale: in_channels float32
+  bool input_bias = false;   // the prologue's bias: in_channels float32
+  bool statistics = false;   // sum and sum of squares: out_channels float32 each (written)
 };
 
 // What a kernel fuses around its convolution, as one value: every reader goes
 // through its functions (the graph builder, graph_operations.cc; candidate kinds,
 // Name(); the kernel and database keys, Code(); the XLA attributes,
-// ConvParams::Fields(); plan records, ConvParams::ToString()). Today an
-// epilogue of the forward pass. The extension point: an epilogue such as the
-// output's per-channel statistics (sum, sum of squares) or a residual add is
-// a new Epilogue value; a prologue on the input (per-channel scale and bias,
-// then ReLU) a Prologue member beside `epilogue`. Each is a new case of
-// Name(), Code() (a number of its own, so that stored keys never change
-// meaning), Check() and the graph builder, and of the tensors PassTensors
-// carries.
+// ConvParams::Fields(); plan records, ConvParams::ToString()). A prologue on
+// the forward input and an epilogue on the forward output; the CPU runs
+// every combination (cpu_fusion.h), the GPU today the bias epilogues only.
+// A new fusion (a residual add, say) is a new Epilogue or Prologue value: a
+// new case of Name(), Code() (a number of its own, so that stored keys never
+// change meaning), Check() and the backends, and of the tensors the pass
+// carries (FusionTensors, CpuPassTensors, PassTensors).
 struct Fusion {
+  Prologue prologue = Prologue::kNone;
   Epilogue epilogue = Epilogue::kNone;
 
   // True when the kernel reads a bias tensor of out_channels elements.
-  bool bias() const { return epilogue != Epilogue::kNone; }
+  bool bias() const { return epilogue == Epilogue::kBias || epilogue == Epilogue::kBiasRelu; }
   // True when a ReLU follows the bias.
   bool relu() const { return epilogue == Epilogue::kBiasRelu; }
+  // True when the kernel writes the output's per-channel sums.
+  bool statistics() const { return epilogue == Epilogue::kStatistics; }
+  // True when the kernel reads the input's per-channel scale and bias.
+  bool input_scale_bias() const { return prologue != Prologue::kNone; }
+  // True when a ReLU follows the input's scale and bias.
+  bool input_relu() const { return prologue == Prologue::kScaleBiasRelu; }
   // The suffix of the pass in candidates' kinds and plan records, and of the
-  // benchmark database's stored pass ("forward+bias+relu"): "", "+bias",
-  // "+bias+relu".
+  // benchmark database's stored pass ("forward+bias+relu"): the prologue's
+  // part ("+input-scale-bias", "+input-scale-bias-relu"), then the
+  // epilogue's ("+bias", "+bias+relu", "+stats"); "" for no fusion.
   const char* Name() const;
   // The key encoding (the last of ConvParams::Fields(), the XLA attribute
-  // conv's field 20): 0 none, 1 bias, 2 bias and ReLU.
-  int64_t Code() const { return static_cast<int64_t>(epilogue); }
+  // conv's field 20): epilogue + kPrologueCodeStep * prologue, so that the
+  // epilogues alone keep their codes (0 none, 1 bias, 2 bias and ReLU, 3
+  // statistics) and the prologues take 16, 32 and up.
+  static constexpr int64_t kPrologueCodeStep = 16;
+  int64_t Code() const {
+    return static_cast<int64_t>(epilogue) + kPrologueCodeStep * static_cast<int64_t>(prologue);
+  }
   // The fusion of Code(); false (and *fusion unchanged) for any other number.
   static bool FromCode(int64_t code, Fusion* fusion);
-  // Why the fusion cannot run on `pass` given whether the caller has a bias
-  // tensor: "" when it can, else the reason (an epilogue runs on the forward
-  // pass only, and a bias needs its tensor).
+  // Why the fusion cannot run on `pass` given the caller's tensors: "" when
+  // it can, else the reason. A prologue or an epilogue runs on the forward
+  // pass only (their gradients are other kernels), and each needs its
+  // tensors. Every dtype can take every fusion: the prologue's scale and bias
+  // and the statistics are float32 whatever the dtype.
+  std::string Check(Pass pass, const FusionTensors& tensors) const;
+  // Check for a caller that has at most a bias tensor (the GPU front ends
+  // today): refuses a prologue and the statistics.
   std::string Check(Pass pass, bool has_bias_tensor) const;
 
-  bool operator==(const Fusion& o) const { return epilogue == o.epilogue; }
+  bool operator==(const Fusion& o) const {
+    return prologue == o.prologue && epilogue == o.epilogue;
+  }
   bool operator!=(const Fusion& o) const { return !(*this == o); }
 };
 

@@ -35,11 +35,46 @@ int main() {
           "Fields() carries the fusion's code and FromFields reads it back");
     Check(Fusion::FromCode(c.code, &back) && back == p.fusion, "FromCode inverts Code");
   }
+  // The prologues and the statistics: epilogue + 16 * prologue, every
+  // combination, each name its own.
+  const struct {
+    Prologue prologue;
+    Epilogue epilogue;
+    int64_t code;
+    const char* name;
+  } fused[] = {
+      {Prologue::kNone, Epilogue::kStatistics, 3, "+stats"},
+      {Prologue::kScaleBias, Epilogue::kNone, 16, "+input-scale-bias"},
+      {Prologue::kScaleBias, Epilogue::kBias, 17, "+input-scale-bias+bias"},
+      {Prologue::kScaleBias, Epilogue::kBiasRelu, 18, "+input-scale-bias+bias+relu"},
+      {Prologue::kScaleBias, Epilogue::kStatistics, 19, "+input-scale-bias+stats"},
+      {Prologue::kScaleBiasRelu, Epilogue::kNone, 32, "+input-scale-bias-relu"},
+      {Prologue::kScaleBiasRelu, Epilogue::kBias, 33, "+input-scale-bias-relu+bias"},
+      {Prologue::kScaleBiasRelu, Epilogue::kBiasRelu, 34, "+input-scale-bias-relu+bias+relu"},
+      {Prologue::kScaleBiasRelu, Epilogue::kStatistics, 35, "+input-scale-bias-relu+stats"}};
+  for (const auto& c : fused) {
+    p.fusion.prologue = c.prologue;
+    p.fusion.epilogue = c.epilogue;
+    Fusion back;
+    Check(p.fusion.Code() == c.code && std::string(p.fusion.Name()) == c.name, c.name);
+    Check(p.fusion.input_scale_bias() == (c.prologue != Prologue::kNone) &&
+              p.fusion.input_relu() == (c.prologue == Prologue::kScaleBiasRelu) &&
+              p.fusion.statistics() == (c.epilogue == Epilogue::kStatistics) &&
+              p.fusion.bias() ==
+                  (c.epilogue == Epilogue::kBias || c.epilogue == Epilogue::kBiasRelu),
+          "the predicates of a fused value");
+    Check(Fusion::FromCode(c.code, &back) && back == p.fusion &&
+              ConvParams::FromFields(p.Fields()).Fields() == p.Fields(),
+          "a fused value round-trips through its code and Fields()");
+  }
+  p.fusion = Fusion();
   Fusion kept;
   kept.epilogue = Epilogue::kBias;
-  Check(!Fusion::FromCode(3, &kept) && !Fusion::FromCode(-1, &kept) &&
-            kept.epilogue == Epilogue::kBias,
-        "an unknown code is refused and leaves the fusion");
+  for (int64_t code : {int64_t{4}, int64_t{15}, int64_t{20}, int64_t{48}, int64_t{-1}}) {
+    Check(!Fusion::FromCode(code, &kept), "an unknown code is refused");
+  }
+  Check(kept.epilogue == Epilogue::kBias && kept.prologue == Prologue::kNone,
+        "a refused code leaves the fusion");
   p.fusion.epilogue = Epilogue::kBiasRelu;
   Check(p.ToString().size() > 11 &&
             p.ToString().compare(p.ToString().size() - 11, 11, " +bias+relu") == 0,
@@ -50,5 +85,34 @@ int main() {
         "a bias without its tensor is refused");
   Check(!p.fusion.Check(Pass::kBackwardData, true).empty(), "no epilogue on a gradient");
   Check(Fusion().Check(Pass::kBackwardFilter, false).empty(), "no fusion runs anywhere");
+
+  // The prologue and the statistics: forward only, each with its tensors.
+  FusionTensors all;
+  all.input_scale = all.input_bias = all.statistics = true;
+  Fusion bn;
+  bn.prologue = Prologue::kScaleBiasRelu;
+  bn.epilogue = Epilogue::kStatistics;
+  Check(bn.Check(Pass::kForward, all).empty(), "a prologue and statistics with their tensors");
+  Check(bn.Check(Pass::kBackwardData, all) ==
+            "an input scale-bias prologue (+input-scale-bias-relu+stats) runs on the forward "
+            "pass only, not backward-data (its gradients are kernels of their own)",
+        "a prologue on backward-data is refused");
+  FusionTensors no_bias = all;
+  no_bias.input_bias = false;
+  Check(bn.Check(Pass::kForward, no_bias) ==
+            "an input scale-bias prologue (+input-scale-bias-relu+stats) needs its scale and "
+            "bias tensors (in_channels float32 each)",
+        "a prologue without its bias tensor is refused");
+  Fusion stats;
+  stats.epilogue = Epilogue::kStatistics;
+  Check(stats.Check(Pass::kBackwardFilter, all) ==
+            "a statistics epilogue (+stats) runs on the forward pass only, not backward-filter",
+        "statistics on backward-filter are refused");
+  Check(stats.Check(Pass::kForward, true) ==
+            "a statistics epilogue (+stats) needs its sum and sum-of-squares tensors "
+            "(out_channels float32 each)",
+        "a caller with only a bias tensor (the GPU front ends) cannot run statistics");
+  Check(!bn.Check(Pass::kForward, true).empty(),
+        "a caller with only a bias tensor cannot run a prologue");
   return ucudnn_test::Summary("conv_params_test");
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cc/engine/conv_params.h"
-#include "cc/engine/cpu_backend.h"
+#include "cc/engine/cpu_pass.h"
 #include "cc/engine/knobs.h"
 #include "cc/engine/plan_records.h"
 #include "cc/engine/planner.h"
@@ -47,24 +47,15 @@ struct ConvRequest {
   PlanningKnobs knobs;
 };
 
-// One pass's tensors in host memory, of params.dtype, named as PassTensors
-// names them (pass_buffers.h); `bias` for a forward pass with a bias
-// (params.fusion), else nullptr.
-struct CpuPassTensors {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* out = nullptr;
-  const void* bias = nullptr;
-};
-
-// Runs `request`'s pass on the CPU (cpu_backend.h: im2col + GEMM, in
-// float32): in micro-batches of knobs.micro_batch_size where it is forced,
-// else the whole mini-batch; no workspace. The plan is recorded once per
-// kernel (tf_ucudnn.plans(), UCUDNN_DEBUG_OUTPUT). An empty convolution
-// (ConvParams::empty) is run only with a bias, whose broadcast it writes.
-// `parallel_for` shares the work among the front end's threads.
-// Returns: InvalidArgument for a fusion the pass cannot take (Fusion::Check)
-// or an empty convolution without a bias.
+// Runs `request`'s pass on the CPU (RunCpuPlan, cpu_pass.h: im2col + GEMM,
+// in float32, with the fusion) over `tensors` (CpuPassTensors, cpu_pass.h):
+// in micro-batches of knobs.micro_batch_size where it is forced, else the
+// whole mini-batch; no workspace. The plan is recorded once per kernel
+// (tf_ucudnn.plans(), UCUDNN_DEBUG_OUTPUT). An empty convolution
+// (ConvParams::empty) is run only with a bias or statistics, whose result
+// it writes. `parallel_for` shares the work among the front end's threads.
+// Returns: InvalidArgument for a fusion the pass or the tensors cannot take
+// (Fusion::Check) or an empty convolution with neither.
 Status RunConvPassCpu(const ConvRequest& request, const CpuPassTensors& tensors,
                       const ParallelFor& parallel_for);
 

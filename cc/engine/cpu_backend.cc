@@ -190,20 +190,6 @@ void CpuStoreFilter(const ConvParams& p, const float* filter_backprop, T* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(filter_backprop[i]);
 }
 
-template <typename T>
-void CpuBiasEpilogue(const ConvParams& p, int64_t size, const T* bias, T* output) {
-  const int64_t k = p.out_channels, pixels = p.out_height * p.out_width;
-  for (int64_t n = 0; n < size; ++n) {
-    T* sample = output + n * p.output_sample_size();
-    for (int64_t i = 0; i < pixels * k; ++i) {
-      // NHWC: channel-minor; NCHW: a plane of pixels per channel.
-      const int64_t c = p.layout == Layout::kNHWC ? i % k : i / pixels;
-      const float sum = static_cast<float>(sample[i]) + static_cast<float>(bias[c]);
-      sample[i] = static_cast<T>(p.fusion.relu() && sum < 0.0f ? 0.0f : sum);  // NaN stays NaN
-    }
-  }
-}
-
 #define UCUDNN_INSTANTIATE_CPU(T)                                                      \
   template void CpuForward<T>(const ConvParams&, int64_t, const T*, const T*, T*,      \
                               const ParallelFor&);                                     \
@@ -211,8 +197,7 @@ void CpuBiasEpilogue(const ConvParams& p, int64_t size, const T* bias, T* output
                                    const ParallelFor&);                                \
   template void CpuBackwardFilter<T>(const ConvParams&, int64_t, const T*, const T*,   \
                                      float*, bool, const ParallelFor&);                \
-  template void CpuStoreFilter<T>(const ConvParams&, const float*, T*);               \
-  template void CpuBiasEpilogue<T>(const ConvParams&, int64_t, const T*, T*);
+  template void CpuStoreFilter<T>(const ConvParams&, const float*, T*);
 
 UCUDNN_INSTANTIATE_CPU(float)
 UCUDNN_INSTANTIATE_CPU(Eigen::half)

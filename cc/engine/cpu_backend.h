@@ -1,6 +1,8 @@
 // One micro-batch of a convolution pass on the CPU: im2col + Eigen GEMM per
 // sample and group, computed in float32. Covers what TF's CPU convolution
-// lacks: NCHW, and the gradients of grouped convolutions.
+// lacks: NCHW, and the gradients of grouped convolutions. What runs around
+// the convolution (the fusion) is in cpu_fusion.h, the loop over a plan's
+// micro-batches in cpu_pass.h.
 #ifndef TF_UCUDNN_ENGINE_CPU_BACKEND_H_
 #define TF_UCUDNN_ENGINE_CPU_BACKEND_H_
 
@@ -37,10 +39,6 @@ void CpuBackwardFilter(const ConvParams& params, int64_t size, const T* input,
                        const T* out_backprop, float* filter_backprop, bool accumulate,
                        const ParallelFor& parallel_for);
 
-// Adds bias[k] to every element of channel k of `size` output samples, then
-// max(., 0) where params.fusion.relu() (in float32, rounded to T once).
-template <typename T>
-void CpuBiasEpilogue(const ConvParams& params, int64_t size, const T* bias, T* output);
 // The float32 filter gradient ([R, S, C/groups, K]) rounded to T.
 template <typename T>
 void CpuStoreFilter(const ConvParams& params, const float* filter_backprop, T* out);
