@@ -57,6 +57,8 @@ test: build
 	./bazel-bin/cc/engine/cpu_fusion_test
 	bazel build //cc/engine:screening_test
 	./bazel-bin/cc/engine/screening_test
+	bazel build //cc/xla:xla_conv_config_test
+	./bazel-bin/cc/xla/xla_conv_config_test
 	$(VPY) -m pytest tests -v -rs
 
 # The CPU suite with TensorFlow's oneDNN forced on and off: oneDNN (on by

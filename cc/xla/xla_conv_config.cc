@@ -55,8 +55,9 @@ bool DecodeXlaConvConfig(const XlaConvAttributes& a, XlaConvConfig* c) {
       a.graph_search >= ucudnn::kGraphSearchCount || a.graph_layouts < 0 ||
       a.graph_layouts >= ucudnn::kGraphLayoutsCount ||
       !ucudnn::ValidGraphPruneFactor(a.graph_prune_factor) ||
-      a.workspace_limit < ucudnn::kAutoWorkspaceLimit || a.total_workspace < 0 ||
-      a.micro_batch_size < 0) {
+      (a.workspace_limit < 0 && a.workspace_limit != ucudnn::kAutoWorkspaceLimit) ||
+      a.total_workspace < 0 || a.micro_batch_size < 0 || a.allow_tf32 < 0 || a.allow_tf32 > 1 ||
+      a.deterministic < 0 || a.deterministic > 1) {
     return false;
   }
   ucudnn::PlanningKnobs& k = c->knobs;

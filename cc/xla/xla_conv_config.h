@@ -2,14 +2,17 @@
 // kernel, cc/xla/xla_conv_ops.cc) to run time (the FFI handler,
 // cc/xla/xla_ffi_conv.cc): the target name of each pass and the
 // attributes, written as the MLIR dictionary XLA parses for typed-FFI custom
-// calls. No TensorFlow includes.
+// calls. No TensorFlow includes, and none of the runner's: the encoding of
+// the engine's values (ConvParams, PlanningKnobs) alone, tested on the CPU
+// (xla_conv_config_test.cc).
 #ifndef TF_UCUDNN_XLA_XLA_CONV_CONFIG_H_
 #define TF_UCUDNN_XLA_XLA_CONV_CONFIG_H_
 
 #include <cstdint>
 #include <string>
 
-#include "cc/engine/conv_runner.h"
+#include "cc/engine/conv_params.h"
+#include "cc/engine/knobs.h"
 
 namespace tensorflow {
 namespace ucudnn_tf {
@@ -67,7 +70,9 @@ struct XlaConvAttributes {
 
 // The config EncodeXlaConvConfig wrote (its inverse); false when an attribute
 // is out of range (a field count, an enum value or fusion code not known, a
-// negative size, a prune factor ValidGraphPruneFactor refuses).
+// negative size, a flag other than 0 or 1, a prune factor
+// ValidGraphPruneFactor refuses, a workspace limit neither bytes nor
+// kAutoWorkspaceLimit: the knobs are resolved, so kFromEnvironment is refused).
 bool DecodeXlaConvConfig(const XlaConvAttributes& attrs, XlaConvConfig* config);
 
 // ConvParams from ConvParams::Fields(); false if `n` is not the field count or
