@@ -70,19 +70,20 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   // Sizes measured under memory pressure are measured again (with room now,
   // they replace the stored rows).
   const std::vector<int64_t> to_benchmark =
-      seeded_ ? SizesToBenchmark(seed_roomy_, sizes, std::min(kMinGraphMicroBatch, p.batch),
-                                 small_rule && spec_.engines == EngineSet::kAuto)
-              : sizes;
+      seed_.seeded() ? SizesToBenchmark(seed_.roomy(), sizes,
+                                        std::min(kMinGraphMicroBatch, p.batch),
+                                        small_rule && spec_.engines == EngineSet::kAuto)
+                     : sizes;
   // Rows of a failed earlier attempt go; the Autotuner makes a new table.
   table_ = BenchmarkTable();
   BenchmarkTable measured;
   if (!to_benchmark.empty()) {
-    Autotuner autotuner(&runner_, seed_, seed_roomy_);
+    Autotuner autotuner(&runner_, seed_.table(), seed_.roomy());
     UCUDNN_RETURN_IF_ERROR(autotuner.Benchmark(handle, stream, to_benchmark, workspace_limit, t,
                                                scratch, peers, small_rule, &measured));
   }
-  table_ = PlanningTable(std::move(measured), seeded_, seed_, forced_micro_batch > 0, sizes,
-                         policy, p.batch, &benchmarked_sizes_);
+  table_ = PlanningTable(std::move(measured), seed_.seeded(), seed_.table(),
+                         forced_micro_batch > 0, sizes, policy, p.batch, &benchmarked_sizes_);
   reused_sizes_ = static_cast<int>(table_.table.size()) - benchmarked_sizes_;
   Plan plan = forced_micro_batch > 0 ? ForcedPlanWithin(forced_micro_batch, workspace_limit)
                                      : PlanWithin(workspace_limit);
@@ -91,11 +92,7 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                             " " + p.ToString() + " within a workspace limit of " +
                             std::to_string(workspace_limit) + " bytes");
   }
-  {
-    std::lock_guard<std::mutex> lock(plan_mu_);
-    plan_ = std::move(plan);
-    limit_ = workspace_limit;
-  }
+  current_.Set(std::move(plan), workspace_limit);
   benchmarked_ = true;
   *planned_now = true;
   return Status();
@@ -105,12 +102,7 @@ void CudnnKernel::Seed(PerfTable table, std::vector<CudnnAlgo> algos,
                        std::set<int64_t> pressured, PrunedEngines pruned) {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   if (benchmarked_) return;
-  seed_.table = std::move(table);
-  seed_.algos = std::move(algos);
-  seed_.pressured = std::move(pressured);
-  seed_.pruned = std::move(pruned);
-  seed_roomy_ = RoomyRows(seed_);
-  seeded_ = true;
+  seed_.Set(std::move(table), std::move(algos), std::move(pressured), std::move(pruned));
 }
 
 bool CudnnKernel::planned() const {
@@ -125,7 +117,7 @@ std::vector<int> CudnnKernel::benchmark_devices() const {
 
 bool CudnnKernel::seeded() const {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
-  return seeded_;
+  return seed_.seeded();
 }
 
 int CudnnKernel::reused_sizes() const {
@@ -148,16 +140,6 @@ PrunedEngines CudnnKernel::pruned_engines() const {
   return table_.pruned;
 }
 
-Plan CudnnKernel::plan() const {
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  return plan_;
-}
-
-int64_t CudnnKernel::planned_limit() const {
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  return limit_;
-}
-
 Status CudnnKernel::Replan(int64_t workspace_limit) {
   std::lock_guard<std::mutex> bench_lock(bench_mu_);
   if (!benchmarked_) {
@@ -168,16 +150,8 @@ Status CudnnKernel::Replan(int64_t workspace_limit) {
     return Status::InvalidArgument("no benchmarked plan of " + spec_.params.ToString() +
                                    " fits in " + std::to_string(workspace_limit) + " bytes");
   }
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  plan_ = std::move(plan);
-  limit_ = workspace_limit;
-  divided_ = true;
+  current_.SetDivided(std::move(plan), workspace_limit);
   return Status();
-}
-
-bool CudnnKernel::divided() const {
-  std::lock_guard<std::mutex> lock(plan_mu_);
-  return divided_;
 }
 
 Plan CudnnKernel::PlanFitting(int64_t bytes) const {

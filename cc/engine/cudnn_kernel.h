@@ -2,9 +2,10 @@
 // cache holds it: its benchmark table (a value the Autotuner makes, merged
 // with a stored table it was seeded with), the plan chosen from that table
 // (Workspace Reuse, a forced size, or Workspace Division's share of the
-// Pareto front), and the PlanRunner that executes plans and owns its
-// descriptor and graph-plan caches. Planning produces values (autotune.h,
-// planner.h); execution consumes them (plan_runner.h).
+// Pareto front; CurrentPlan), and the PlanRunner that executes plans and owns
+// its descriptor and graph-plan caches; a stored table it is seeded with
+// (KernelSeed). Planning produces values (autotune.h, planner.h); execution
+// consumes them (plan_runner.h).
 // No TensorFlow includes: memory comes from the caller through
 // ScratchAllocator (TF's allocator in the glue), work goes on its stream.
 #ifndef TF_UCUDNN_ENGINE_CUDNN_KERNEL_H_
@@ -21,6 +22,8 @@
 #include "cc/engine/benchmark_table.h"
 #include "cc/engine/conv_params.h"
 #include "cc/engine/cudnn_handles.h"
+#include "cc/engine/current_plan.h"
+#include "cc/engine/kernel_seed.h"
 #include "cc/engine/kernel_spec.h"
 #include "cc/engine/knobs.h"
 #include "cc/engine/pass_buffers.h"
@@ -54,7 +57,7 @@ class CudnnKernel {
   // True once planned (benchmarked or from the database).
   bool planned() const;
   // The plan runs use now (a copy: Workspace Division may replace it).
-  Plan plan() const;
+  Plan plan() const { return current_.plan(); }
   // Workspace Division: replans from the benchmark table with a new per-kernel
   // limit (no new benchmark). Reproduces the Pareto point whose workspace is
   // `workspace_limit`. Fails if the kernel has not been planned.
@@ -67,8 +70,8 @@ class CudnnKernel {
   // Workspace Reuse chooses it; empty before planning or where none fits.
   Plan PlanFitting(int64_t bytes) const;
   // True once Replan has set a Workspace Division share.
-  bool divided() const;
-  int64_t planned_limit() const;
+  bool divided() const { return current_.divided(); }
+  int64_t planned_limit() const { return current_.limit(); }
   // The stored benchmark table of this convolution (from the benchmark
   // database, or a kernel of another N): planning uses its sizes and
   // benchmarks only those it lacks (SizesToBenchmark), and again those in
@@ -116,22 +119,15 @@ class CudnnKernel {
   const KernelSpec spec_;
   PlanRunner runner_;
 
-  mutable std::mutex bench_mu_;  // held while planning; guards what follows up to plan_mu_
+  mutable std::mutex bench_mu_;  // held while planning; guards what follows up to current_
   bool benchmarked_ = false;
-  bool seeded_ = false;
-  BenchmarkTable seed_;
-  // seed_ without the sizes in seed_.pressured: the rows measured with room,
-  // which planning takes as they are (and new sizes their neighbours from).
-  PerfTable seed_roomy_;
+  KernelSeed seed_;
   // The table plans are chosen from (its table and algos fixed once planned).
   BenchmarkTable table_;
   int reused_sizes_ = 0;
   int benchmarked_sizes_ = 0;
 
-  mutable std::mutex plan_mu_;  // guards plan_, limit_ and divided_
-  Plan plan_;
-  int64_t limit_ = 0;
-  bool divided_ = false;
+  CurrentPlan current_;  // thread-safe on its own
 };
 
 }  // namespace ucudnn

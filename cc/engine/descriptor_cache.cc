@@ -111,7 +111,7 @@ ConvGraphSpec DescriptorCache::GraphSpec(int64_t size, bool accumulate, bool tra
   // Micro-batches start at whole samples of the caller's tensors, whose bases
   // TF aligns: the sample sizes bound the alignment, except for the whole
   // mini-batch, which always starts at the base. Some engines need more than
-  // 16 bytes (RunGraphMicroBatch checks the pointers).
+  // 16 bytes (MicroBatchRunner::RunGraph checks the pointers).
   const int64_t elem = DTypeSize(p.dtype);
   spec.alignment = size == p.batch
                        ? kBufferAlignment

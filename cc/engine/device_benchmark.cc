@@ -7,15 +7,125 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cc/engine/cuda_check.h"
 #include "cc/engine/knobs.h"
 #include "cc/engine/screening.h"
+#include "cc/engine/search_workspace.h"
 
 namespace ucudnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The order DeviceBenchmark::Run takes its sizes in, and the small sizes it
+// leaves out (the small-sizes-where-limited rule).
+class SizeOrder {
+ public:
+  SizeOrder(const std::vector<int64_t>& sizes, EngineSet engines, int64_t batch,
+            bool small_sizes_where_limited)
+      : engines_(engines),
+        // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
+        // the whole mini-batch): planning builds an execution plan per engine and
+        // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
+        // (too little work per launch); the legacy algorithms still cover them.
+        first_graph_size_(std::min(kMinGraphMicroBatch, batch)),
+        // kAuto with small_sizes_where_limited: the graph sizes first, then the
+        // smaller (legacy) sizes only where they can help. A micro-batch below
+        // kMinGraphMicroBatch samples pays a launch (or more) for little work; it
+        // helps only by letting in an algorithm the workspace limit keeps out of the
+        // larger ones, or by covering a remainder of such a plan. So the small sizes
+        // are benchmarked only where, at some graph size, the limit kept an engine
+        // out or no engine ran. (Plans of DeepBench's 29 layers, VGG-16, ResNet-50
+        // and InceptionV3 at 64 MiB used no micro-batch below 8 samples.)
+        small_sizes_last_(engines == EngineSet::kAuto && small_sizes_where_limited),
+        ascending_(sizes) {
+    // Ascending sizes: graph engines far behind at one size are pruned from the
+    // larger ones (GraphSearchKnobs::prune_factor).
+    std::sort(ascending_.begin(), ascending_.end());
+    if (small_sizes_last_) {
+      std::stable_partition(ascending_.begin(), ascending_.end(),
+                            [this](int64_t size) { return graph_at(size); });
+    }
+  }
+
+  // The sizes in the order they are benchmarked.
+  const std::vector<int64_t>& sizes() const { return ascending_; }
+  // Whether graph engines are timed at `size`.
+  bool graph_at(int64_t size) const {
+    return engines_ != EngineSet::kLegacy &&
+           (size >= first_graph_size_ || engines_ == EngineSet::kGraph);
+  }
+  // True (and `size` recorded as skipped) where the rule leaves it out: a
+  // small size while the limit bound at no graph size so far.
+  bool Skip(int64_t size) {
+    if (small_sizes_last_ && !graph_at(size) && !limit_binds_) {
+      skipped_.push_back(size);
+      return true;
+    }
+    return false;
+  }
+  // At a graph size, an engine was over the limit or none ran.
+  void LimitBinds() { limit_binds_ = true; }
+  int64_t first_graph_size() const { return first_graph_size_; }
+  const std::vector<int64_t>& skipped() const { return skipped_; }
+
+ private:
+  const EngineSet engines_;
+  const int64_t first_graph_size_;
+  const bool small_sizes_last_;
+  bool limit_binds_ = false;  // at some graph size: an engine over the limit, or none ran
+  std::vector<int64_t> ascending_;
+  std::vector<int64_t> skipped_;
+};
+
+// What one DeviceBenchmark::Run spent, for UCUDNN_DEBUG_OUTPUT: seconds of
+// legacy timing, graph proposal (heuristics and plans) and graph runs, graph
+// candidates and runs, the host's graph costs, and the per-size log.
+struct BenchmarkCosts {
+  double legacy_s = 0, propose_s = 0, runs_s = 0;
+  int plans = 0, runs = 0;
+  GraphHostCosts host;
+  std::string log;
+};
+
+// The UCUDNN_DEBUG_OUTPUT lines of one DeviceBenchmark::Run of `sizes` sizes:
+// the sizes the small-sizes rule left out, the costs, `pruned` engines, the
+// gates that opened by themselves since `gate_timeouts_before`, and the log.
+void LogBenchmark(Pass pass, const ConvParams& p, size_t sizes, const SizeOrder& order,
+                  size_t pruned, int gate_timeouts_before, BenchmarkCosts* costs) {
+  const GraphHostCosts& host = costs->host;
+  std::string& log = costs->log;
+  if (DebugOutput() && !order.skipped().empty()) {
+    log += " sizes";
+    for (int64_t size : order.skipped()) log += " " + std::to_string(size);
+    log += " not benchmarked: the limit kept no engine out at any size of " +
+           std::to_string(order.first_graph_size()) + " samples or more\n";
+  }
+  if (DebugOutput()) {
+    std::fprintf(stderr,
+                 "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
+                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned, %d gates "
+                 "opened by themselves\n"
+                 " host: %d op graphs %.3f s, %d heuristics queries %.3f s (configs fetched "
+                 "%.3f s), fallback lists %.3f s, %d plan builds: engine configs %.3f s, plans "
+                 "%.3f s\n%s",
+                 PassName(pass), p.ToString().c_str(), sizes, costs->legacy_s, costs->plans,
+                 costs->propose_s, costs->runs, costs->runs_s, pruned,
+                 EventPair::GateTimeouts() - gate_timeouts_before, host.op_graphs,
+                 host.op_graphs_s, host.queries, host.heuristics_s, host.heuristics_configs_s,
+                 host.fallback_s, host.builds, host.engine_configs_s, host.plans_s, log.c_str());
+  }
+}
+
+}  // namespace
 
 Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
                             const std::vector<int64_t>& sizes, int64_t workspace_limit,
@@ -40,70 +150,22 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
   const void* b = nullptr;
   void* out = nullptr;
   UCUDNN_RETURN_IF_ERROR(ops.FilterOperands(handle->handle, t, ps, &b, &out));
-  // One search workspace for every size: what the hungriest legacy algorithm
-  // asks for, capped by the limit, halved until it can be allocated; grown
-  // when a graph plan needs more.
+  // One search workspace for every size (SearchWorkspace).
   const bool legacy = engines != EngineSet::kGraph;  // at some size, at least
-  int64_t ws_bytes = 0;
-  std::map<int64_t, int64_t> legacy_needed;  // per size, capped by the limit
+  SearchWorkspace search(scratch, workspace_limit);
   if (legacy) {
-    for (int64_t size : sizes) {
-      int64_t needed = 0;
-      UCUDNN_RETURN_IF_ERROR(legacy_.MaxWorkspaceNeeded(handle->handle, size, &needed));
-      legacy_needed[size] = std::min(needed, workspace_limit);
-      ws_bytes = std::max(ws_bytes, legacy_needed[size]);
-    }
+    UCUDNN_RETURN_IF_ERROR(search.SizeForLegacy(handle->handle, &legacy_, sizes));
   }
-  // Sizes timed with less search workspace than their candidates could use
-  // within the limit (memory pressure): their rows may lack fast candidates.
-  std::set<int64_t> pressured;
   PrunedEngines pruned_here;  // engines this call's screening pruned, at their size
   bool retime = true;
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
-  void* ws = nullptr;
-  while (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) ws_bytes /= 2;
-  if (ws == nullptr) ws_bytes = 0;
-  // Ascending sizes: graph engines far behind at one size are pruned from the
-  // larger ones (GraphSearchKnobs::prune_factor).
-  std::vector<int64_t> ascending = sizes;
-  std::sort(ascending.begin(), ascending.end());
-  // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
-  // the whole mini-batch): planning builds an execution plan per engine and
-  // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
-  // (too little work per launch); the legacy algorithms still cover them.
-  const int64_t first_graph_size = std::min(kMinGraphMicroBatch, p.batch);
-  auto graph_at = [&](int64_t size) {
-    return engines != EngineSet::kLegacy &&
-           (size >= first_graph_size || engines == EngineSet::kGraph);
-  };
-  // kAuto with small_sizes_where_limited: the graph sizes first, then the
-  // smaller (legacy) sizes only where they can help. A micro-batch below
-  // kMinGraphMicroBatch samples pays a launch (or more) for little work; it
-  // helps only by letting in an algorithm the workspace limit keeps out of the
-  // larger ones, or by covering a remainder of such a plan. So the small sizes
-  // are benchmarked only where, at some graph size, the limit kept an engine
-  // out or no engine ran. (Plans of DeepBench's 29 layers, VGG-16, ResNet-50
-  // and InceptionV3 at 64 MiB used no micro-batch below 8 samples.)
-  const bool small_sizes_last = engines == EngineSet::kAuto && small_sizes_where_limited;
-  if (small_sizes_last) {
-    std::stable_partition(ascending.begin(), ascending.end(), graph_at);
-  }
-  bool limit_binds = false;  // at some graph size: an engine over the limit, or none ran
-  std::vector<int64_t> skipped;
+  search.Allocate();
+  SizeOrder order(sizes, engines, p.batch, small_sizes_where_limited);
   std::set<std::string> pruned;
-  using Clock = std::chrono::steady_clock;
-  double legacy_s = 0, propose_s = 0, runs_s = 0;
-  int plans = 0, runs = 0;
-  GraphHostCosts host;
-  std::string log;
-  auto seconds_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  for (int64_t size : ascending) {
-    if (small_sizes_last && !graph_at(size) && !limit_binds) {
-      skipped.push_back(size);
-      continue;
-    }
+  BenchmarkCosts costs;
+  std::string& log = costs.log;
+  for (int64_t size : order.sizes()) {
+    if (order.Skip(size)) continue;
     const void* bench_a = a;
     void* bench_out = out;
     if (asymmetric && pass != Pass::kBackwardData) {
@@ -116,9 +178,9 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
       const Clock::time_point start = Clock::now();
       std::vector<Measured>& row = (*got)[size];
       const size_t before = row.size();
-      if (legacy_needed[size] > ws_bytes) pressured.insert(size);
+      search.NoteLegacy(size);
       UCUDNN_RETURN_IF_ERROR(legacy_.Find(handle->handle, size, workspace_limit, bench_a, b,
-                                          bench_out, ws, ws_bytes, &row));
+                                          bench_out, search.workspace(), search.bytes(), &row));
       if (p.fusion.bias() && row.size() > before) {
         // cudnnFind times the convolution; the legacy plan also adds the bias.
         double add_ms = 0;
@@ -126,10 +188,10 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
                                                    bench_out, &add_ms));
         for (size_t i = before; i < row.size(); ++i) row[i].time_ms += add_ms;
       }
-      legacy_s += seconds_since(start);
+      costs.legacy_s += SecondsSince(start);
       return Status();
     };
-    const bool graph_here = graph_at(size);
+    const bool graph_here = order.graph_at(size);
     // kAll and kLegacy: legacy algorithms at every size, before the engines
     // (whose screening then counts them); kAuto: only where no engine is timed.
     if (engines == EngineSet::kAll || engines == EngineSet::kLegacy || !graph_here) {
@@ -151,33 +213,19 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
       if (algo.graph()) neighbours.push_back({algo.engine, algo.deterministic, "stored"});
     }
     UCUDNN_RETURN_IF_ERROR(graph_.Propose(handle->handle, size, workspace_limit, pruned, &trials,
-                                          DebugOutput() ? &size_log : nullptr, &host,
+                                          DebugOutput() ? &size_log : nullptr, &costs.host,
                                           &over_limit,
                                           neighbours.empty() ? nullptr : &neighbours));
-    if (over_limit > 0) limit_binds = true;
+    if (over_limit > 0) order.LimitBinds();
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
-    int64_t needed = 0;
-    for (const GraphTrial& trial : trials) needed = std::max(needed, trial.plan->workspace_bytes());
-    needed = std::min(needed, workspace_limit);
-    if (needed > ws_bytes) {
-      // The smaller buffer goes back first, so that benchmarking holds one
-      // search workspace within the limit (where the allocator can give one
-      // back: TF's), not the legacy algorithms' and the graph plans' both.
-      if (ws != nullptr) scratch->Release(ws);
-      ws = scratch->AllocateWorkspace(needed);
-      if (ws != nullptr) {
-        ws_bytes = needed;
-      } else if (ws_bytes > 0 && (ws = scratch->AllocateWorkspace(ws_bytes)) == nullptr) {
-        ws_bytes = 0;
-      }
-    }
-    if (needed > ws_bytes) pressured.insert(size);
-    plans += static_cast<int>(trials.size());
-    propose_s += seconds_since(start);
+    search.GrowForGraph(size, trials);
+    costs.plans += static_cast<int>(trials.size());
+    costs.propose_s += SecondsSince(start);
     start = Clock::now();
     if (DebugOutput() && !trials.empty()) log += " timed at " + std::to_string(size) + ":\n";
     UCUDNN_RETURN_IF_ERROR(timing_.Time(handle->handle, stream, trials, bench_a, b, bench_out,
-                                       t.bias, ws, ws_bytes, &(*got)[size], &pruned, &runs,
+                                       t.bias, search.workspace(), search.bytes(),
+                                       &(*got)[size], &pruned, &costs.runs,
                                        DebugOutput() ? &log : nullptr));
     for (const std::string& name : pruned) {
       if (!pruned_before.count(name)) pruned_here.emplace(name, size);
@@ -185,41 +233,21 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     // Not at a new size between two stored ones (screening.h: re-timing).
     if (retime && neighbours.empty()) {
       UCUDNN_RETURN_IF_ERROR(timing_.RetimeNearBest(handle->handle, stream, trials, bench_a, b,
-                                                   bench_out, t.bias, ws, ws_bytes,
-                                                   &(*got)[size], &runs,
+                                                   bench_out, t.bias, search.workspace(),
+                                                   search.bytes(), &(*got)[size], &costs.runs,
                                                    DebugOutput() ? &log : nullptr));
     }
-    runs_s += seconds_since(start);
+    costs.runs_s += SecondsSince(start);
     // kAuto: a size at which no engine ran (none proposed, fitted or ran)
     // falls back to the legacy algorithms.
     if (engines == EngineSet::kAuto && (*got)[size].empty()) {
       if (DebugOutput()) log += " size " + std::to_string(size) + ": no engine ran; legacy\n";
-      limit_binds = true;
+      order.LimitBinds();
       UCUDNN_RETURN_IF_ERROR(time_legacy());
     }
   }
-  if (DebugOutput() && !skipped.empty()) {
-    log += " sizes";
-    for (int64_t size : skipped) log += " " + std::to_string(size);
-    log += " not benchmarked: the limit kept no engine out at any size of " +
-           std::to_string(first_graph_size) + " samples or more\n";
-  }
-  if (DebugOutput()) {
-    std::fprintf(stderr,
-                 "tf_ucudnn: benchmarked %s %s at %zu sizes: legacy %.3f s; graph: %d candidates "
-                 "(heuristics and plans %.3f s), %d runs %.3f s, %zu engines pruned, %d gates "
-                 "opened by themselves\n"
-                 " host: %d op graphs %.3f s, %d heuristics queries %.3f s (configs fetched "
-                 "%.3f s), fallback lists %.3f s, %d plan builds: engine configs %.3f s, plans "
-                 "%.3f s\n%s",
-                 PassName(pass), p.ToString().c_str(), sizes.size(), legacy_s, plans, propose_s,
-                 runs, runs_s, pruned.size(), EventPair::GateTimeouts() - gate_timeouts_before,
-                 host.op_graphs, host.op_graphs_s, host.queries,
-                 host.heuristics_s, host.heuristics_configs_s, host.fallback_s, host.builds,
-                 host.engine_configs_s,
-                 host.plans_s, log.c_str());
-  }
-  pressured_out->insert(pressured.begin(), pressured.end());
+  LogBenchmark(pass, p, sizes.size(), order, pruned.size(), gate_timeouts_before, &costs);
+  pressured_out->insert(search.pressured().begin(), search.pressured().end());
   MergePrunedEngines(pruned_out, pruned_here);
   // Back to the allocator while the handle is still held: kernels benchmark one
   // at a time, so their search workspaces never coexist.

@@ -1,7 +1,8 @@
 // The candidates of one kernel timed per micro-batch size on one GPU (the
 // handle's): the legacy algorithms (LegacyCandidates) and the graph-API
 // engines (GraphCandidates, GraphTiming) within the workspace limit, with one search
-// workspace for all sizes. The Autotuner runs one per GPU that benchmarks.
+// workspace for all sizes (SearchWorkspace). The Autotuner runs one per GPU
+// that benchmarks.
 // No TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_DEVICE_BENCHMARK_H_
 #define TF_UCUDNN_ENGINE_DEVICE_BENCHMARK_H_

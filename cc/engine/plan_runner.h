@@ -5,7 +5,8 @@
 // runs with its candidate (a legacy algorithm or a graph-API engine),
 // backward-filter micro-batches accumulate (in float32 for float16/bfloat16
 // where cuDNN allows), and the filter gradient goes back into TF's layout (or
-// stays in cuDNN's). It owns the kernel's descriptor and graph-plan caches.
+// stays in cuDNN's). It owns the kernel's descriptor and graph-plan caches
+// and runs each micro-batch through a MicroBatchRunner over them.
 // Nothing is synchronised. No TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_PLAN_RUNNER_H_
 #define TF_UCUDNN_ENGINE_PLAN_RUNNER_H_
@@ -22,6 +23,7 @@
 #include "cc/engine/cudnn_handles.h"
 #include "cc/engine/descriptor_cache.h"
 #include "cc/engine/kernel_spec.h"
+#include "cc/engine/micro_batch_runner.h"
 #include "cc/engine/pass_buffers.h"
 #include "cc/engine/pass_operations.h"
 #include "cc/engine/planner.h"
@@ -35,7 +37,8 @@ class PlanRunner {
       : spec_(spec),
         geometry_(spec.params),
         descriptors_(spec, geometry_),
-        ops_(spec, geometry_, &descriptors_) {}
+        ops_(spec, geometry_, &descriptors_),
+        micro_batches_(spec_, &descriptors_, &ops_) {}
   PlanRunner(const PlanRunner&) = delete;
   PlanRunner& operator=(const PlanRunner&) = delete;
 
@@ -58,25 +61,22 @@ class PlanRunner {
              const std::vector<CudnnAlgo>& algos, const PassTensors& tensors,
              ScratchAllocator* scratch, Plan* ran);
 
-  // One micro-batch of `offset` samples in, run with `algo`: its convolution,
-  // and the bias (and ReLU) epilogue where the kernel has one
-  // (ConvParams::bias, relu). The handle must be held, on the stream.
+  // One micro-batch of `offset` samples in, run with `algo`
+  // (MicroBatchRunner::Run). The handle must be held, on the stream.
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                        const CudnnAlgo& algo, int64_t offset, bool accumulate, const void* a,
                        const void* b, void* out, const void* bias, void* workspace,
-                       void* padded);
+                       void* padded) {
+    return micro_batches_.Run(handle, stream, mb, algo, offset, accumulate, a, b, out, bias,
+                              workspace, padded);
+  }
 
  private:
-  // RunMicroBatch of a graph-API engine.
-  Status RunGraphMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
-                            const GraphEngine& engine, int64_t offset, bool accumulate,
-                            const void* a, const void* b, void* out, const void* bias,
-                            void* workspace, void* padded);
-
   const KernelSpec spec_;
   const PaddedGeometry geometry_;
   DescriptorCache descriptors_;
   PassOperations ops_;
+  MicroBatchRunner micro_batches_;  // over descriptors_ and ops_
   // Whether cuDNN takes cudnnOpTensor's T + T -> float and float -> T here:
   // 0 not yet known, 1 yes, -1 no (accumulate in T; AccumulatorBytes() is 0).
   std::atomic<int> float_accumulation_{0};
