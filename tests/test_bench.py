@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tf_ucudnn import bench
 from tf_ucudnn.bench import figures as bench_figures, models as bench_models
+from tf_ucudnn.bench.models import runner as models_runner, summary as models_summary
 from tf_ucudnn.bench import overhead as bench_overhead, report as bench_report
 from testing_utils import rel_l2
 
@@ -445,7 +446,7 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
         return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
                     first_step_s=1.0, peak_bytes=1, run_peak_bytes=1)
 
-    monkeypatch.setattr(bench_models, "launch", fake_launch)
+    monkeypatch.setattr(models_runner, "launch", fake_launch)
     bench_models.run_models(["vgg16"], [64 << 20], [], xla=True)
     assert [m for _, m, _ in launched] == ["stock", "stock", "rewrite", "stock-xla", "ucudnn-xla"]
     launched.clear()
@@ -470,10 +471,10 @@ def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):
         return dict(model=model, mode=mode, bytes=bytes_, batch=batch, step_ms=1.0,
                     first_step_s=1.0, peak_bytes=1, run_peak_bytes=1, precision=precision)
 
-    monkeypatch.setattr(bench_models, "launch", fake_launch)
+    monkeypatch.setattr(models_runner, "launch", fake_launch)
     results = bench_models.run_models(["vgg16"], [64 << 20], [], precision="mixed_bfloat16")
     assert seen and set(seen) == {"mixed_bfloat16"}
-    assert all(bench_models._label(r).endswith(", mixed_bfloat16") for r in results)
+    assert all(models_summary._label(r).endswith(", mixed_bfloat16") for r in results)
 
 
 def test_layer_rows_join_the_workers_results_and_flag_a_wrong_result():
@@ -517,7 +518,7 @@ def test_model_runs_repeat_every_setting_and_the_table_gives_medians(monkeypatch
                     step_ms=10.0 * first, first_step_s=first, peak_bytes=int(first) << 30,
                     run_peak_bytes=int(first) << 30, from_database=0, kernels_planned=1)
 
-    monkeypatch.setattr(bench_models, "launch", fake_launch)
+    monkeypatch.setattr(models_runner, "launch", fake_launch)
     results = bench_models.run_models(["vgg16"], [64 << 20], [], planning=True,
                                       modes=["stock", "rewrite"], runs=3)
     assert [m for m, _ in launched[:9]] == ["stock"] * 6 + ["rewrite"] * 3

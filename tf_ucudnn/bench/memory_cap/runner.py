@@ -16,7 +16,7 @@ from tf_ucudnn.bench.memory_cap.settings import (DEFAULT_BISECT_STEPS, DEFAULT_E
                                                  DEFAULT_STEPS_PER_EPOCH, MODES, setting_label,
                                                  sweeps_of)
 from tf_ucudnn.bench.memory_cap.summary import print_table, summarize
-from tf_ucudnn.bench.models import model_spec
+from tf_ucudnn.bench.models.specs import model_spec
 from tf_ucudnn.units import format_bytes
 
 _STEP_DOWN = "running a plan that needs"  # in tf_ucudnn's line for a kernel that stepped down

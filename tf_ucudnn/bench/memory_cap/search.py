@@ -3,7 +3,7 @@ doubling, then bisection (:func:`search_batch`), with several processes per
 mini-batch size (:func:`run_sweep`)."""
 
 from tf_ucudnn.bench.memory_cap.settings import DEFAULT_BISECT_STEPS, DEFAULT_MAX_BATCH
-from tf_ucudnn.bench.models import model_spec
+from tf_ucudnn.bench.models.specs import model_spec
 
 
 def search_batch(trains, *, start, max_batch=DEFAULT_MAX_BATCH,
