@@ -2,7 +2,7 @@
 
 The engine reads the others (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``,
 ``UCUDNN_BATCH_SIZE_POLICY``, ``UCUDNN_ENGINES``, ``UCUDNN_GRAPH_*``, ...)
-itself when a kernel is created (``cc/kernels/conv_attrs.cc``); the README's
+itself when a kernel is created (``ResolvePlanningKnobs`` in ``cc/engine/knobs.cc``); the README's
 table lists them all. Each function here reads the variable when called, so a
 change made in-process takes effect at the next read.
 """
