@@ -43,7 +43,7 @@ the names below from them on first use: importing it imports none of its
 modules.
 """
 
-import importlib as _importlib
+from tf_ucudnn._lazy import lazy_exports
 
 # The public names and the module of each. They are bound on first use (PEP 562), so that
 # importing this package imports none of its modules: a worker started as
@@ -56,19 +56,4 @@ _EXPORTS = {
     "layers": ("DEEPBENCH_CSV", "QUICK_LAYERS", "ConvLayer", "layer_set", "make_passes",
                "random_tensors", "read_layers", "select_layers"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name):
-    """Binds a public name from its module the first time it is read."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

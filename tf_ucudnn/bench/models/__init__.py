@@ -40,7 +40,7 @@ step varies by seconds on an H200 (InceptionV3 ``mixed_float16``: 14.2 and
 18.1 s for stock TF in two processes of one session).
 """
 
-import importlib as _importlib
+from tf_ucudnn._lazy import lazy_exports
 
 # The public names and the module of each, bound on first use (PEP 562), as
 # tf_ucudnn.bench binds its own: importing this package imports none of its modules, so
@@ -56,19 +56,4 @@ _EXPORTS = {
     "summary": ("REFERENCE_LIMIT", "print_table", "summarize"),
     "runner": ("MODES", "launch", "run_models"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name):
-    """Binds a public name from its module the first time it is read."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
