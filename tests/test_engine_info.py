@@ -36,11 +36,16 @@ class EngineInfoTest(tf.test.TestCase):
 class BenchUsesPublicApiTest(tf.test.TestCase):
 
     def test_no_bench_module_imports_a_private_tf_ucudnn_module(self):
+        # The benchmark's own modules (tf_ucudnn.bench...) may be private, and so
+        # may tf_ucudnn._lazy (how a package binds its names, no engine API); the
+        # library's others may not. Every module of the package, subpackages included.
         private = []
-        for name in sorted(os.listdir(BENCH)):
-            if not name.endswith(".py"):
-                continue
-            with open(os.path.join(BENCH, name), encoding="utf-8") as f:
+        paths = sorted(os.path.join(folder, f) for folder, _, files in os.walk(BENCH)
+                       for f in files if f.endswith(".py"))
+        self.assertGreater(len(paths), 10)
+        for path in paths:
+            name = os.path.relpath(path, BENCH)
+            with open(path, encoding="utf-8") as f:
                 tree = ast.parse(f.read())
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom) and node.module:
@@ -50,5 +55,18 @@ class BenchUsesPublicApiTest(tf.test.TestCase):
                 else:
                     continue
                 private += [f"{name}: {n}" for n in names if n.startswith("tf_ucudnn")
+                            and not n.startswith(("tf_ucudnn.bench.", "tf_ucudnn._lazy."))
                             and any(part.startswith("_") for part in n.split(".")[1:])]
         self.assertEqual(private, [])
+
+
+class CudnnVersionTest(tf.test.TestCase):
+
+    def test_cudnn_version_is_a_release_or_empty_without_cudnn(self):
+        import re
+
+        import tf_ucudnn
+        version = tf_ucudnn.cudnn_version()
+        self.assertTrue(version == "" or re.fullmatch(r"[1-9]\d*\.\d+\.\d+", version),
+                        f"cudnn_version() = {version!r}: a release such as '9.19.0', or '' "
+                        "where no cuDNN loads (never '0.0.0')")

@@ -17,6 +17,7 @@ engine's C++ structs: ``ConvParams``, ``KernelKey``, ``CudnnAlgo``,
 import ctypes
 import json
 import os
+import warnings
 
 import tensorflow as tf
 
@@ -81,7 +82,35 @@ def _declare(lib):
         fn.argtypes, fn.restype = argtypes, restype
 
 
+
+def _xla_kernels_missing():
+    """Whether TensorFlow made its XLA JIT kernels before the op library
+    loaded, so that tf_ucudnn's XLA kernels are not among them.
+
+    TensorFlow turns the XLA kernels registered so far into kernels of its
+    ``XLA_CPU_JIT`` / ``XLA_GPU_JIT`` devices once, when it runs its first
+    op; an op library loaded after that has none there, and ``jit_compile``
+    functions with its ops fail ("No registered 'Ucudnn>Conv2D' OpKernel for
+    XLA_CPU_JIT devices").
+    """
+    from tensorflow.python.framework import kernels
+
+    def jit_devices(op):
+        return {k.device_type for k in kernels.get_registered_kernels_for_op(op).kernel
+                if k.device_type.endswith("_JIT")}
+
+    return bool(jit_devices("Conv2D")) and not jit_devices("Ucudnn>Conv2D")
+
+
 ops, _lib = _load()
+# Checked where the library loads, so that every way in (import tf_ucudnn, the
+# tf-ucudnn command, a benchmark worker) warns alike.
+if _xla_kernels_missing():
+    warnings.warn("tf_ucudnn was imported after TensorFlow ran its first op, so tf_ucudnn's XLA "
+                  "kernels are not registered: functions compiled with XLA (jit_compile=True, "
+                  "and Keras' jit_compile='auto' on a GPU) that use tf_ucudnn's ops will fail "
+                  "with \"No registered 'Ucudnn>Conv2D' OpKernel for XLA_*_JIT devices\". "
+                  "Import tf_ucudnn before running any TensorFlow op.", stacklevel=2)
 
 
 class EngineError(ValueError):

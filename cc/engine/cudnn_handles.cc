@@ -12,6 +12,7 @@ namespace ucudnn {
 
 std::string CudnnVersionString() {
   const size_t v = cudnnGetVersion();
+  if (v == 0) return "";  // no cuDNN could be loaded (a machine without one)
   std::ostringstream s;
   // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
   s << v / 10000 << "." << (v % 10000) / 100 << "." << v % 100;
