@@ -9,8 +9,10 @@ import tensorflow as tf
 from tf_ucudnn import engine_info
 from tf_ucudnn.bench import overhead
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tf_ucudnn",
-                     "bench")
+import tf_ucudnn.bench
+
+# The package as imported: the checkout's, or the installed wheel's.
+BENCH = os.path.dirname(os.path.abspath(tf_ucudnn.bench.__file__))
 
 
 class EngineInfoTest(tf.test.TestCase):
