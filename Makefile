@@ -41,24 +41,17 @@ $(BENCH_LIB): $(LIB)
 	bazel build //:_ucudnn_overhead.so
 	cp -f bazel-bin/_ucudnn_overhead.so $@.tmp && chmod u+w $@.tmp && mv -f $@.tmp $@
 
+# The C++ tests: no TensorFlow, no GPU.
+CC_TESTS := //cc/engine:planner_test //cc/engine:knobs_test //cc/engine:conv_params_test \
+  //cc/engine:batch_norm_test //cc/engine:cpu_fusion_test //cc/engine:screening_test \
+  //cc/xla:xla_conv_config_test
+
 run: build
 	$(VPY) -m tf_ucudnn demo
 
 test: build
-	bazel build //cc/engine:planner_test
-	./bazel-bin/cc/engine/planner_test
-	bazel build //cc/engine:knobs_test
-	./bazel-bin/cc/engine/knobs_test
-	bazel build //cc/engine:conv_params_test
-	./bazel-bin/cc/engine/conv_params_test
-	bazel build //cc/engine:batch_norm_test
-	./bazel-bin/cc/engine/batch_norm_test
-	bazel build //cc/engine:cpu_fusion_test
-	./bazel-bin/cc/engine/cpu_fusion_test
-	bazel build //cc/engine:screening_test
-	./bazel-bin/cc/engine/screening_test
-	bazel build //cc/xla:xla_conv_config_test
-	./bazel-bin/cc/xla/xla_conv_config_test
+	bazel build $(CC_TESTS)
+	@for t in $(CC_TESTS); do ./bazel-bin/$$(echo "$${t#//}" | tr : /) || exit 1; done
 	$(VPY) -m pytest tests -v -rs
 
 # The CPU suite with TensorFlow's oneDNN forced on and off: oneDNN (on by
