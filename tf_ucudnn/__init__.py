@@ -26,6 +26,7 @@ import sys as _sys
 
 __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plans", "conv2d",
            "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose",
+           "conv2d_with_statistics",
            "cudnn_version", "database",
            "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
            "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]

@@ -309,6 +309,50 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
         return ucudnn_conv2d_op(input, filters, attrs, bias, activation)
 
 
+def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",  # noqa: A002
+                           dilations=None, name=None, *, workspace_limit=None,
+                           batch_size_policy=None, micro_batch_size=None):
+    """:func:`conv2d` and the per-channel statistics of its output that a
+    following batch normalization's training step needs, from one op.
+
+    On the GPU the statistics are the epilogue of the convolution's cuDNN
+    graph engine (float16: cuDNN's genstats node; float32 and bfloat16: a sum
+    and a square-then-sum reduction, which cuDNN compiles at run time, about
+    0.5-0.9 s per plan on an H200), so the output is not read again to
+    reduce it; each micro-batch's sums are added up in float32 to the
+    mini-batch's. Only graph engines compute them: legacy cuDNN algorithms
+    are not candidates, and NHWC is the layout cuDNN fuses. On the CPU the
+    sums are taken in float64 over the micro-batches and rounded once.
+
+    Arguments as :func:`conv2d` (no ``bias`` or ``activation``).
+
+    Returns:
+      ``(output, sum, sum_of_squares)``: the output as :func:`conv2d`'s, and
+      two float32 ``[out_channels]`` tensors, the sum of the output over the
+      batch and pixels and the sum of its squares (the output as stored,
+      in its dtype). The batch mean is ``sum / count`` and the biased
+      variance ``sum_of_squares / count - mean**2``, ``count = batch *
+      out_height * out_width``. Differentiable in ``input`` and ``filters``
+      through all three.
+
+    Raises:
+      ValueError, tf.errors.InvalidArgumentError: as :func:`conv2d`.
+      tf.errors.InternalError: on the GPU, where no cuDNN graph engine
+        computes the statistics for this convolution at any micro-batch
+        size.
+    """
+    with tf.name_scope(name or "ucudnn_conv2d_with_statistics"):
+        input = _float_input(input)
+        filters = _like_input(filters, input.dtype, "filters")
+        _check_rank(input, "input")
+        _check_rank(filters, "filters")
+        attrs = _conv_attrs(strides, padding, data_format, dilations,
+                            workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                            micro_batch_size=micro_batch_size)
+        result = _ops.ucudnn_conv2d_with_statistics(input=input, filter=filters, **attrs)
+        return result.output, result.sum, result.sum_of_squares
+
+
 # Ucudnn>Conv2DWithBias's activation attribute (the op's registration).
 _ACTIVATIONS = ("linear", "relu")
 
@@ -496,6 +540,21 @@ def _conv2d_with_bias_grad(op, grad):
     dx, dw = _conv2d_grad(op, grad)
     db = tf.raw_ops.BiasAddGrad(out_backprop=grad, data_format=_op_attrs(op)["data_format"])
     return dx, dw, db
+
+
+@tf.RegisterGradient("Ucudnn>Conv2DWithStatistics")
+def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
+    """Gradients of Ucudnn>Conv2DWithStatistics: the output's gradient gets
+    the sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
+    computed in float32; then Ucudnn>Conv2D's."""
+    y = op.outputs[0]
+    channels = [1, 1, 1, -1] if _op_attrs(op)["data_format"] == "NHWC" else [1, -1, 1, 1]
+    total = tf.cast(grad, tf.float32) if grad is not None else tf.zeros_like(y, tf.float32)
+    if grad_sum is not None:
+        total += tf.reshape(grad_sum, channels)
+    if grad_sum_of_squares is not None:
+        total += 2.0 * tf.cast(y, tf.float32) * tf.reshape(grad_sum_of_squares, channels)
+    return _conv2d_grad(op, tf.cast(total, y.dtype))
 
 
 @tf.RegisterGradient("Ucudnn>Conv2DBackpropInput")

@@ -50,15 +50,19 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
       spec_.pass == Pass::kBackwardFilter && !t.filter_in_cudnn_layout ? 0 : bytes.out;
   const ConvParams& p = spec_.params;
   const int64_t bias_bytes = p.fusion.bias() ? p.out_channels * DTypeSize(p.dtype) : 0;
+  const int64_t sums_bytes = p.fusion.statistics() ? 2 * p.out_channels * 4 : 0;
   PassTensors copy;
   void* a = peer.scratch->Allocate(a_bytes);
   void* b = peer.scratch->Allocate(b_bytes);
   copy.out = result_bytes > 0 ? peer.scratch->Allocate(result_bytes) : nullptr;
   void* bias = bias_bytes > 0 ? peer.scratch->Allocate(bias_bytes) : nullptr;
+  // The statistics the benchmark writes, never read.
+  void* sums = sums_bytes > 0 ? peer.scratch->Allocate(sums_bytes) : nullptr;
   if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr) ||
-      (bias_bytes > 0 && bias == nullptr)) {
+      (bias_bytes > 0 && bias == nullptr) || (sums_bytes > 0 && sums == nullptr)) {
     return Status::ResourceExhausted("could not allocate " +
-                                     std::to_string(a_bytes + b_bytes + result_bytes + bias_bytes) +
+                                     std::to_string(a_bytes + b_bytes + result_bytes + bias_bytes +
+                                                    sums_bytes) +
                                      " bytes on GPU " + std::to_string(peer.device) +
                                      " to benchmark there");
   }
@@ -71,6 +75,10 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   copy.a = a;
   copy.b = b;
   copy.bias = bias;
+  if (sums != nullptr) {
+    copy.sum = static_cast<float*>(sums);
+    copy.sum_of_squares = copy.sum + p.out_channels;
+  }
   copy.filter_in_cudnn_layout = t.filter_in_cudnn_layout;
   return DeviceBenchmark(runner_, seed_, seed_roomy_)
       .Run(handle, peer.stream, sizes, workspace_limit, copy, peer.scratch,

@@ -76,6 +76,10 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   made->built_ = std::move(built);
   made->accumulate_ = spec.accumulate;
   made->bias_ = spec.fusion.bias();
+  made->statistics_ = spec.fusion.statistics();
+  if (made->statistics_ && spec.layout != spec.graph_layout) {
+    return Status::InvalidArgument("the statistics epilogue computes in its tensors' layout");
+  }
   // A transposed plan's copies follow the engine's workspace, each at a
   // multiple of kWorkspaceAlign bytes.
   int64_t end = RoundUp(workspace);
@@ -111,8 +115,11 @@ GraphPlan::~GraphPlan() {
 }
 
 Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
-                          void* workspace, const void* bias) const {
-  if (bias_ && bias == nullptr) return Status::Internal("a bias plan ran without its bias");
+                          void* workspace, const FusionPointers& fusion) const {
+  if (bias_ && fusion.bias == nullptr) return Status::Internal("a bias plan ran without its bias");
+  if (statistics_ && (fusion.sum == nullptr || fusion.sum_of_squares == nullptr)) {
+    return Status::Internal("a statistics plan ran without its sums");
+  }
   // The graph's view of each tensor: the caller's, or its transposed copy.
   void* graph_ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
   const float one = 1.0f, zero = 0.0f;
@@ -124,7 +131,7 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
     }
     graph_ptrs[t.role] = copy;
   }
-  UCUDNN_RETURN_IF_ERROR(ExecuteGraph(handle, graph_ptrs, workspace, bias));
+  UCUDNN_RETURN_IF_ERROR(ExecuteGraph(handle, graph_ptrs, workspace, fusion));
   const void* caller_ptrs[3] = {x, w, y};
   for (const Transpose& t : transposes_) {
     if (t.in) continue;
@@ -137,10 +144,20 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
 }
 
 Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
-                               void* workspace, const void* bias) const {
-  int64_t uids[4] = {kUidX, kUidW, kUidY, kUidBias};
-  void* pointers[4] = {pointers_in[0], pointers_in[1], pointers_in[2], const_cast<void*>(bias)};
-  const int64_t count = bias_ ? 4 : 3;
+                               void* workspace, const FusionPointers& fusion) const {
+  int64_t uids[5] = {kUidX, kUidW, kUidY};
+  void* pointers[5] = {pointers_in[0], pointers_in[1], pointers_in[2]};
+  int64_t count = 3;
+  if (bias_) {
+    uids[count] = kUidBias;
+    pointers[count++] = const_cast<void*>(fusion.bias);
+  }
+  if (statistics_) {
+    uids[count] = kUidSum;
+    pointers[count++] = fusion.sum;
+    uids[count] = kUidSumOfSquares;
+    pointers[count++] = fusion.sum_of_squares;
+  }
   fe::VariantPack pack = fe::VariantPackBuilder()
                              .setWorkspacePointer(workspace)
                              .setDataPointers(count, pointers)
@@ -156,7 +173,9 @@ Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
 // alone.
 Status GraphPlan::MakeVariantPack(void* const pointers_in[3], void* workspace,
                                   cudnnBackendDescriptor_t* out) const {
-  if (bias_) return Status::InvalidArgument("the direct-call comparison has no bias graphs");
+  if (bias_ || statistics_) {
+    return Status::InvalidArgument("the direct-call comparison has no fused graphs");
+  }
   cudnnBackendDescriptor_t pack = nullptr;
   UCUDNN_CUDNN_OK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   const int64_t uids[3] = {kUidX, kUidW, kUidY};

@@ -21,6 +21,7 @@
 #include "cc/engine/conv_params.h"
 #include "cc/engine/cudnn_descriptors.h"
 #include "cc/engine/knobs.h"
+#include "cc/engine/pass_buffers.h"
 #include "cc/engine/status.h"
 
 namespace ucudnn {
@@ -65,7 +66,9 @@ struct ConvGraphSpec {
   // bias epilogue, y = conv(x, w) + b, b of y[1] elements broadcast over the
   // batch and pixels (a pointwise add after the convolution, its
   // intermediate in float); with bias and ReLU, y = max(conv(x, w) + b, 0) (a
-  // pointwise ReLU after the add, the sum in float).
+  // pointwise ReLU after the add, the sum in float); with the statistics
+  // epilogue, y = conv(x, w) and its per-channel sum and sum of squares over
+  // the micro-batch (float32, y[1] each).
   Fusion fusion;
 };
 
@@ -78,6 +81,9 @@ struct GraphNumerics {
   // filter TensorFlow applies to its own graph-API candidates.
   bool strict_float = false;
   bool deterministic = false;     // op determinism: drop nondeterministic engines
+  // Engines compiled at run time are allowed: the statistics epilogue's
+  // reductions have no other engine (docs/benchmarks.md, the fused graphs).
+  bool runtime_compilation = false;
 };
 
 // Host seconds of graph planning by step, summed over the calls given it (the
@@ -144,12 +150,12 @@ class GraphPlan {
   // tensors' when the graph computes in the other layout.
   int64_t workspace_bytes() const { return workspace_bytes_; }
   // Enqueues the plan on the handle's stream. x, w, y as in ConvGraphSpec, in
-  // the spec's layout, and the bias where the spec has one; the pass's
-  // output is written (backward-filter with accumulate: added to). Every
-  // pointer, the workspace's included, must be aligned to the spec's
-  // alignment.
+  // the spec's layout, and the fusion's tensors where the spec has them (the
+  // bias; the statistics' sums, written); the pass's output is written
+  // (backward-filter with accumulate: added to). Every pointer, the
+  // workspace's included, must be aligned to the spec's alignment.
   Status Execute(cudnnHandle_t handle, const void* x, const void* w, const void* y,
-                 void* workspace, const void* bias = nullptr) const;
+                 void* workspace, const FusionPointers& fusion = FusionPointers()) const;
   // The graph's own call, for timing a direct cuDNN call against the engine
   // (bench --overhead): a variant pack of the graph's x, w, y and workspace,
   // which the caller destroys (cudnnBackendDestroyDescriptor), and
@@ -159,9 +165,10 @@ class GraphPlan {
   Status ExecutePack(cudnnHandle_t handle, cudnnBackendDescriptor_t pack) const;
 
  private:
-  // cudnnBackendExecute with the graph's x, w, y (and bias, where it has one).
+  // cudnnBackendExecute with the graph's x, w, y (and the fusion's tensors,
+  // where it has them).
   Status ExecuteGraph(cudnnHandle_t handle, void* const pointers[3], void* workspace,
-                      const void* bias) const;
+                      const FusionPointers& fusion) const;
   // A tensor the plan transposes: from the spec's layout to the graph's
   // (`in`) or back, through `offset` bytes into the workspace.
   struct Transpose {
@@ -180,6 +187,7 @@ class GraphPlan {
   std::vector<Transpose> transposes_;
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
   bool bias_ = false;        // the graph reads a bias (Fusion::bias)
+  bool statistics_ = false;  // the graph writes the sums (Fusion::statistics)
 };
 
 }  // namespace ucudnn

@@ -152,6 +152,12 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
   UCUDNN_RETURN_IF_ERROR(ops.FilterOperands(handle->handle, t, ps, &b, &out));
   // One search workspace for every size (SearchWorkspace).
   const bool legacy = engines != EngineSet::kGraph;  // at some size, at least
+  // The fusion's tensors: the caller's bias, and its sums as the graphs'
+  // scratch (the plan's run writes them again).
+  FusionPointers fusion;
+  fusion.bias = t.bias;
+  fusion.sum = t.sum;
+  fusion.sum_of_squares = t.sum_of_squares;
   SearchWorkspace search(scratch, workspace_limit);
   if (legacy) {
     UCUDNN_RETURN_IF_ERROR(search.SizeForLegacy(handle->handle, &legacy_, sizes));
@@ -224,7 +230,7 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     start = Clock::now();
     if (DebugOutput() && !trials.empty()) log += " timed at " + std::to_string(size) + ":\n";
     UCUDNN_RETURN_IF_ERROR(timing_.Time(handle->handle, stream, trials, bench_a, b, bench_out,
-                                       t.bias, search.workspace(), search.bytes(),
+                                       fusion, search.workspace(), search.bytes(),
                                        &(*got)[size], &pruned, &costs.runs,
                                        DebugOutput() ? &log : nullptr));
     for (const std::string& name : pruned) {
@@ -233,7 +239,7 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     // Not at a new size between two stored ones (screening.h: re-timing).
     if (retime && neighbours.empty()) {
       UCUDNN_RETURN_IF_ERROR(timing_.RetimeNearBest(handle->handle, stream, trials, bench_a, b,
-                                                   bench_out, t.bias, search.workspace(),
+                                                   bench_out, fusion, search.workspace(),
                                                    search.bytes(), &(*got)[size], &costs.runs,
                                                    DebugOutput() ? &log : nullptr));
     }

@@ -106,7 +106,8 @@ void EngineAllowed(cudnnBackendDescriptor_t config, const GraphNumerics& numeric
     forbid("reduced precision");
   }
   if (numerics.deterministic && !*deterministic) forbid("nondeterministic under op determinism");
-  if (fe::hasBehaviorNote<CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION>(config)) {
+  if (!numerics.runtime_compilation &&
+      fe::hasBehaviorNote<CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION>(config)) {
     forbid("runtime compilation");
   }
 }

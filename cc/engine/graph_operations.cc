@@ -43,7 +43,75 @@ Status MakePointwise(cudnnPointwiseMode_t mode, const fe::Tensor& x, const fe::T
   return FrontendOk(**out, what);
 }
 
+// A reduction node: `y` ([1, K, 1, 1]) = the sum of `x` over the batch and
+// pixels, in float.
+Status MakeSum(const fe::Tensor& x, const fe::Tensor& y, const char* what,
+               std::unique_ptr<fe::Operation>* out) {
+  fe::ReductionDesc desc = fe::ReductionDescBuilder()
+                               .setComputeType(CUDNN_DATA_FLOAT)
+                               .setReductionOp(CUDNN_REDUCE_TENSOR_ADD)
+                               .build();
+  UCUDNN_RETURN_IF_ERROR(FrontendOk(desc, what));
+  *out = std::make_unique<fe::Operation>(
+      fe::OperationBuilder(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR)
+          .setxDesc(x)
+          .setyDesc(y)
+          .setreductionDesc(desc)
+          .build());
+  return FrontendOk(**out, what);
+}
+
+// The statistics epilogue's nodes on the convolution's output `y`: genstats,
+// or a sum of y and a sum of y * y (StatisticsAsGenstats); appended to `ops`,
+// owned by `keep`.
+Status MakeStatistics(const ConvGraphSpec& spec, const fe::Tensor& y,
+                      std::vector<std::unique_ptr<fe::Tensor>>* tensors,
+                      std::vector<std::unique_ptr<fe::Operation>>* keep,
+                      std::vector<const fe::Operation*>* ops) {
+  const Layout l = spec.graph_layout;
+  const int64_t sums[4] = {1, spec.y[1], 1, 1};
+  auto add_tensor = [&](const int64_t* dims, int64_t uid, bool is_virtual,
+                        const char* what) -> Status {
+    tensors->push_back(std::make_unique<fe::Tensor>(
+        MakeTensor(dims, l, uid, CUDNN_DATA_FLOAT, spec.alignment, is_virtual)));
+    return FrontendOk(*tensors->back(), what);
+  };
+  UCUDNN_RETURN_IF_ERROR(add_tensor(sums, kUidSum, false, "the graph's sum tensor"));
+  const fe::Tensor& sum = *tensors->back();
+  UCUDNN_RETURN_IF_ERROR(
+      add_tensor(sums, kUidSumOfSquares, false, "the graph's sum-of-squares tensor"));
+  const fe::Tensor& sum_of_squares = *tensors->back();
+  if (StatisticsAsGenstats(spec)) {
+    keep->push_back(std::make_unique<fe::Operation>(
+        fe::OperationBuilder(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR)
+            .setxDesc(y)
+            .setSumDesc(sum)
+            .setSqSumDesc(sum_of_squares)
+            .setGenStatsMode(CUDNN_GENSTATS_SUM_SQSUM)
+            .setMathPrecision(CUDNN_DATA_FLOAT)
+            .build()));
+    UCUDNN_RETURN_IF_ERROR(FrontendOk(*keep->back(), "the genstats node"));
+    ops->push_back(keep->back().get());
+    return Status();
+  }
+  UCUDNN_RETURN_IF_ERROR(add_tensor(spec.y, kUidSquares, true, "the graph's squares"));
+  const fe::Tensor& squares = *tensors->back();
+  std::unique_ptr<fe::Operation> op;
+  UCUDNN_RETURN_IF_ERROR(MakeSum(y, sum, "the sum reduction", &op));
+  keep->push_back(std::move(op));
+  UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_MUL, y, &y, squares, "the squares", &op));
+  keep->push_back(std::move(op));
+  UCUDNN_RETURN_IF_ERROR(MakeSum(squares, sum_of_squares, "the sum-of-squares reduction", &op));
+  keep->push_back(std::move(op));
+  for (size_t i = keep->size() - 3; i < keep->size(); ++i) ops->push_back((*keep)[i].get());
+  return Status();
+}
+
 }  // namespace
+
+bool StatisticsAsGenstats(const ConvGraphSpec& spec) {
+  return spec.data_type == CUDNN_DATA_HALF;
+}
 
 cudnnBackendDescriptorType_t OperationType(Pass pass) {
   switch (pass) {
@@ -78,9 +146,12 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   // With a bias, the convolution writes a float intermediate that a
   // pointwise add reads with the bias ([1, K, 1, 1]) and writes into y; with a
   // ReLU too, the add writes a second float intermediate that the ReLU reads.
-  if (spec.fusion.bias() && spec.pass != Pass::kForward) {
+  if ((spec.fusion.bias() || spec.fusion.statistics()) && spec.pass != Pass::kForward) {
     return Status::InvalidArgument(std::string("an epilogue needs the forward pass, not ") +
                                    PassName(spec.pass));
+  }
+  if (spec.fusion.input_scale_bias()) {
+    return Status::InvalidArgument("the graphs have no input prologue yet");
   }
   const bool add_bias = spec.fusion.bias(), relu = spec.fusion.relu();
   std::unique_ptr<fe::Tensor> conv_y, bias, biased;
@@ -130,6 +201,11 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
     UCUDNN_RETURN_IF_ERROR(
         MakePointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, y, "the ReLU", &relu_op));
     ops.push_back(relu_op.get());
+  }
+  std::vector<std::unique_ptr<fe::Tensor>> statistics_tensors;
+  std::vector<std::unique_ptr<fe::Operation>> statistics_ops;
+  if (spec.fusion.statistics()) {
+    UCUDNN_RETURN_IF_ERROR(MakeStatistics(spec, y, &statistics_tensors, &statistics_ops, &ops));
   }
   auto made = std::make_unique<fe::OperationGraph>(
       fe::OperationGraphBuilder()

@@ -25,10 +25,17 @@ namespace graph_internal {
 namespace fe = cudnn_frontend;
 
 // Unique ids of the three tensors in every graph and variant pack, the bias
-// of a forward graph with one, its virtual convolution result, and the
-// virtual sum before a ReLU.
+// of a forward graph with one, its virtual convolution result, the virtual
+// sum before a ReLU, the statistics epilogue's two sums and its virtual
+// squares.
 constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidConv = 'c',
-                  kUidBiased = 'a';
+                  kUidBiased = 'a', kUidSum = 's', kUidSumOfSquares = 'q', kUidSquares = 'm';
+
+// Whether the graph of `spec` computes the statistics with cuDNN's genstats
+// node (float16: the precompiled batch-norm engines take it) rather than as
+// two reductions (sum; square, then sum), which cuDNN's runtime fusion engine
+// compiles for every type.
+bool StatisticsAsGenstats(const ConvGraphSpec& spec);
 
 // Internal unless a frontend object was built.
 template <typename T>
@@ -65,7 +72,8 @@ class Stopwatch {
 };
 
 // The operation graph of one convolution node for `spec`, with the nodes of
-// its fusion after it (spec.fusion: the bias add, the ReLU). The graph holds
+// its fusion after it (spec.fusion: the bias add, the ReLU; or the
+// statistics of the output, per channel, as float32 [1, K, 1, 1]). The graph holds
 // (shared) every descriptor it was built from.
 Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
                           std::unique_ptr<fe::OperationGraph>* graph);

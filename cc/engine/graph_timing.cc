@@ -57,7 +57,7 @@ void GraphTiming::GraphRoles(Pass pass, const void* a, const void* b, const void
 
 Status GraphTiming::Time(cudnnHandle_t handle, cudaStream_t stream,
                              const std::vector<GraphTrial>& trials, const void* a, const void* b,
-                             void* out, const void* bias, void* workspace,
+                             void* out, const FusionPointers& fusion, void* workspace,
                              int64_t workspace_bytes, std::vector<Measured>* got,
                              std::set<std::string>* pruned, int* runs, std::string* log) {
   if (trials.empty()) return Status();
@@ -68,7 +68,7 @@ Status GraphTiming::Time(cudnnHandle_t handle, cudaStream_t stream,
   // refused. Behind a StreamGate, but for a first run (module loading).
   auto time_runs = [&](const GraphPlan& plan, int runs, double* ms, bool gated = true) {
     return events.TimeRuns(
-        stream, runs, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, ms,
+        stream, runs, [&] { return plan.Execute(handle, x, w, y, workspace, fusion).ok(); }, ms,
         gated);
   };
   // After its screening run a candidate may be dropped, or not proposed again
@@ -137,7 +137,7 @@ Status GraphTiming::Time(cudnnHandle_t handle, cudaStream_t stream,
 
 Status GraphTiming::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
                                        const std::vector<GraphTrial>& trials, const void* a,
-                                       const void* b, void* out, const void* bias,
+                                       const void* b, void* out, const FusionPointers& fusion,
                                        void* workspace, int64_t workspace_bytes,
                                        std::vector<Measured>* got, int* runs,
                                        std::string* log) {
@@ -170,7 +170,7 @@ Status GraphTiming::RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
       double ms = -1;
       const GraphPlan& plan = *plans[near[k]];
       UCUDNN_RETURN_IF_ERROR(events.TimeRuns(
-          stream, 1, [&] { return plan.Execute(handle, x, w, y, workspace, bias).ok(); }, &ms));
+          stream, 1, [&] { return plan.Execute(handle, x, w, y, workspace, fusion).ok(); }, &ms));
       *runs += 1;
       if (ms >= 0) samples[k].push_back(ms);
     }

@@ -31,8 +31,8 @@ class GraphTiming {
   // GraphSearchKnobs::prune_factor, and counts the plan executions in *runs.
   // With `log`, appends a line per trial: its times and what became of it.
   Status Time(cudnnHandle_t handle, cudaStream_t stream, const std::vector<GraphTrial>& trials,
-              const void* a, const void* b, void* out, const void* bias, void* workspace,
-              int64_t workspace_bytes, std::vector<Measured>* got,
+              const void* a, const void* b, void* out, const FusionPointers& fusion,
+              void* workspace, int64_t workspace_bytes, std::vector<Measured>* got,
               std::set<std::string>* pruned, int* runs, std::string* log);
   // Times the graph candidates of *got within kRetimeWindow of the fastest
   // again (screening.h, "Re-timing near the best"): kRetimeRounds rounds of
@@ -40,7 +40,8 @@ class GraphTiming {
   // plans; operands as Time's.
   Status RetimeNearBest(cudnnHandle_t handle, cudaStream_t stream,
                         const std::vector<GraphTrial>& trials, const void* a, const void* b,
-                        void* out, const void* bias, void* workspace, int64_t workspace_bytes,
+                        void* out, const FusionPointers& fusion, void* workspace,
+                        int64_t workspace_bytes,
                         std::vector<Measured>* got, int* runs, std::string* log);
 
   // The pass's tensors in graph roles: forward (a, b, out) = (x, w, y);

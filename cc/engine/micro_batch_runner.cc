@@ -12,14 +12,18 @@ namespace ucudnn {
 
 Status MicroBatchRunner::Run(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                              const CudnnAlgo& algo, int64_t offset, bool accumulate,
-                             const void* a, const void* b, void* out, const void* bias,
-                             void* workspace, void* padded) {
+                             const void* a, const void* b, void* out,
+                             const FusionPointers& fusion, void* workspace, void* padded) {
   const ConvParams& p = spec_.params;
   const Pass pass = spec_.pass;
   if (algo.graph()) {
-    return RunGraph(handle, stream, mb, algo.engine, offset, accumulate, a, b, out, bias,
+    return RunGraph(handle, stream, mb, algo.engine, offset, accumulate, a, b, out, fusion,
                     workspace, padded);
   }
+  if (p.fusion.statistics()) {
+    return Status::Internal("a legacy algorithm computes no statistics epilogue");
+  }
+  const void* bias = fusion.bias;
   ConvDescriptors* d = nullptr;
   UCUDNN_RETURN_IF_ERROR(descriptors_.GetDescriptors(mb.size, algo.math_type, &d));
   const int elem = DTypeSize(p.dtype);
@@ -67,8 +71,8 @@ Status MicroBatchRunner::Run(cudnnHandle_t handle, cudaStream_t stream, const Mi
 
 Status MicroBatchRunner::RunGraph(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                                   const GraphEngine& engine, int64_t offset, bool accumulate,
-                                  const void* a, const void* b, void* out, const void* bias,
-                                  void* workspace, void* padded) {
+                                  const void* a, const void* b, void* out,
+                                  const FusionPointers& fusion, void* workspace, void* padded) {
   const ConvParams& p = spec_.params;
   const Pass pass = spec_.pass;
   const int64_t elem = DTypeSize(p.dtype);
@@ -99,14 +103,15 @@ Status MicroBatchRunner::RunGraph(cudnnHandle_t handle, cudaStream_t stream, con
   // at every micro-batch, and its graph tensor declares the same alignment.
   const int64_t alignment =
       descriptors_.GraphSpec(mb.size, accumulate, engine.transposed).alignment;
-  for (const void* ptr : {x, w, y, bias}) {
+  for (const void* ptr : {x, w, y, fusion.bias, static_cast<const void*>(fusion.sum),
+                          static_cast<const void*>(fusion.sum_of_squares)}) {
     if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
       return Status::Internal("a tensor of " + std::string(PassName(pass)) + " " +
                               p.ToString() + " is not aligned to " + std::to_string(alignment) +
                               " bytes, which cuDNN engine " + engine.Name() + " needs");
     }
   }
-  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace, bias));
+  UCUDNN_RETURN_IF_ERROR(plan->Execute(handle, x, w, y, workspace, fusion));
   if (pass == Pass::kBackwardData && asymmetric) {
     UCUDNN_RETURN_IF_ERROR(ops_.CopyPadded(stream, mb.size, padded,
                                            static_cast<char*>(out) + in_off,

@@ -31,16 +31,19 @@ class MicroBatchRunner {
 
   // One micro-batch of `offset` samples in, run with `algo`: its convolution,
   // and the bias (and ReLU) epilogue where the kernel has one
-  // (ConvParams::fusion). The handle must be held, on the stream.
+  // (ConvParams::fusion); the statistics epilogue (graph engines only) writes
+  // this micro-batch's sums into fusion.sum and fusion.sum_of_squares. The handle must be held, on the stream.
   Status Run(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
              const CudnnAlgo& algo, int64_t offset, bool accumulate, const void* a,
-             const void* b, void* out, const void* bias, void* workspace, void* padded);
+             const void* b, void* out, const FusionPointers& fusion, void* workspace,
+             void* padded);
 
  private:
   // Run of a graph-API engine.
   Status RunGraph(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                   const GraphEngine& engine, int64_t offset, bool accumulate, const void* a,
-                  const void* b, void* out, const void* bias, void* workspace, void* padded);
+                  const void* b, void* out, const FusionPointers& fusion, void* workspace,
+             void* padded);
 
   const KernelSpec& spec_;
   DescriptorCache& descriptors_;

@@ -170,7 +170,7 @@ Status TimeOverhead(CudnnKernel& kernel, int device, int iters, OverheadTimes* t
     std::lock_guard<std::mutex> lock(handle->mu);
     if (graph_direct) return graph_plan->ExecutePack(handle->handle, pack);
     return runner.RunMicroBatch(handle->handle, stream, mb, algo, 0, false, t.a, direct_b,
-                                direct_out, /*bias=*/nullptr, workspace, padded);
+                                direct_out, FusionPointers(), workspace, padded);
   };
   // Warm up both, then alternate so that drift (clocks, heat) hits both alike.
   for (int i = 0; status.ok() && i < 3; ++i) status = run_plan();

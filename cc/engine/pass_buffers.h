@@ -69,6 +69,21 @@ struct PassTensors {
   bool filter_in_cudnn_layout = false;
   // Forward with ConvParams::bias: the bias, out_channels elements.
   const void* bias = nullptr;
+  // Forward with the statistics epilogue (Fusion::statistics): the
+  // per-output-channel sum and sum of squares of the output over the whole
+  // mini-batch, out_channels float32 each, written.
+  float* sum = nullptr;
+  float* sum_of_squares = nullptr;
+};
+
+// What one micro-batch's fused convolution reads or writes besides its x, w
+// and y: the epilogue's bias, and the statistics epilogue's sums of this
+// micro-batch alone (out_channels float32 each, written; the plan runner adds
+// them up over the micro-batches).
+struct FusionPointers {
+  const void* bias = nullptr;
+  float* sum = nullptr;
+  float* sum_of_squares = nullptr;
 };
 
 }  // namespace ucudnn

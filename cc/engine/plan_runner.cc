@@ -43,6 +43,49 @@ Status AllocateWorkspaceOrSmallerPlan(const PlanRunner& runner, const PerfTable&
 
 }  // namespace
 
+Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels,
+                             bool several, const PassTensors& t, ScratchAllocator* scratch,
+                             FusionPointers* fusion) {
+  if (t.sum == nullptr || t.sum_of_squares == nullptr) {
+    return Status::Internal("a statistics plan ran without its sums");
+  }
+  bytes_ = channels * static_cast<int64_t>(sizeof(float));
+  // The graphs' sums are cleared first, whichever way an engine writes them.
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum, 0, bytes_, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum_of_squares, 0, bytes_, stream));
+  if (!several) {
+    fusion->sum = t.sum;
+    fusion->sum_of_squares = t.sum_of_squares;
+    return Status();
+  }
+  // One micro-batch's two sums, each at a multiple of 256 bytes.
+  const int64_t stride = (bytes_ + 255) / 256 * 256;
+  partial_ = static_cast<float*>(scratch->Allocate(2 * stride));
+  if (partial_ == nullptr) {
+    return Status::ResourceExhausted("could not allocate " + std::to_string(2 * stride) +
+                                     " bytes for a micro-batch's statistics");
+  }
+  partial_squares_ = reinterpret_cast<float*>(reinterpret_cast<char*>(partial_) + stride);
+  fusion->sum = partial_;
+  fusion->sum_of_squares = partial_squares_;
+  UCUDNN_RETURN_IF_ERROR(desc_.SetBias(DType::kFloat, channels));
+  return Status();
+}
+
+Status StatisticsSums::ClearPartial(cudaStream_t stream) {
+  UCUDNN_CUDA_OK(cudaMemsetAsync(partial_, 0, bytes_, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(partial_squares_, 0, bytes_, stream));
+  return Status();
+}
+
+Status StatisticsSums::AddPartial(cudnnHandle_t handle, const PassTensors& t) {
+  const float one = 1.0f;
+  UCUDNN_CUDNN_OK(cudnnAddTensor(handle, &one, desc_.d, partial_, &one, desc_.d, t.sum));
+  UCUDNN_CUDNN_OK(
+      cudnnAddTensor(handle, &one, desc_.d, partial_squares_, &one, desc_.d, t.sum_of_squares));
+  return Status();
+}
+
 int64_t PlanRunner::AccumulatorBytes() const {
   const ConvParams& p = spec_.params;
   if (spec_.pass != Pass::kBackwardFilter || p.dtype == DType::kFloat ||
@@ -87,15 +130,25 @@ Status PlanRunner::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pla
     zero = base + chosen.accumulator_bytes - kAccumulatorAlign;
     UCUDNN_CUDA_OK(cudaMemsetAsync(base, 0, chosen.accumulator_bytes, stream));
   }
+  FusionPointers fusion;
+  fusion.bias = t.bias;
+  StatisticsSums sums;
+  if (params.fusion.statistics()) {
+    UCUDNN_RETURN_IF_ERROR(sums.Begin(stream, params.out_channels,
+                                      chosen.micro_batches.size() > 1, t, scratch, &fusion));
+  }
   UCUDNN_RETURN_IF_ERROR(ExecutePlan(
       chosen, pass, [&](int64_t offset, const MicroBatch& mb, bool accumulate) -> Status {
+        if (sums.partial()) UCUDNN_RETURN_IF_ERROR(sums.ClearPartial(stream));
         if (!float_sum) {
-          return RunMicroBatch(handle->handle, stream, mb, algos[mb.algo], offset, accumulate,
-                               t.a, b, out, t.bias, workspace, ps.padded);
+          UCUDNN_RETURN_IF_ERROR(RunMicroBatch(handle->handle, stream, mb, algos[mb.algo],
+                                               offset, accumulate, t.a, b, out, fusion,
+                                               workspace, ps.padded));
+          return sums.partial() ? sums.AddPartial(handle->handle, t) : Status();
         }
         // This micro-batch's own gradient (beta = 0), added in float32.
         UCUDNN_RETURN_IF_ERROR(RunMicroBatch(handle->handle, stream, mb, algos[mb.algo], offset,
-                                             /*accumulate=*/false, t.a, b, out, t.bias,
+                                             /*accumulate=*/false, t.a, b, out, fusion,
                                              workspace, ps.padded));
         const bool probe = !accumulate && float_accumulation_.load() == 0;
         const cudnnStatus_t added = ops_.AccumulateFloat(handle->handle, out, sum, zero, probe);

@@ -31,6 +31,29 @@
 
 namespace ucudnn {
 
+// The statistics epilogue's sums over a plan's micro-batches: each
+// micro-batch's graph writes its own sums (cleared before it), which
+// cudnnAddTensor adds in float32 into the caller's; a plan of one micro-batch
+// writes the caller's directly.
+class StatisticsSums {
+ public:
+  // Clears the caller's sums (t.sum, t.sum_of_squares) and points *fusion at
+  // what the micro-batches write: with `several`, two partial sums of
+  // `channels` floats from `scratch`.
+  Status Begin(cudaStream_t stream, int64_t channels, bool several,
+               const PassTensors& t, ScratchAllocator* scratch, FusionPointers* fusion);
+  bool partial() const { return partial_ != nullptr; }
+  Status ClearPartial(cudaStream_t stream);
+  // Adds the micro-batch's sums into the caller's.
+  Status AddPartial(cudnnHandle_t handle, const PassTensors& t);
+
+ private:
+  int64_t bytes_ = 0;
+  float* partial_ = nullptr;
+  float* partial_squares_ = nullptr;
+  TensorDesc desc_;  // float32 [1, channels, 1, 1]
+};
+
 class PlanRunner {
  public:
   explicit PlanRunner(const KernelSpec& spec)
@@ -65,9 +88,9 @@ class PlanRunner {
   // (MicroBatchRunner::Run). The handle must be held, on the stream.
   Status RunMicroBatch(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
                        const CudnnAlgo& algo, int64_t offset, bool accumulate, const void* a,
-                       const void* b, void* out, const void* bias, void* workspace,
+                       const void* b, void* out, const FusionPointers& fusion, void* workspace,
                        void* padded) {
-    return micro_batches_.Run(handle, stream, mb, algo, offset, accumulate, a, b, out, bias,
+    return micro_batches_.Run(handle, stream, mb, algo, offset, accumulate, a, b, out, fusion,
                               workspace, padded);
   }
 

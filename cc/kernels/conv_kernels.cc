@@ -38,6 +38,23 @@ typedef Eigen::GpuDevice GPUDevice;
 template <typename Device, typename T>
 struct LaunchConv;
 
+// The tensors of a forward pass's fusion: the bias it reads, the statistics
+// it writes (out_channels float32 each); null where it has none.
+struct FusionOperands {
+  const Tensor* bias = nullptr;
+  Tensor* sum = nullptr;
+  Tensor* sum_of_squares = nullptr;
+};
+
+template <typename Tensors>
+void SetFusionPointers(const FusionOperands& f, Tensors* t) {
+  if (f.bias != nullptr) t->bias = f.bias->tensor_data().data();
+  if (f.sum != nullptr) {
+    t->sum = f.sum->flat<float>().data();
+    t->sum_of_squares = f.sum_of_squares->flat<float>().data();
+  }
+}
+
 // Runs one pass: `a`, `b` and `out` as in ucudnn::PassTensors; `bias` for
 // a forward pass with a bias (p.fusion). An empty convolution with a bias (an
 // input of no rows whose explicit padding still gives output rows, say) gets
@@ -47,7 +64,7 @@ template <typename T>
 struct LaunchConv<CPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
                           const ConvParams& p, const Tensor& a, const Tensor& b,
-                          const Tensor* bias, Tensor* out) {
+                          const FusionOperands& fusion, Tensor* out) {
     ucudnn::ConvRequest q;
     q.pass = pass;
     q.params = p;
@@ -58,7 +75,7 @@ struct LaunchConv<CPUDevice, T> {
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
-    if (bias != nullptr) tensors.bias = bias->tensor_data().data();
+    SetFusionPointers(fusion, &tensors);
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
     const ucudnn::ParallelFor parallel_for =
         [workers](int64_t units, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
@@ -113,7 +130,7 @@ template <typename T>
 struct LaunchConv<GPUDevice, T> {
   static absl::Status Run(OpKernelContext* ctx, Pass pass, const ConvAttrs& attrs,
                           const ConvParams& p, const Tensor& a, const Tensor& b,
-                          const Tensor* bias, Tensor* out) {
+                          const FusionOperands& fusion, Tensor* out) {
     se::Stream* se_stream = ctx->op_device_context()->stream();
     if (se_stream == nullptr) return absl::InternalError("no GPU stream for tf_ucudnn");
     ucudnn::ConvRequest q;
@@ -129,7 +146,7 @@ struct LaunchConv<GPUDevice, T> {
     tensors.a = a.tensor_data().data();
     tensors.b = b.tensor_data().data();
     tensors.out = const_cast<char*>(out->tensor_data().data());
-    if (bias != nullptr) tensors.bias = bias->tensor_data().data();
+    SetFusionPointers(fusion, &tensors);
     TfScratchAllocator scratch(ctx);
     std::unique_ptr<BenchmarkPeers> peers;
     return EngineStatusToTf(ucudnn::RunConvPass(
@@ -149,10 +166,17 @@ struct LaunchConv<GPUDevice, T> {
 
 #endif  // GOOGLE_CUDA
 
-// One kernel class for the three passes; kBias: Ucudnn>Conv2DWithBias (forward).
-template <typename Device, typename T, Pass kPass, bool kBias = false>
+// What a forward op fuses: nothing (Ucudnn>Conv2D), a bias
+// (Ucudnn>Conv2DWithBias) or the statistics (Ucudnn>Conv2DWithStatistics).
+enum class Fused { kNone, kBias, kStatistics };
+
+// One kernel class for the three passes and the fused forward ops.
+template <typename Device, typename T, Pass kPass, Fused kFused = Fused::kNone>
 class UcudnnConvOp : public OpKernel {
-  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
+  static constexpr bool kBias = kFused == Fused::kBias;
+  static constexpr bool kStatistics = kFused == Fused::kStatistics;
+  static_assert(kFused == Fused::kNone || kPass == Pass::kForward,
+                "only the forward pass fuses");
  public:
   explicit UcudnnConvOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
@@ -185,11 +209,17 @@ class UcudnnConvOp : public OpKernel {
     ConvParams params;
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, DataTypeToEnum<T>::v(),
                                        &params));
-    const Tensor* bias = nullptr;
+    FusionOperands fusion;
     if (kBias) {
-      bias = &ctx->input(2);
-      OP_REQUIRES_OK(ctx, CheckBias(bias->shape(), params));
+      fusion.bias = &ctx->input(2);
+      OP_REQUIRES_OK(ctx, CheckBias(fusion.bias->shape(), params));
       params.fusion = attrs_.fusion;
+    }
+    if (kStatistics) {
+      params.fusion.epilogue = ucudnn::Epilogue::kStatistics;
+      const TensorShape sums({params.out_channels});
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(1, sums, &fusion.sum));
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(2, sums, &fusion.sum_of_squares));
     }
     const TensorShape output_shape = OutputShape(params);
     if (kPass != Pass::kForward) {
@@ -199,6 +229,18 @@ class UcudnnConvOp : public OpKernel {
         PassResultShape(kPass, input_shape, filter_shape, output_shape);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
+    if (params.empty() && kStatistics) {
+      // Sums over nothing, and an output of zeros where it has elements.
+      if (out->NumElements() > 0) {
+        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
+      }
+      if (params.out_channels > 0) {
+        ctx->eigen_device<Device>().memset(fusion.sum->data(), 0, fusion.sum->TotalBytes());
+        ctx->eigen_device<Device>().memset(fusion.sum_of_squares->data(), 0,
+                                           fusion.sum_of_squares->TotalBytes());
+      }
+      return;
+    }
     if (params.empty() && !(kBias && out->NumElements() > 0)) {
       // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
       // channels), as tf.nn.conv2d: the result has its shape and, where it has
@@ -210,7 +252,7 @@ class UcudnnConvOp : public OpKernel {
       return;
     }
     OP_REQUIRES_OK(ctx,
-                   LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, bias, out));
+                   LaunchConv<Device, T>::Run(ctx, kPass, attrs_, params, *a, *b, fusion, out));
   }
 
  private:
@@ -223,7 +265,10 @@ class UcudnnConvOp : public OpKernel {
       UcudnnConvOp<DEVICE, T, Pass::kForward>);                                             \
   REGISTER_KERNEL_BUILDER(                                                                  \
       Name("Ucudnn>Conv2DWithBias").Device(DEVICE_##DEV).TypeConstraint<T>("T"),            \
-      UcudnnConvOp<DEVICE, T, Pass::kForward, true>);                                       \
+      UcudnnConvOp<DEVICE, T, Pass::kForward, Fused::kBias>);                               \
+  REGISTER_KERNEL_BUILDER(                                                                  \
+      Name("Ucudnn>Conv2DWithStatistics").Device(DEVICE_##DEV).TypeConstraint<T>("T"),      \
+      UcudnnConvOp<DEVICE, T, Pass::kForward, Fused::kStatistics>);                         \
   REGISTER_KERNEL_BUILDER(Name("Ucudnn>Conv2DBackpropInput")                                \
                               .Device(DEVICE_##DEV)                                         \
                               .TypeConstraint<T>("T")                                       \

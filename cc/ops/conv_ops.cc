@@ -123,6 +123,35 @@ bias: [out_channels], added to every output element of its channel.
 activation: 'linear' (none) or 'relu' (max(., 0) after the bias).
 )doc");
 
+// Ucudnn>Conv2DWithStatistics's shape: Conv2DShape's output, and two vectors
+// of the filter's out_channels.
+absl::Status Conv2DWithStatisticsShape(InferenceContext* c) {
+  TF_RETURN_IF_ERROR(UcudnnConv2DShape(c));
+  ShapeHandle filter = c->input(1);
+  const DimensionHandle k =
+      c->RankKnown(filter) && c->Rank(filter) == 4 ? c->Dim(filter, 3) : c->UnknownDim();
+  c->set_output(1, c->Vector(k));
+  c->set_output(2, c->Vector(k));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Ucudnn>Conv2DWithStatistics")
+    .Input("input: T")
+    .Input("filter: T")
+    .Output("output: T")
+    .Output("sum: float")
+    .Output("sum_of_squares: float")
+    .UCUDNN_CONV_ATTRS
+    .SetShapeFn(Conv2DWithStatisticsShape)
+    .Doc(R"doc(
+Ucudnn>Conv2D and the per-channel statistics of its output that a following
+batch normalization needs, in one kernel on the GPU (the statistics are the
+epilogue of the convolution's cuDNN graph engine), micro-batched, the sums
+added up over the micro-batches in float32.
+sum: [out_channels], the sum of the output over the batch and pixels.
+sum_of_squares: [out_channels], the sum of the output's squares.
+)doc");
+
 REGISTER_OP("Ucudnn>Conv2DBackpropInput")
     .Input("input_sizes: int32")
     .Input("filter: T")

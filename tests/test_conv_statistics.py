@@ -1,0 +1,163 @@
+"""tf_ucudnn.conv2d_with_statistics: the convolution and its output's
+per-channel sum and sum of squares (what a following batch normalization's
+training step needs), from one op, Ucudnn>Conv2DWithStatistics.
+
+The output must equal tf.nn.conv2d's (testing_utils.reference_conv2d from the
+same rounded inputs, the tolerances of test_nn.py); the sums must be those of
+the output the op returned, summed in float64 here, whatever the micro-batch
+plan; the gradients of input and filter through all three results must equal
+those of the reference composed from tf.nn.conv2d and tf.reduce_sum.
+
+Tolerances of the sums against the returned output's: float32, 1e-5 (float32
+accumulation over the micro-batches; the CPU sums in float64). float16 and
+bfloat16, the type's TOLERANCE: a fused GPU epilogue may reduce the
+convolution's float result before it is rounded to the output's type, so its
+sums differ from the stored output's by that rounding.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_ucudnn
+from testing_utils import TOLERANCE, assert_rel_l2, random_tensor, reference_conv2d
+
+# (N, H, W, C, K, R, S)
+SHAPES = {
+    "n6_8x8_3x3": (6, 8, 8, 8, 16, 3, 3),
+    "n5_7x9_1x1": (5, 7, 9, 16, 8, 1, 1),
+}
+
+
+def _channel_axes(data_format):
+    return [0, 1, 2] if data_format == "NHWC" else [0, 2, 3]
+
+
+def _sums(y, data_format):
+    y = tf.cast(y, tf.float64)
+    axes = _channel_axes(data_format)
+    return tf.reduce_sum(y, axes), tf.reduce_sum(y * y, axes)
+
+
+class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
+    """On the CPU (the engine's reference path)."""
+
+    DEVICE = "/CPU:0"
+
+    def _inputs(self, shape, data_format, dtype, seed=0):
+        n, h, w, c, k, r, s = SHAPES[shape]
+        rng = np.random.default_rng(seed)
+        x_shape = (n, h, w, c) if data_format == "NHWC" else (n, c, h, w)
+        x, x32 = random_tensor(rng, x_shape, dtype)
+        f, f32 = random_tensor(rng, (r, s, c, k), dtype)
+        return x, x32, f, f32
+
+    def check(self, shape, data_format, dtype, micro_batch_size, strides=1, padding="SAME"):
+        x, x32, f, f32 = self._inputs(shape, data_format, dtype)
+        k = f.shape[-1]
+        # Weights of the loss on each result, so that every gradient path counts.
+        g_sum = tf.linspace(-1.0, 1.0, k)
+        g_squares = tf.linspace(0.01, 0.02, k)
+        with tf.device(self.DEVICE):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(
+                    x, f, strides, padding, data_format=data_format,
+                    micro_batch_size=micro_batch_size)
+                loss = (0.5 * tf.reduce_sum(tf.cast(y, tf.float32)) +
+                        tf.reduce_sum(total * g_sum) + tf.reduce_sum(squares * g_squares))
+            dx, df = tape.gradient(loss, [x, f])
+        self.assertEqual(total.dtype, tf.float32)
+        self.assertEqual(squares.dtype, tf.float32)
+        with tf.GradientTape() as tape:
+            tape.watch([x32, f32])
+            y_ref = reference_conv2d(x32, f32, strides, padding, data_format)
+            axes = _channel_axes(data_format)
+            loss_ref = (0.5 * tf.reduce_sum(y_ref) + tf.reduce_sum(tf.reduce_sum(y_ref, axes) * g_sum)
+                        + tf.reduce_sum(tf.reduce_sum(y_ref * y_ref, axes) * g_squares))
+        dx_ref, df_ref = tape.gradient(loss_ref, [x32, f32])
+        tol = TOLERANCE[dtype]
+        assert_rel_l2(self, y, y_ref, tol, "output")
+        want_sum, want_squares = _sums(y, data_format)
+        sum_tol = 1e-5 if dtype == tf.float32 else tol
+        assert_rel_l2(self, total, want_sum, sum_tol, "sum (of the returned output)")
+        assert_rel_l2(self, squares, want_squares, sum_tol, "sum of squares (of the returned output)")
+        # The gradients run the half-precision convolutions on dy that holds
+        # the sums' terms: the type's tolerance, as test_nn.py's gradients.
+        assert_rel_l2(self, dx, dx_ref, tol, "input gradient")
+        assert_rel_l2(self, df, df_ref, tol, "filter gradient")
+
+    @parameterized.product(shape=list(SHAPES), data_format=["NHWC", "NCHW"],
+                           micro_batch_size=[None, 1, 4])
+    def test_matches_conv_and_reductions(self, shape, data_format, micro_batch_size):
+        self.check(shape, data_format, tf.float32, micro_batch_size)
+
+    @parameterized.parameters(tf.float16, tf.bfloat16)
+    def test_half_types(self, dtype):
+        self.check("n6_8x8_3x3", "NHWC", dtype, 4)
+
+    def test_stride_and_valid_padding(self):
+        self.check("n6_8x8_3x3", "NHWC", tf.float32, 4, strides=2, padding="VALID")
+
+    def test_empty_batch_gives_zero_sums(self):
+        x = tf.zeros((0, 5, 5, 4))
+        f = tf.ones((3, 3, 4, 6))
+        with tf.device(self.DEVICE):
+            y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME")
+        self.assertEqual(tuple(y.shape), (0, 5, 5, 6))
+        self.assertAllEqual(total, np.zeros(6, np.float32))
+        self.assertAllEqual(squares, np.zeros(6, np.float32))
+
+    def test_shapes_in_a_function(self):
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 4]), tf.TensorSpec([3, 3, 4, 6])])
+        def run(x, f):
+            return tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME")
+
+        y, total, squares = run.get_concrete_function().structured_outputs
+        self.assertEqual(y.shape.as_list(), [None, 8, 8, 6])
+        self.assertEqual(total.shape.as_list(), [6])
+        self.assertEqual(squares.shape.as_list(), [6])
+
+    def test_bad_input_is_a_clear_error(self):
+        with tf.device(self.DEVICE):
+            with self.assertRaisesRegex(ValueError, "4-dimensional"):
+                tf_ucudnn.conv2d_with_statistics(tf.zeros((2, 3, 4)), tf.zeros((1, 1, 4, 2)), 1,
+                                                 "SAME")
+            with self.assertRaisesRegex((ValueError, tf.errors.InvalidArgumentError), "channels"):
+                tf_ucudnn.conv2d_with_statistics(tf.zeros((2, 5, 5, 3)), tf.zeros((1, 1, 2, 4)),
+                                                 1, "SAME")
+
+
+@pytest.mark.gpu
+class ConvStatisticsGpuTest(ConvStatisticsTest):
+    """The same on /GPU:0 (TF32 off): cuDNN graph engines with the statistics
+    epilogue (float16: genstats; float32 and bfloat16: reductions), NHWC, the
+    layout cuDNN fuses."""
+
+    DEVICE = "/GPU:0"
+
+    def setUp(self):
+        super().setUp()
+        if not tf.config.list_physical_devices("GPU"):
+            self.skipTest("no GPU")
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
+
+    @parameterized.product(shape=list(SHAPES), data_format=["NHWC"],
+                           micro_batch_size=[None, 1, 4])
+    def test_matches_conv_and_reductions(self, shape, data_format, micro_batch_size):
+        self.check(shape, data_format, tf.float32, micro_batch_size)
+
+    @parameterized.parameters(None, 1, 4)
+    def test_float16_genstats(self, micro_batch_size):
+        self.check("n6_8x8_3x3", "NHWC", tf.float16, micro_batch_size)
+
+    def test_resnet_like_layer(self):
+        self.check_resnet_like(tf.float16)
+
+    def check_resnet_like(self, dtype):
+        SHAPES["n16_28x28_64"] = (16, 28, 28, 64, 64, 3, 3)
+        self.addCleanup(SHAPES.pop, "n16_28x28_64")
+        self.check("n16_28x28_64", "NHWC", dtype, None)
