@@ -53,7 +53,8 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
         f, f32 = random_tensor(rng, (r, s, c, k), dtype)
         return x, x32, f, f32
 
-    def check(self, shape, data_format, dtype, micro_batch_size, strides=1, padding="SAME"):
+    def check(self, shape, data_format, dtype, micro_batch_size, strides=1, padding="SAME",
+              tol=None):
         x, x32, f, f32 = self._inputs(shape, data_format, dtype)
         k = f.shape[-1]
         # Weights of the loss on each result, so that every gradient path counts.
@@ -77,7 +78,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
             loss_ref = (0.5 * tf.reduce_sum(y_ref) + tf.reduce_sum(tf.reduce_sum(y_ref, axes) * g_sum)
                         + tf.reduce_sum(tf.reduce_sum(y_ref * y_ref, axes) * g_squares))
         dx_ref, df_ref = tape.gradient(loss_ref, [x32, f32])
-        tol = TOLERANCE[dtype]
+        tol = tol or TOLERANCE[dtype]
         assert_rel_l2(self, y, y_ref, tol, "output")
         want_sum, want_squares = _sums(y, data_format)
         sum_tol = 1e-5 if dtype == tf.float32 else tol
@@ -131,9 +132,11 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
 
 @pytest.mark.gpu
 class ConvStatisticsGpuTest(ConvStatisticsTest):
-    """The same on /GPU:0 (TF32 off): cuDNN graph engines with the statistics
-    epilogue (float16: genstats; float32 and bfloat16: reductions), NHWC, the
-    layout cuDNN fuses."""
+    """The same on /GPU:0 (TF32 off): float16 and bfloat16 through cuDNN graph
+    engines with the statistics epilogue (float16: genstats; bfloat16:
+    reductions), NHWC, the layout cuDNN fuses; float32 without TF32 through
+    the plain convolution and cudnnReduceTensor after it (every fused
+    reduction engine computes with TF32), in both layouts."""
 
     DEVICE = "/GPU:0"
 
@@ -145,10 +148,12 @@ class ConvStatisticsGpuTest(ConvStatisticsTest):
         tf.config.experimental.enable_tensor_float_32_execution(False)
         self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
 
-    @parameterized.product(shape=list(SHAPES), data_format=["NHWC"],
-                           micro_batch_size=[None, 1, 4])
-    def test_matches_conv_and_reductions(self, shape, data_format, micro_batch_size):
-        self.check(shape, data_format, tf.float32, micro_batch_size)
+    @parameterized.parameters(None, 1, 4)
+    def test_float32_with_tf32_fuses(self, micro_batch_size):
+        # TF32 rounds the convolution's inputs to 10 mantissa bits: 5e-3 on
+        # the output and the gradients; the sums stay those of the output.
+        tf.config.experimental.enable_tensor_float_32_execution(True)
+        self.check("n6_8x8_3x3", "NHWC", tf.float32, micro_batch_size, tol=5e-3)
 
     @parameterized.parameters(None, 1, 4)
     def test_float16_genstats(self, micro_batch_size):

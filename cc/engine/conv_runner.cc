@@ -15,6 +15,7 @@
 #include "cc/engine/cuda_check.h"
 #include "cc/engine/cudnn_descriptors.h"
 #include "cc/engine/division_groups.h"
+#include "cc/engine/statistics_reduction.h"
 #endif
 
 namespace ucudnn {
@@ -156,6 +157,21 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     return FillWithBias(handle, q.stream, q.params, tensors);
   }
   if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);
+  if (StatisticsUnfused(q.params, q.knobs.allow_tf32)) {
+    // The plain convolution's plan, then the sums of its whole output.
+    ConvRequest plain = q;
+    plain.params.fusion = Fusion();
+    PassTensors conv_tensors = tensors;
+    conv_tensors.sum = conv_tensors.sum_of_squares = nullptr;
+    UCUDNN_RETURN_IF_ERROR(RunConvPass(plain, conv_tensors, scratch, peers));
+    LogStepDownOnce(MakeKey(q), "I",
+                    std::string("forward ") + q.params.ToString() +
+                        ": the statistics are reduced after the convolution "
+                        "(cudnnReduceTensor); cuDNN fuses them with TF32 only");
+    std::lock_guard<std::mutex> lock(handle->mu);
+    UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
+    return ReduceStatistics(handle->handle, q.params, tensors, scratch);
+  }
   const KernelKey key = MakeKey(q);
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
