@@ -1,10 +1,12 @@
 """Keras layers whose convolutions run through tf_ucudnn: `Conv2D` and
-`Conv2DTranspose`, drop-ins for Keras' own (same arguments, same weights)."""
+`Conv2DTranspose`, drop-ins for Keras' own (same arguments, same weights),
+and `Conv2DBatchNorm`, a convolution with the batch norm that follows it."""
 
 import keras
 import tensorflow as tf
 from keras.src.backend.common.backend_utils import compute_conv_transpose_output_shape
 
+from tf_ucudnn import batch_norm as batch_norm_math
 from tf_ucudnn import nn
 
 
@@ -172,3 +174,210 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
 
     def call(self, inputs):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
+
+
+def _in_xla_context():
+    """Whether ops are being traced into an XLA compilation (a
+    ``jit_compile=True`` function), where only ops with XLA kernels run."""
+    if tf.executing_eagerly():
+        return False
+    from tensorflow.python.ops import control_flow_util  # noqa: PLC0415 (TF internals)
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
+    """``activation(batch_norm(conv(inputs), training))`` of a Keras ``Conv2D``
+    (activation None) and ``BatchNormalization`` over its channels, with
+    their own variables, through tf_ucudnn.
+
+    Training (``training`` and the batch norm trainable): the convolution
+    and its output's per-channel sums from one op
+    (``tf_ucudnn.conv2d_with_statistics``; under XLA the convolution and
+    XLA's reductions, as that op has no XLA kernel yet), the batch mean and
+    variance from the sums, the moving statistics updated as Keras does,
+    and the output normalized in float32 (``batch_norm.py``). Otherwise the
+    batch norm is folded into the convolution: the filter scaled per output
+    channel and the offset as its bias, with a ReLU activation in the same
+    op (``Ucudnn>Conv2DWithBias``).
+
+    Returns:
+      The output, ``[batch, out_height, out_width, filters]`` (NHWC) or
+      ``[batch, filters, out_height, out_width]`` (NCHW), in the
+      convolution's compute dtype.
+    """
+    fmt = attrs["data_format"]
+    dtype = conv.compute_dtype
+    kernel = tf.cast(conv.kernel, dtype)
+    conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
+    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
+    relu = activation is keras.activations.relu
+    if not (training and batch_norm.trainable):
+        mean = tf.cast(batch_norm.moving_mean, tf.float32)
+        variance = tf.cast(batch_norm.moving_variance, tf.float32)
+        scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
+                                                         batch_norm.epsilon)
+        if conv_bias is not None:
+            offset = offset + conv_bias * scale
+        folded = tf.cast(tf.cast(conv.kernel, tf.float32) * scale, dtype)
+        outputs = nn.ucudnn_conv2d_op(inputs, folded, attrs, tf.cast(offset, dtype),
+                                      activation="relu" if relu else "linear")
+        return outputs if relu or activation is None else activation(outputs)
+    if _in_xla_context():
+        y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
+        axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
+        y32 = tf.cast(y, tf.float32)
+        total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(tf.square(y32), axes)
+    else:
+        result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
+        y, total, squares = result.output, result.sum, result.sum_of_squares
+    shape = tf.shape(y)
+    count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
+    mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
+    batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
+    scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
+                                                     batch_norm.epsilon)
+    if conv_bias is not None:
+        offset = offset + conv_bias * scale
+    channels = batch_norm_math.channel_shape(fmt)
+    outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
+                      tf.reshape(offset, channels), dtype)
+    return outputs if activation is None else activation(outputs)
+
+
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class Conv2DBatchNorm(keras.layers.Layer):
+    __doc__ = """``keras.layers.Conv2D`` → ``keras.layers.BatchNormalization`` (over
+    the channels) → ``activation``, as one layer whose convolution computes
+    the batch norm's statistics (``tf_ucudnn.conv2d_with_statistics``).
+
+    Arguments are Keras': ``filters``, ``kernel_size``, ``strides``,
+    ``padding``, ``data_format``, ``dilation_rate``, ``groups``,
+    ``use_bias`` (default False: a bias before a batch norm only shifts its
+    mean), ``kernel_initializer``, ``bias_initializer``,
+    ``kernel_regularizer``, ``bias_regularizer``, ``kernel_constraint``,
+    ``bias_constraint`` as ``keras.layers.Conv2D`` (``activation`` applies
+    after the batch norm); ``momentum``, ``epsilon``, ``center``, ``scale``,
+    ``beta_initializer``, ``gamma_initializer``,
+    ``moving_mean_initializer``, ``moving_variance_initializer``,
+    ``beta_regularizer``, ``gamma_regularizer``, ``beta_constraint``,
+    ``gamma_constraint`` as ``keras.layers.BatchNormalization``. The weights
+    are those of the two Keras layers it holds, ``conv`` and ``batch_norm``
+    (``kernel`` ``[kernel_h, kernel_w, in_channels / groups, filters]``,
+    ``bias``, ``gamma``, ``beta``, ``moving_mean``, ``moving_variance``, each
+    ``[filters]``), so ``get_weights``/``set_weights`` of each move to and
+    from Keras' own; :meth:`from_layers` wraps existing ones. Plus μ-cuDNN's
+    knobs:
+
+    Args:""" + _KNOB_ARGS + """
+
+    In training the output equals Keras' ``Conv2D`` → ``BatchNormalization``
+    → activation up to float32 rounding (the variance from sums rather than
+    two passes), and the moving statistics update the same way; in
+    inference the batch norm is folded into the convolution's filter and
+    bias (``Ucudnn>Conv2DWithBias``, with a ReLU in it).
+
+    Raises:
+      ValueError: from ``__init__``: a knob out of range, or a ``dtype``
+        policy whose compute dtype is not float32, float16 or bfloat16.
+    """
+
+    _CONV_ARGS = ("filters", "kernel_size", "strides", "padding", "data_format",
+                  "dilation_rate", "groups", "use_bias", "kernel_initializer",
+                  "bias_initializer", "kernel_regularizer", "bias_regularizer",
+                  "kernel_constraint", "bias_constraint")
+    _BATCH_NORM_ARGS = ("momentum", "epsilon", "center", "scale", "beta_initializer",
+                        "gamma_initializer", "moving_mean_initializer",
+                        "moving_variance_initializer", "beta_regularizer",
+                        "gamma_regularizer", "beta_constraint", "gamma_constraint")
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=False,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, workspace_limit=None, batch_size_policy=None,
+                 micro_batch_size=None, **kwargs):
+        super().__init__(**kwargs)
+        nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                        micro_batch_size=micro_batch_size)
+        if self.compute_dtype not in _COMPUTE_DTYPES:
+            raise ValueError(f"tf_ucudnn.layers.Conv2DBatchNorm computes in float32, float16 or "
+                             f"bfloat16, got the dtype policy {self.dtype_policy.name!r}")
+        self.workspace_limit = workspace_limit
+        self.batch_size_policy = batch_size_policy
+        self.micro_batch_size = micro_batch_size
+        self.activation = keras.activations.get(activation)
+        self.conv = keras.layers.Conv2D(
+            filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
+            dilation_rate=dilation_rate, groups=groups, use_bias=use_bias,
+            kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+            dtype=self.dtype_policy, name="conv")
+        self.batch_norm = keras.layers.BatchNormalization(
+            axis=-1 if self.conv.data_format == "channels_last" else 1, momentum=momentum,
+            epsilon=epsilon, center=center, scale=scale, beta_initializer=beta_initializer,
+            gamma_initializer=gamma_initializer,
+            moving_mean_initializer=moving_mean_initializer,
+            moving_variance_initializer=moving_variance_initializer,
+            beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
+            beta_constraint=beta_constraint, gamma_constraint=gamma_constraint,
+            dtype=self.dtype_policy, name="batch_norm")
+
+    @classmethod
+    def from_layers(cls, conv, batch_norm, activation=None, **knobs):
+        """The fused layer over existing Keras layers and their variables: a
+        ``keras.layers.Conv2D`` without activation and a
+        ``keras.layers.BatchNormalization`` over its channel axis, unchanged.
+
+        Raises:
+          ValueError: ``conv`` has an activation, or ``batch_norm`` normalizes
+            another axis or uses renorm or synchronized statistics.
+        """
+        if conv.activation not in (None, keras.activations.linear):
+            raise ValueError(f"{conv.name} applies {conv.activation.__name__} before the batch "
+                             "norm; the fused layer applies its activation after it")
+        channel_axis = 3 if conv.data_format == "channels_last" else 1
+        axes = [a % 4 for a in batch_norm.axis] if isinstance(batch_norm.axis, (list, tuple)) \
+            else [batch_norm.axis % 4]
+        if axes != [channel_axis] or batch_norm.renorm or getattr(batch_norm, "synchronized",
+                                                                  False):
+            raise ValueError(f"{batch_norm.name} must normalize the channels (axis "
+                             f"{channel_axis}) without renorm or synchronized statistics")
+        conv_config, bn_config = conv.get_config(), batch_norm.get_config()
+        args = {k: conv_config[k] for k in cls._CONV_ARGS}
+        args.update({k: bn_config[k] for k in cls._BATCH_NORM_ARGS})
+        layer = cls(activation=activation, name=f"{conv.name}_{batch_norm.name}",
+                    dtype=conv.dtype_policy, **args, **knobs)
+        layer.conv, layer.batch_norm = conv, batch_norm
+        return layer
+
+    def build(self, input_shape):
+        if not self.conv.built:
+            self.conv.build(input_shape)
+        if not self.batch_norm.built:
+            self.batch_norm.build(self.conv.compute_output_shape(input_shape))
+
+    def compute_output_shape(self, input_shape):
+        return self.conv.compute_output_shape(input_shape)
+
+    def call(self, inputs, training=None):
+        attrs = layer_attrs(self.conv, workspace_limit=self.workspace_limit,
+                            batch_size_policy=self.batch_size_policy,
+                            micro_batch_size=self.micro_batch_size)
+        return conv_batch_norm_call(self.conv, self.batch_norm, self.activation, inputs,
+                                    training, attrs)
+
+    def get_config(self):
+        config = super().get_config()
+        conv_config, bn_config = self.conv.get_config(), self.batch_norm.get_config()
+        config.update({k: conv_config[k] for k in self._CONV_ARGS})
+        config.update({k: bn_config[k] for k in self._BATCH_NORM_ARGS})
+        config.update(activation=keras.activations.serialize(self.activation),
+                      workspace_limit=self.workspace_limit,
+                      batch_size_policy=self.batch_size_policy,
+                      micro_batch_size=self.micro_batch_size)
+        return config

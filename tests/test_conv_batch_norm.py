@@ -1,0 +1,195 @@
+"""tf_ucudnn.layers.Conv2DBatchNorm against Keras' Conv2D → BatchNormalization
+→ activation with the same weights: outputs, the gradients of the input and
+every weight, the moving statistics after training steps, and inference with
+the batch norm folded into the convolution; eagerly and in a jit_compile
+function; saved to and loaded from a .keras file.
+
+Tolerances (relative L2): float32 without TF32 1e-5 (summation order, and the
+variance from the sums instead of two passes). The conv bias's gradient is
+zero in exact arithmetic (a batch norm removes any per-channel shift), so
+both sides are rounding noise: it is checked against the kernel gradient's
+scale instead. mixed_float16: 5e-3 (seen: 2.9e-3 on the kernel's gradient):
+the backward convolutions take the output gradient rounded to float16 (11
+significant bits), and ours rounds dy plus the sums' terms where Keras
+rounds the normalization's gradient, so the two round different sums; the
+inference path scales the filter in float32 before rounding it to float16.
+"""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl.testing import parameterized
+
+import tf_ucudnn
+from testing_utils import assert_rel_l2
+
+
+def _pair(rng, input_shape, data_format, use_bias, activation, micro_batch_size=None,
+          dtype=None, filters=6, momentum=0.9):
+    """The fused layer and Keras' two layers with the same weights, built."""
+    fused = tf_ucudnn.layers.Conv2DBatchNorm(
+        filters, 3, padding="same", data_format=data_format, use_bias=use_bias,
+        activation=activation, momentum=momentum, micro_batch_size=micro_batch_size,
+        dtype=dtype)
+    conv = keras.layers.Conv2D(filters, 3, padding="same", data_format=data_format,
+                               use_bias=use_bias, dtype=dtype)
+    bn = keras.layers.BatchNormalization(axis=-1 if data_format == "channels_last" else 1,
+                                         momentum=momentum, dtype=dtype)
+    fused.build(input_shape)
+    conv.build(input_shape)
+    bn.build(conv.compute_output_shape(input_shape))
+    weights = [rng.standard_normal(v.shape).astype("float32") * 0.3 for v in fused.conv.weights]
+    fused.conv.set_weights(weights)
+    conv.set_weights(weights)
+    bn_weights = [rng.uniform(0.5, 1.5, v.shape).astype("float32")
+                  for v in fused.batch_norm.weights]
+    fused.batch_norm.set_weights(bn_weights)
+    bn.set_weights(bn_weights)
+    act = keras.activations.get(activation)
+
+    def stock(x, training):
+        return act(bn(conv(x), training=training))
+
+    return fused, stock, conv, bn
+
+
+def _input(rng, data_format, shape=(7, 9, 10, 5)):
+    if data_format == "channels_first":
+        shape = (shape[0], shape[3], shape[1], shape[2])
+    # Off-centre and wide, so that the batch norm's mean and scale matter.
+    return tf.constant(rng.standard_normal(shape) * 2.0 + 0.5, tf.float32)
+
+
+class Conv2DBatchNormTest(parameterized.TestCase, tf.test.TestCase):
+    DEVICE = "/CPU:0"
+
+    def _train_step_matches(self, data_format, use_bias, activation, micro_batch_size,
+                            jit_compile=False, dtype=None, tol=1e-5):
+        rng = np.random.default_rng(3)
+        x = _input(rng, data_format)
+        fused, stock, conv, bn = _pair(rng, x.shape, data_format, use_bias, activation,
+                                       micro_batch_size, dtype)
+
+        def step(layer_fn, weights):
+            def loss_and_grads():
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    y = layer_fn(x, True)
+                    y32 = tf.cast(y, tf.float32)
+                    loss = tf.reduce_sum(y32 * tf.sin(y32))
+                return y, tape.gradient(loss, [x] + weights)
+            return tf.function(loss_and_grads, jit_compile=True) if jit_compile else loss_and_grads
+
+        with tf.device(self.DEVICE):
+            y, grads = step(lambda t, training: fused(t, training=training),
+                            fused.conv.trainable_weights + fused.batch_norm.trainable_weights)()
+            y_ref, grads_ref = step(stock, conv.trainable_weights + bn.trainable_weights)()
+        assert_rel_l2(self, y, y_ref, tol, "output")
+        names = ["input"] + [w.path for w in conv.trainable_weights + bn.trainable_weights]
+        kernel_scale = float(tf.norm(grads_ref[1]))
+        for name, got, want in zip(names, grads, grads_ref):
+            if name.endswith("bias") and "conv" in name:
+                # Zero in exact arithmetic: noise on both sides.
+                self.assertLess(float(tf.norm(got)), 1e-4 * kernel_scale, name)
+                continue
+            assert_rel_l2(self, got, want, tol, f"gradient of {name}")
+        assert_rel_l2(self, fused.batch_norm.moving_mean, bn.moving_mean, tol, "moving_mean")
+        assert_rel_l2(self, fused.batch_norm.moving_variance, bn.moving_variance, tol,
+                      "moving_variance")
+        with tf.device(self.DEVICE):
+            assert_rel_l2(self, fused(x, training=False), stock(x, False), tol,
+                          "inference (folded)")
+
+    @parameterized.product(data_format=["channels_last", "channels_first"],
+                           use_bias=[False, True], activation=[None, "relu"],
+                           micro_batch_size=[None, 3])
+    def test_train_step_matches_keras(self, data_format, use_bias, activation,
+                                      micro_batch_size):
+        self._train_step_matches(data_format, use_bias, activation, micro_batch_size)
+
+    @parameterized.parameters(None, 2)
+    def test_under_jit_compile(self, micro_batch_size):
+        self._train_step_matches("channels_last", False, "relu", micro_batch_size,
+                                 jit_compile=True)
+
+    def test_mixed_float16(self):
+        self._train_step_matches("channels_last", False, "relu", 4, dtype="mixed_float16",
+                                 tol=5e-3)
+
+    def test_moving_statistics_after_fit_steps(self):
+        rng = np.random.default_rng(5)
+        x = _input(rng, "channels_last")
+        labels = tf.constant(rng.standard_normal((7, 9, 10, 6)), tf.float32)
+        fused, _, conv, bn = _pair(rng, x.shape, "channels_last", False, "relu")
+        stock = keras.Sequential([keras.Input(x.shape[1:]), conv, bn, keras.layers.ReLU()])
+        ours = keras.Sequential([keras.Input(x.shape[1:]), fused])
+        for model in (ours, stock):
+            model.compile(keras.optimizers.SGD(0.01), "mse", jit_compile=False)
+            with tf.device(self.DEVICE):
+                model.fit(x, labels, batch_size=7, epochs=3, verbose=0, shuffle=False)
+        for got, want in zip(fused.conv.weights + fused.batch_norm.weights,
+                             conv.weights + bn.weights):
+            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 3 steps")
+
+    def test_from_layers_shares_the_variables(self):
+        conv = keras.layers.Conv2D(4, 3, use_bias=False)
+        bn = keras.layers.BatchNormalization()
+        fused = tf_ucudnn.layers.Conv2DBatchNorm.from_layers(conv, bn, "relu")
+        fused.build((2, 6, 6, 3))
+        self.assertIs(fused.conv, conv)
+        self.assertIs(fused.batch_norm, bn)
+        self.assertIs(fused.conv.kernel, conv.kernel)
+        self.assertEqual(fused.activation, keras.activations.relu)
+
+    def test_from_layers_refuses_what_it_cannot_fuse(self):
+        with self.assertRaisesRegex(ValueError, "before the batch norm"):
+            tf_ucudnn.layers.Conv2DBatchNorm.from_layers(
+                keras.layers.Conv2D(4, 3, activation="relu"), keras.layers.BatchNormalization())
+        with self.assertRaisesRegex(ValueError, "must normalize the channels"):
+            tf_ucudnn.layers.Conv2DBatchNorm.from_layers(
+                keras.layers.Conv2D(4, 3), keras.layers.BatchNormalization(axis=1))
+
+    def test_bad_knob_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "micro_batch_size"):
+            tf_ucudnn.layers.Conv2DBatchNorm(4, 3, micro_batch_size=-1)
+
+    def test_saves_and_loads(self):
+        rng = np.random.default_rng(7)
+        x = _input(rng, "channels_last")
+        model = keras.Sequential([keras.Input(x.shape[1:]),
+                                  tf_ucudnn.layers.Conv2DBatchNorm(
+                                      6, 3, padding="same", activation="relu", momentum=0.8,
+                                      workspace_limit="32MiB")])
+        with tf.device(self.DEVICE):
+            model(x, training=True)  # moving statistics away from their initial values
+            want = model(x, training=False)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.keras")
+            model.save(path)
+            loaded = keras.saving.load_model(path)
+        layer = loaded.layers[0]
+        self.assertIsInstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)
+        self.assertEqual(layer.workspace_limit, "32MiB")
+        self.assertAllClose(layer.batch_norm.momentum, 0.8)
+        with tf.device(self.DEVICE):
+            assert_rel_l2(self, loaded(x, training=False), want, 1e-6, "loaded model's output")
+
+
+@pytest.mark.gpu
+class Conv2DBatchNormGpuTest(Conv2DBatchNormTest):
+    """The same on /GPU:0 with TF32 off (float32's statistics then reduce after
+    the convolution; float16's are cuDNN's genstats epilogue)."""
+
+    DEVICE = "/GPU:0"
+
+    def setUp(self):
+        super().setUp()
+        if not tf.config.list_physical_devices("GPU"):
+            self.skipTest("no GPU")
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
