@@ -193,3 +193,121 @@ class Conv2DBatchNormGpuTest(Conv2DBatchNormTest):
         tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
         tf.config.experimental.enable_tensor_float_32_execution(False)
         self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
+
+
+def _residual_model():
+    """A small functional model with the chains the rewrite fuses (with and
+    without a conv bias) and the ones it must leave: a convolution whose
+    output has two uses, one with an activation before its batch norm, and
+    one whose output is the model's."""
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(8, 3, padding="same", use_bias=False)(inputs)
+    x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
+    y = keras.layers.Conv2D(8, 3, padding="same")(x)
+    y = keras.layers.BatchNormalization()(y)
+    x = keras.layers.Activation("relu")(keras.layers.Add()([x, y]))
+    two_uses = keras.layers.Conv2D(4, 1)(x)
+    activated = keras.layers.Conv2D(4, 1, activation="relu")(x)
+    pooled = [keras.layers.GlobalAveragePooling2D()(t) for t in (
+        keras.layers.BatchNormalization()(two_uses), two_uses,
+        keras.layers.BatchNormalization()(activated))]
+    last = keras.layers.Conv2D(2, 1)(x)
+    return keras.Model(inputs, [keras.layers.Concatenate()(pooled), last])
+
+
+class RewriteModelBatchNormTest(tf.test.TestCase):
+    """``rewrite_model(..., fuse_batch_norm=True)`` on Sequential, functional and
+    nested models: which chains it fuses, and the same outputs, training and
+    moving statistics as the model it copies."""
+
+    DEVICE = "/CPU:0"
+
+    def test_fuses_the_chains_and_leaves_the_rest(self):
+        model = _residual_model()
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        kinds = [type(layer).__name__ for layer in new.layers]
+        self.assertEqual(kinds.count("Conv2DBatchNorm"), 2)
+        self.assertEqual(kinds.count("BatchNormInConv"), 2)
+        self.assertEqual(kinds.count("BatchNormalization"), 2)  # after two_uses and activated
+        self.assertEqual(kinds.count("Conv2D"), 3)  # two_uses, activated, last: tf_ucudnn's
+        self.assertTrue(all(type(layer) is not keras.layers.Conv2D for layer in new.layers))
+        # Without the flag nothing is fused.
+        plain = tf_ucudnn.rewrite_model(model, verbose=0)
+        self.assertNotIn("Conv2DBatchNorm", [type(layer).__name__ for layer in plain.layers])
+
+    def test_same_outputs_and_training_as_the_original(self):
+        rng = np.random.default_rng(11)
+        x = tf.constant(rng.standard_normal((6, 8, 8, 3)) + 0.3, tf.float32)
+        model = _residual_model()
+        with tf.device(self.DEVICE):
+            model(x, training=True)  # moving statistics away from their initial values
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        with tf.device(self.DEVICE):
+            for training in (False, True):
+                for got, want in zip(new(x, training=training), model(x, training=training)):
+                    assert_rel_l2(self, got, want, 1e-5, f"output, training={training}")
+        targets = [tf.constant(rng.standard_normal((6, 12)), tf.float32),
+                   tf.constant(rng.standard_normal((6, 8, 8, 2)), tf.float32)]
+        for m in (model, new):
+            m.compile(keras.optimizers.SGD(0.05), ["mse", "mse"], jit_compile=False)
+            with tf.device(self.DEVICE):
+                m.fit(x, targets, batch_size=6, epochs=2, verbose=0, shuffle=False)
+        stock = {layer.name: layer for layer in model.layers}
+        fused = [layer for layer in new.layers
+                 if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)]
+        self.assertLen(fused, 2)
+        for layer in fused:
+            for got, want in zip(layer.conv.weights + layer.batch_norm.weights,
+                                 stock[layer.conv.name].weights +
+                                 stock[layer.batch_norm.name].weights):
+                if want is getattr(stock[layer.conv.name], "bias", None):
+                    # Its gradient is zero in exact arithmetic: noise near 0.
+                    self.assertAllClose(got, want, rtol=0, atol=1e-6)
+                    continue
+                assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+
+    def test_sequential_and_nested(self):
+        rng = np.random.default_rng(13)
+        x = tf.constant(rng.standard_normal((4, 8, 8, 3)), tf.float32)
+        block = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3),
+                                  keras.layers.BatchNormalization(), keras.layers.ReLU()])
+        inputs = keras.Input((8, 8, 3))
+        model = keras.Model(inputs, keras.layers.Conv2D(2, 3)(block(inputs)))
+        with tf.device(self.DEVICE):
+            model(x, training=True)
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        inner = [layer for layer in new.layers if isinstance(layer, keras.Sequential)][0]
+        self.assertEqual([type(layer).__name__ for layer in inner.layers],
+                         ["Conv2DBatchNorm", "BatchNormInConv", "ReLU"])
+        with tf.device(self.DEVICE):
+            for training in (False, True):
+                assert_rel_l2(self, new(x, training=training), model(x, training=training), 1e-5,
+                              f"output, training={training}")
+
+    def test_rewritten_model_saves_and_loads(self):
+        rng = np.random.default_rng(17)
+        x = tf.constant(rng.standard_normal((3, 8, 8, 3)), tf.float32)
+        model = _residual_model()
+        with tf.device(self.DEVICE):
+            model(x, training=True)
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "fused.keras")
+            new.save(path)
+            loaded = keras.saving.load_model(path)
+        with tf.device(self.DEVICE):
+            for got, want in zip(loaded(x, training=False), new(x, training=False)):
+                assert_rel_l2(self, got, want, 1e-6, "loaded model's output")
+
+
+@pytest.mark.gpu
+class RewriteModelBatchNormGpuTest(RewriteModelBatchNormTest):
+    DEVICE = "/GPU:0"
+
+    def setUp(self):
+        super().setUp()
+        if not tf.config.list_physical_devices("GPU"):
+            self.skipTest("no GPU")
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)

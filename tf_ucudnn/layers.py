@@ -381,3 +381,21 @@ class Conv2DBatchNorm(keras.layers.Layer):
                       batch_size_policy=self.batch_size_policy,
                       micro_batch_size=self.micro_batch_size)
         return config
+
+
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class BatchNormInConv(keras.layers.Layer):
+    """The place of a ``keras.layers.BatchNormalization`` whose work the
+    :class:`Conv2DBatchNorm` before it does (``rewrite_model(...,
+    fuse_batch_norm=True)``): passes its input through, taking the batch
+    norm's ``training`` and ``mask`` arguments, so that the model's graph
+    and layer names stay as they were."""
+
+    def call(self, inputs, training=None, mask=None):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return super().get_config()  # name, dtype and trainable: nothing of its own

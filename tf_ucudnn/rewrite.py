@@ -459,7 +459,8 @@ def _route_xla(model):
                       f" and {transposed} keras.layers.Conv2DTranspose" if transposed else "")
 
 
-def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1):
+def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1,
+                  fuse_batch_norm=False):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
     ``tf_ucudnn.layers.Conv2D``, and each ``keras.layers.Conv2DTranspose`` by
     ``tf_ucudnn.layers.Conv2DTranspose``, of the same configuration and weights.
@@ -483,6 +484,15 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
       batch_size_policy: as for ``tf_ucudnn.layers.Conv2D``.
       verbose: 1 prints one line saying how many layers were replaced
         (and how many of them in nested models); 0 prints nothing.
+      fuse_batch_norm: True also replaces each ``keras.layers.Conv2D``
+        (no activation, float32 / float16 / bfloat16) whose output goes
+        only to a ``keras.layers.BatchNormalization`` over its channels (no
+        renorm, not synchronized) by one ``tf_ucudnn.layers.Conv2DBatchNorm``
+        holding copies of both, the batch norm's place taken by a
+        pass-through ``tf_ucudnn.layers.BatchNormInConv`` of its name: the
+        convolution then computes the batch norm's statistics
+        (``conv2d_with_statistics``), and inference folds the batch norm
+        into it. The ReLU after it stays a layer of its own. Default False.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -512,8 +522,24 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
 
     stock = _stock_layer_classes()
     ours = tuple(stock.values())
+    chains = _batch_norm_chains(model) if fuse_batch_norm else {}
+    fused_norms = {id(bn) for bn in chains.values()}
+    clones = {}  # id(layer) -> its clone, for the weights when chains are fused
 
     def clone(layer):
+        new_layer = clone_one(layer)
+        clones[id(layer)] = new_layer
+        return new_layer
+
+    def clone_one(layer):
+        if id(layer) in chains:
+            bn = chains[id(layer)]
+            return layers.Conv2DBatchNorm.from_layers(
+                keras.layers.Conv2D.from_config(layer.get_config()),
+                keras.layers.BatchNormalization.from_config(bn.get_config()),
+                workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+        if id(layer) in fused_norms:
+            return layers.BatchNormInConv(name=layer.name, dtype=layer.dtype_policy)
         config = layer.get_config()
         supported = getattr(layer, "compute_dtype", None) in layers._COMPUTE_DTYPES
         if type(layer) in stock and supported:
@@ -530,7 +556,10 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         return layer.__class__.from_config(config)
 
     new = keras.models.clone_model(model, clone_function=clone, recursive=True)
-    new.set_weights(model.get_weights())
+    if chains:
+        _copy_weights(model, clones, chains)
+    else:
+        new.set_weights(model.get_weights())
     if skipped:
         warnings.warn(f"tf_ucudnn.rewrite_model left {len(skipped)} convolution layer(s) stock: "
                       f"{', '.join(skipped)}. It replaces keras.layers.Conv2D and Conv2DTranspose "
@@ -542,13 +571,65 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     if verbose:
         inside = sum(id(layer) in nested for layer in replaced)
         transposed = sum(isinstance(layer, keras.layers.Conv2DTranspose) for layer in replaced)
-        print(f"tf_ucudnn.rewrite_model: replaced {len(replaced) - transposed} "
+        print(f"tf_ucudnn.rewrite_model: "
+              + (f"fused {len(chains)} Conv2D -> BatchNormalization chain(s) into "
+                 f"tf_ucudnn.layers.Conv2DBatchNorm; " if chains else "")
+              + f"replaced {len(replaced) - transposed} "
               f"keras.layers.Conv2D layer(s) with tf_ucudnn.layers.Conv2D"
               + (f" and {transposed} keras.layers.Conv2DTranspose with "
                  f"tf_ucudnn.layers.Conv2DTranspose" if transposed else "")
               + (f" ({inside} in nested models)" if inside else "")
               + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
+
+
+def _batch_norm_chains(model):
+    """``{id(conv): batch_norm}`` for each ``keras.layers.Conv2D`` of ``model``
+    (and its nested Sequential and functional models) that
+    ``rewrite_model(fuse_batch_norm=True)`` fuses: called once, no
+    activation, computing in float32, float16 or bfloat16, its output used
+    only by a ``keras.layers.BatchNormalization`` called once over the
+    convolution's channel axis, without renorm or synchronized statistics,
+    in the same dtype policy, and not an output of its model."""
+    from tf_ucudnn.layers import _COMPUTE_DTYPES
+
+    chains = {}
+    for outer in [model] + _nested_models(model):
+        produced_outputs = {id(t._keras_history.operation) for t in outer.outputs}
+        for conv in outer.layers:
+            if (type(conv) is not keras.layers.Conv2D or id(conv) in produced_outputs
+                    or conv.compute_dtype not in _COMPUTE_DTYPES
+                    or conv.activation not in (None, keras.activations.linear)
+                    or len(conv._inbound_nodes) != 1 or len(conv._outbound_nodes) != 1):
+                continue
+            bn = conv._outbound_nodes[0].operation
+            if type(bn) is not keras.layers.BatchNormalization or len(bn._inbound_nodes) != 1:
+                continue
+            channel_axis = 3 if conv.data_format == "channels_last" else 1
+            axes = bn.axis if isinstance(bn.axis, (list, tuple)) else [bn.axis]
+            if ([a % 4 for a in axes] != [channel_axis] or bn.renorm
+                    or getattr(bn, "synchronized", False)
+                    or bn.dtype_policy.name != conv.dtype_policy.name):
+                continue
+            chains[id(conv)] = bn
+    return chains
+
+
+def _copy_weights(model, clones, chains):
+    """The weights of ``model``'s layers into their clones (``clones``: id of
+    a layer -> its clone), each fused chain's convolution and batch norm into
+    the ``Conv2DBatchNorm`` that holds their copies."""
+    norms = {id(bn) for bn in chains.values()}
+    for outer in [model] + _nested_models(model):
+        for layer in outer.layers:
+            target = clones.get(id(layer))
+            if target is None or id(layer) in norms or not layer.weights:
+                continue
+            if id(layer) in chains:
+                target.conv.set_weights(layer.get_weights())
+                target.batch_norm.set_weights(chains[id(layer)].get_weights())
+            elif not isinstance(layer, (keras.Sequential, keras.Model)):
+                target.set_weights(layer.get_weights())
 
 
 def _is_functional(model):
