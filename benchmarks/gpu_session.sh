@@ -17,7 +17,7 @@
 #   2  misses|stock_engine|transposed|speakerid
 #   3  models_targets|step_profile     4  wd_vs_wr|models
 #   5  xla_pair|xla_search|xla_profile 6  overhead_legacy|overhead_graph   7  model_planning
-#   10 memory_cap|memory_cap_gpus      11 new_batch_size|plan_spread
+#   10 memory_cap|memory_cap_gpus      11 new_batch_size|plan_spread      12 bn_pair
 #   setup (the GPUs), compare OLD_DIR MODE [ARGS] (this checkout against an older one, side by
 #   side), bench MODE [ARGS] (tf-ucudnn bench of the tf_ucudnn on PYTHONPATH)
 set -u
@@ -190,6 +190,13 @@ case "$1" in
       --modes stock-xla,ucudnn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/xla_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
+  bn_pair)  # batch norm on the convolution's statistics against stock: MODEL [PRECISION] [TIMEOUT]:
+            # stock TF (8 GiB and 64 MiB), stock XLA, tf_ucudnn under XLA and
+            # rewrite_model(fuse_batch_norm=True) without XLA, at 64 MiB (RUNS=K: K processes each)
+    timeout "${4:-560}" bash "$SCRIPT" bench models --models "$2" --limits 64MiB --xla \
+      --modes stock,stock-xla,ucudnn-xla,ucudnn-bn --precision "${3:-float32}" --runs "${RUNS:-1}" \
+      --json "$OUT/bn_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
+      | tee "$OUT/bn_pair_$2_${3:-float32}.log" ;;
   xla_search)  # UCUDNN_GRAPH_SEARCH under XLA: stock XLA and tf_ucudnn under XLA (default
                # search), then tf_ucudnn with SEARCH: MODEL [PRECISION] [SEARCH] [TIMEOUT];
                # RUNS=K: K processes per setting. The database keeps each search's tables

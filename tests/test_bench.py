@@ -122,6 +122,24 @@ class ArgumentsTest(tf.test.TestCase):
                          [(f, (2, 2), (2, 2)) for f in (512, 256, 128, 64)])
         self.assertEqual(model.count_params(), 31031810)  # the paper's "31 million"
 
+    def test_unet_bn_has_the_chains_that_the_batch_norm_rewrite_fuses(self):
+        import keras
+
+        import tf_ucudnn
+
+        model = bench_models.build_model("unet-bn", input_size=32)
+        self.assertEqual(tuple(model.output_shape), (None, 32, 32, 2))
+        self.assertEqual(bench_models.model_spec("unet-bn").input_size, 384)
+        convs = [l for l in model.layers if type(l) is keras.layers.Conv2D]
+        self.assertLen([l for l in model.layers if type(l) is keras.layers.BatchNormalization],
+                       18)
+        self.assertEqual(sum(not c.use_bias for c in convs), 18)  # all but the 1x1 head
+        fused = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        self.assertLen([l for l in fused.layers
+                        if isinstance(l, tf_ucudnn.layers.Conv2DBatchNorm)], 18)
+        x, _ = bench_models.synthetic_batch("unet-bn", 2, model.output_shape, input_size=32)
+        self.assertAllClose(fused(x, training=False), model(x, training=False), atol=1e-4)
+
     def test_edsr_baseline_upscales_by_4_through_two_sub_pixel_stages(self):
         model = bench_models.build_model("edsr", input_size=16)
         self.assertEqual(tuple(model.output_shape), (None, 64, 64, 3))

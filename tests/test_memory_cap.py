@@ -484,7 +484,11 @@ class OptionsTest(tf.test.TestCase):
         self.assertEqual((args.limits, args.modes, args.start_batch),
                          ([64 * MiB], ["ucudnn", "stock"], 3))
         self.assertEqual(bench.parse_args(["memory-cap", "--models", "edsr", "--caps", "8GiB"]
-                                          ).modes, list(memory_cap.MODES))
+                                          ).modes, ["stock", "stock-xla", "ucudnn", "ucudnn-xla"])
+        # The batch-norm modes run when asked for.
+        self.assertEqual(bench.parse_args(["memory-cap", "--models", "unet-bn", "--caps", "8GiB",
+                                           "--modes", "ucudnn-bn,ucudnn-bn-xla"]).modes,
+                         ["ucudnn-bn", "ucudnn-bn-xla"])
         self.assertEqual(bench.parse_args(["layers"]).limits, [64 * MiB, 256 * MiB])
 
     def test_options_of_one_mode_are_refused_in_the_other(self):

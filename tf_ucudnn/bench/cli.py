@@ -239,9 +239,10 @@ def _add_memory_cap(commands):
                         help=f"comma list of {', '.join(MODELS)}")
     parser.add_argument("--caps", type=_cap_list, required=True, metavar="SIZE[,SIZE...]",
                         help="memory caps, whole MiB, e.g. 8GiB,16GiB")
-    parser.add_argument("--modes", type=_memory_cap_modes, default=list(memory_cap.MODES),
+    parser.add_argument("--modes", type=_memory_cap_modes,
+                        default=list(memory_cap.DEFAULT_MODES),
                         help=f"settings, a comma list of {', '.join(memory_cap.MODES)} "
-                             "(default all four)")
+                             f"(default {','.join(memory_cap.DEFAULT_MODES)})")
     parser.add_argument("--limits", type=_limit_or_auto_list, default=list(memory_cap.DEFAULT_LIMITS),
                         help="tf_ucudnn's workspace limits, whole MiB or auto (follows the free "
                              "memory); default 64MiB")

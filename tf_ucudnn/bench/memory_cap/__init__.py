@@ -10,7 +10,12 @@ limit of ``--limits`` for tf_ucudnn's):
 * ``ucudnn``: ``tf_ucudnn.enable_rewrite(workspace_limit=limit)``, then
   ``jit_compile=False`` (the Grappler rewrite);
 * ``ucudnn-xla``: the same with ``jit_compile=True`` (the rewrite routes the
-  model's ``keras.layers.Conv2D`` layers to tf_ucudnn's XLA custom calls).
+  model's ``keras.layers.Conv2D`` layers to tf_ucudnn's XLA custom calls);
+* ``ucudnn-bn`` and ``ucudnn-bn-xla``, only when asked for (``--modes``):
+  ``tf_ucudnn.rewrite_model(model, workspace_limit=limit,
+  fuse_batch_norm=True)``, without and with ``jit_compile`` (Conv2D ->
+  BatchNormalization chains as ``Conv2DBatchNorm``; under XLA its statistics
+  are XLA's reductions).
 
 A limit is a byte count or ``auto`` (passed to ``enable_rewrite`` as it is).
 
@@ -53,7 +58,7 @@ from tf_ucudnn._lazy import lazy_exports
 # loads only what it runs.
 _EXPORTS = {
     "settings": ("AUTO", "DEFAULT_BISECT_STEPS", "DEFAULT_EPOCHS", "DEFAULT_LIMITS",
-                 "DEFAULT_MAX_BATCH", "DEFAULT_STEPS_PER_EPOCH", "MODES", "STATUSES",
+                 "DEFAULT_MAX_BATCH", "DEFAULT_MODES", "DEFAULT_STEPS_PER_EPOCH", "MODES", "STATUSES",
                  "STOCK_MODES", "failure_status", "limit_label", "setting_label", "sweeps_of"),
     "search": ("run_sweep", "search_batch"),
     "worker": ("cap_gpu_memory", "run_worker"),

@@ -13,8 +13,8 @@ from tf_ucudnn.bench.memory_cap.launcher import launch
 from tf_ucudnn.bench.memory_cap.search import run_sweep
 from tf_ucudnn.bench.memory_cap.settings import (DEFAULT_BISECT_STEPS, DEFAULT_EPOCHS,
                                                  DEFAULT_LIMITS, DEFAULT_MAX_BATCH,
-                                                 DEFAULT_STEPS_PER_EPOCH, MODES, setting_label,
-                                                 sweeps_of)
+                                                 DEFAULT_MODES, DEFAULT_STEPS_PER_EPOCH,
+                                                 setting_label, sweeps_of)
 from tf_ucudnn.bench.memory_cap.summary import print_table, summarize
 from tf_ucudnn.bench.models.specs import model_spec
 from tf_ucudnn.units import format_bytes
@@ -98,8 +98,8 @@ def _step_downs(r):
     return f", {count} kernel{'s' if count != 1 else ''} stepped down" if count else ""
 
 
-def run_memory_cap(models, caps, *, modes=MODES, limits=DEFAULT_LIMITS, start_batch=None,
-                   max_batch=DEFAULT_MAX_BATCH, bisect_steps=DEFAULT_BISECT_STEPS,
+def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
+                   start_batch=None, max_batch=DEFAULT_MAX_BATCH, bisect_steps=DEFAULT_BISECT_STEPS,
                    steps_per_epoch=DEFAULT_STEPS_PER_EPOCH, epochs=DEFAULT_EPOCHS, runs=1,
                    gpus=None, timeout=1800, precision="float32", launcher=None,
                    progress=True, on_sweep=None):

@@ -5,7 +5,8 @@ import re
 
 from tf_ucudnn.units import format_bytes
 
-MODES = ("stock", "stock-xla", "ucudnn", "ucudnn-xla")
+MODES = ("stock", "stock-xla", "ucudnn", "ucudnn-xla", "ucudnn-bn", "ucudnn-bn-xla")
+DEFAULT_MODES = MODES[:4]  # the batch-norm modes run when asked for
 STOCK_MODES = ("stock", "stock-xla")
 AUTO = "auto"  # a workspace limit that follows the free memory
 DEFAULT_LIMITS = (64 << 20,)
@@ -42,7 +43,7 @@ def setting_label(mode, limit):
     return mode if limit is None else f"{mode} {limit_label(limit)}"
 
 
-def sweeps_of(models, caps, modes=MODES, limits=DEFAULT_LIMITS):
+def sweeps_of(models, caps, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS):
     """Every sweep to run, in order: per model, cap and mode; tf_ucudnn's modes at each limit.
 
     Args:

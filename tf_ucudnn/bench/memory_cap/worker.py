@@ -100,11 +100,14 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
     from tf_ucudnn.bench import models
 
     keras.mixed_precision.set_global_policy(precision)
-    if mode.startswith("ucudnn"):
-        import tf_ucudnn
+    import tf_ucudnn
 
+    if mode in ("ucudnn", "ucudnn-xla"):
         tf_ucudnn.enable_rewrite(workspace_limit=limit)
     model = models.build_model(model_name, input_size)
+    if mode.startswith("ucudnn-bn"):
+        model = tf_ucudnn.rewrite_model(model, workspace_limit=limit, verbose=0,
+                                        fuse_batch_norm=True)
     # Keras wraps SGD in a LossScaleOptimizer itself under mixed_float16.
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss=models.loss_for(model_name),
                   jit_compile=mode.endswith("xla"))
@@ -131,8 +134,6 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
                   peak_bytes=None if run_peak is None else max(run_peak, steady_peak),
                   loss=float(history.history["loss"][-1]))
     if mode.startswith("ucudnn"):
-        import tf_ucudnn
-
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
     return result
 

@@ -26,7 +26,11 @@ mean squared error on its head; ``edsr`` 128x128x3 crops and L1 on a
   compiled with XLA: each pass is a custom call running the micro-batched plan);
   ``ucudnn-xla-buffer`` only when asked for (``--modes``): the same with
   ``UCUDNN_XLA_WORKSPACE=buffer`` (each call's workspace a buffer of the limit's
-  size that XLA places, instead of XLA's scratch allocator).
+  size that XLA places, instead of XLA's scratch allocator);
+* ``ucudnn-bn`` at each limit, only when asked for (``--modes``):
+  ``tf_ucudnn.rewrite_model(model, workspace_limit=limit, fuse_batch_norm=True)``
+  without XLA (Conv2D -> BatchNormalization chains as ``Conv2DBatchNorm``, whose
+  convolution computes the batch norm's statistics).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the

@@ -30,12 +30,13 @@ def build_model(name, input_size=None):
         kernel (an XLA custom call), docs/benchmarks.md §5.
         Or a model whose activations, not its weights, fill a GPU's memory:
         ``"unet"`` (:func:`unet`: 512x512x3 in, 2 logits per pixel out),
+        ``"unet-bn"`` (the same with batch normalization, 384x384x3 in),
         ``"resnet50-640"`` (:func:`detection_backbone`: 640x640x3 in, a
         20x20x216 head out) or ``"edsr"`` (:func:`edsr`: 128x128x3 in,
         512x512x3 out).
       input_size: the input's height and width, pixels; None: the model's
         own (:data:`MODEL_SPECS`). Smaller sizes build the same layers for
-        tests (``unet``: a multiple of 16; the ``keras.applications``
+        tests (``unet``, ``unet-bn``: a multiple of 16; the ``keras.applications``
         models: at least 32, InceptionV3 75; AlexNet at least 63).
 
     Raises:
@@ -47,8 +48,8 @@ def build_model(name, input_size=None):
     L = keras.layers
     shape = None if input_size is None else (input_size, input_size, 3)
     size = input_size or INPUT_SIZE[name]
-    if name == "unet":
-        return unet((size, size, 3))
+    if name in ("unet", "unet-bn"):
+        return unet((size, size, 3), batch_norm=name == "unet-bn")
     if name == "resnet50-640":
         return detection_backbone((size, size, 3))
     if name == "edsr":
@@ -97,10 +98,11 @@ def build_model(name, input_size=None):
     return keras.Model(inputs, L.Dense(CLASSES)(x))
 
 
-def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64):
+def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64, batch_norm=False):
     """U-Net (Ronneberger et al. 2015) with SAME padding, for segmentation.
 
-    Four down stages of two 3x3 convolutions + ReLU and a 2x2 max-pool
+    Four down stages of two 3x3 convolutions + ReLU (with ``batch_norm``:
+    convolution without bias, ``BatchNormalization``, ReLU) and a 2x2 max-pool
     (64, 128, 256, 512 filters), two 3x3 convolutions of 1024 at the bottom,
     four up stages of a 2x2, stride-2 ``keras.layers.Conv2DTranspose``, the
     concatenation with the stage's skip and two 3x3 convolutions, then a 1x1
@@ -110,6 +112,9 @@ def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64):
       input_shape: ``(H, W, 3)``, H and W multiples of 16.
       classes: logits per pixel.
       base_filters: the first stage's filters (doubled per stage).
+      batch_norm: each 3x3 convolution as Conv2D (no bias) ->
+        BatchNormalization -> ReLU, as segmentation models are commonly
+        written (``"unet-bn"``).
 
     Returns:
       A ``keras.Model``: ``[N, H, W, 3]`` to ``[N, H, W, classes]``.
@@ -120,7 +125,11 @@ def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64):
 
     def twice(x, filters):
         for _ in range(2):
-            x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
+            if batch_norm:
+                x = L.Conv2D(filters, 3, padding="same", use_bias=False)(x)
+                x = L.ReLU()(L.BatchNormalization()(x))
+            else:
+                x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
         return x
 
     inputs = keras.Input(input_shape)
@@ -133,7 +142,8 @@ def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64):
     for stage in reversed(range(4)):
         x = L.Conv2DTranspose(base_filters << stage, 2, strides=2)(x)
         x = twice(L.Concatenate()([skips[stage], x]), base_filters << stage)
-    return keras.Model(inputs, L.Conv2D(classes, 1, dtype="float32")(x), name="unet")
+    return keras.Model(inputs, L.Conv2D(classes, 1, dtype="float32")(x),
+                       name="unet_bn" if batch_norm else "unet")
 
 
 def detection_backbone(input_shape=(640, 640, 3), anchors=DETECTION_ANCHORS,

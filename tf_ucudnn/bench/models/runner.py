@@ -41,7 +41,7 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
 
 
 MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
-         "ucudnn-xla-buffer")
+         "ucudnn-xla-buffer", "ucudnn-bn")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -79,6 +79,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         if modes and "rewrite-layout" in modes:  # a comparison, not run by default
             settings += [("rewrite-layout", b) for b in limits]
         settings += [("rewrite-wd", b) for b in totals]
+        if modes and "ucudnn-bn" in modes:  # asked for only
+            settings += [("ucudnn-bn", b) for b in limits]
         if xla:
             settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
             if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default

@@ -36,6 +36,7 @@ MODEL_SPECS = {
     "inceptionv3": ModelSpec(299, "classification", batch=64, start_batch=32),
     "resnet50-nobias": ModelSpec(224, "classification", batch=128, start_batch=64),
     "unet": ModelSpec(512, "segmentation", batch=8, start_batch=4),
+    "unet-bn": ModelSpec(384, "segmentation", batch=8, start_batch=8),
     "resnet50-640": ModelSpec(640, "detection", batch=16, start_batch=8),
     "edsr": ModelSpec(128, "super-resolution", batch=16, start_batch=8),
 }

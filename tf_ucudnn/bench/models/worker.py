@@ -47,8 +47,9 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
     if mode == "ucudnn-xla-buffer":  # read when the step is compiled
         os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
-    if mode.startswith("ucudnn-xla"):
-        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
+    if mode.startswith("ucudnn-xla") or mode == "ucudnn-bn":
+        model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0,
+                                        fuse_batch_norm=mode == "ucudnn-bn")
         # The stock model's weights would stay on the GPU until Python's cycle
         # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
         gc.collect()
@@ -103,7 +104,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
                   first_step_s=first_step_s, peak_bytes=steady_peak,
                   run_peak_bytes=max(run_peak, steady_peak), model_bytes=model_bytes,
                   loss=float(loss))
-    if mode.startswith("rewrite") or mode.startswith("ucudnn-xla"):
+    if mode.startswith("rewrite") or mode.startswith("ucudnn-"):
         result["rewrite_stats"] = tf_ucudnn.rewrite_stats()
         # Kernels planned wholly from stored tables (the database's, or other N's).
         result["from_database"] = sum((table_reuse(r) or (0, 1))[1] == 0
