@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_ucudnn
-from testing_utils import assert_rel_l2
+from testing_utils import OnGpuWithoutTf32, assert_rel_l2
 
 
 def _pair(rng, input_shape, data_format, use_bias, activation, micro_batch_size=None,
@@ -180,19 +180,11 @@ class Conv2DBatchNormTest(parameterized.TestCase, tf.test.TestCase):
 
 
 @pytest.mark.gpu
-class Conv2DBatchNormGpuTest(Conv2DBatchNormTest):
+class Conv2DBatchNormGpuTest(OnGpuWithoutTf32, Conv2DBatchNormTest):
     """The same on /GPU:0 with TF32 off (float32's statistics then reduce after
     the convolution; float16's are cuDNN's genstats epilogue)."""
 
     DEVICE = "/GPU:0"
-
-    def setUp(self):
-        super().setUp()
-        if not tf.config.list_physical_devices("GPU"):
-            self.skipTest("no GPU")
-        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
 
 
 def _residual_model():
@@ -301,13 +293,5 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
 
 
 @pytest.mark.gpu
-class RewriteModelBatchNormGpuTest(RewriteModelBatchNormTest):
+class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
     DEVICE = "/GPU:0"
-
-    def setUp(self):
-        super().setUp()
-        if not tf.config.list_physical_devices("GPU"):
-            self.skipTest("no GPU")
-        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)

@@ -21,7 +21,8 @@ import tensorflow as tf
 from absl.testing import parameterized
 
 import tf_ucudnn
-from testing_utils import TOLERANCE, assert_rel_l2, random_tensor, reference_conv2d
+from testing_utils import (TOLERANCE, OnGpuWithoutTf32, assert_rel_l2, random_tensor,
+                           reference_conv2d)
 
 # (N, H, W, C, K, R, S)
 SHAPES = {
@@ -131,7 +132,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
 
 
 @pytest.mark.gpu
-class ConvStatisticsGpuTest(ConvStatisticsTest):
+class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
     """The same on /GPU:0 (TF32 off): float16 and bfloat16 through cuDNN graph
     engines with the statistics epilogue (float16: genstats; bfloat16:
     reductions), NHWC, the layout cuDNN fuses; float32 without TF32 through
@@ -139,14 +140,6 @@ class ConvStatisticsGpuTest(ConvStatisticsTest):
     reduction engine computes with TF32), in both layouts."""
 
     DEVICE = "/GPU:0"
-
-    def setUp(self):
-        super().setUp()
-        if not tf.config.list_physical_devices("GPU"):
-            self.skipTest("no GPU")
-        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
-        tf.config.experimental.enable_tensor_float_32_execution(False)
-        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
 
     @parameterized.parameters(None, 1, 4)
     def test_float32_with_tf32_fuses(self, micro_batch_size):

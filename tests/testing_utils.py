@@ -219,6 +219,20 @@ def _composed_conv2d(x, w, strides, padding, data_format, dilations):
     return y
 
 
+class OnGpuWithoutTf32:
+    """A mixin for the GPU variant of a test class: skips where TensorFlow
+    sees no GPU, and runs each test with TF32 off (restored after it), so
+    that float32 keeps its 1e-5 bounds."""
+
+    def setUp(self):
+        super().setUp()
+        if not tf.config.list_physical_devices("GPU"):
+            self.skipTest("no GPU")
+        tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        self.addCleanup(tf.config.experimental.enable_tensor_float_32_execution, tf32)
+
+
 def random_tensor(rng, shape, dtype):
     """Standard-normal values rounded to dtype, and the same values in float32."""
     rounded = tf.cast(tf.constant(rng.standard_normal(shape), tf.float32), dtype)

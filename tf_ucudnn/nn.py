@@ -207,6 +207,16 @@ def _check_rank(tensor, name):
         raise ValueError(f"{name} must be 4-dimensional, got shape {tensor.shape}")
 
 
+def _input_and_filters(input, filters):  # noqa: A002
+    """``input`` as a float tensor and ``filters`` in its dtype, both checked
+    4-D where the rank is known (ValueError otherwise)."""
+    input = _float_input(input)
+    filters = _like_input(filters, input.dtype, "filters")
+    _check_rank(input, "input")
+    _check_rank(filters, "filters")
+    return input, filters
+
+
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,  # noqa: A002
            name=None, *, bias=None, activation=None, workspace_limit=None,
            batch_size_policy=None, micro_batch_size=None):
@@ -295,10 +305,7 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     if activation != "linear" and bias is None:
         raise ValueError(f"activation={activation!r} is fused after the bias: it needs a bias")
     with tf.name_scope(name or "ucudnn_conv2d"):
-        input = _float_input(input)
-        filters = _like_input(filters, input.dtype, "filters")
-        _check_rank(input, "input")
-        _check_rank(filters, "filters")
+        input, filters = _input_and_filters(input, filters)
         if bias is not None:
             bias = _like_input(bias, input.dtype, "bias")
             if bias.shape.rank is not None and bias.shape.rank != 1:
@@ -342,10 +349,7 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
         size.
     """
     with tf.name_scope(name or "ucudnn_conv2d_with_statistics"):
-        input = _float_input(input)
-        filters = _like_input(filters, input.dtype, "filters")
-        _check_rank(input, "input")
-        _check_rank(filters, "filters")
+        input, filters = _input_and_filters(input, filters)
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
@@ -444,10 +448,7 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",  # n
         channel mismatches, and the run-time cases of :func:`conv2d`).
     """
     with tf.name_scope(name or "ucudnn_conv2d_transpose"):
-        input = _float_input(input)
-        filters = _like_input(filters, input.dtype, "filters")
-        _check_rank(input, "input")
-        _check_rank(filters, "filters")
+        input, filters = _input_and_filters(input, filters)
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
