@@ -30,18 +30,21 @@ from testing_utils import OnGpuWithoutTf32, assert_rel_l2
 
 def _pair(rng, input_shape, data_format, use_bias, activation, micro_batch_size=None,
           dtype=None, filters=6, momentum=0.9):
-    """The fused layer and Keras' two layers with the same weights, built."""
+    """The fused layer and Keras' two layers with the same weights, built.
+    Keras' run channels_last whatever ``data_format`` (TF's CPU Conv2D
+    takes NHWC only without oneDNN), the stock function transposing around
+    them."""
+    first = data_format == "channels_first"
     fused = tf_ucudnn.layers.Conv2DBatchNorm(
         filters, 3, padding="same", data_format=data_format, use_bias=use_bias,
         activation=activation, momentum=momentum, micro_batch_size=micro_batch_size,
         dtype=dtype)
-    conv = keras.layers.Conv2D(filters, 3, padding="same", data_format=data_format,
-                               use_bias=use_bias, dtype=dtype)
-    bn = keras.layers.BatchNormalization(axis=-1 if data_format == "channels_last" else 1,
-                                         momentum=momentum, dtype=dtype)
+    conv = keras.layers.Conv2D(filters, 3, padding="same", use_bias=use_bias, dtype=dtype)
+    bn = keras.layers.BatchNormalization(momentum=momentum, dtype=dtype)
     fused.build(input_shape)
-    conv.build(input_shape)
-    bn.build(conv.compute_output_shape(input_shape))
+    last_shape = (input_shape[0], *input_shape[2:], input_shape[1]) if first else input_shape
+    conv.build(last_shape)
+    bn.build(conv.compute_output_shape(last_shape))
     weights = [rng.standard_normal(v.shape).astype("float32") * 0.3 for v in fused.conv.weights]
     fused.conv.set_weights(weights)
     conv.set_weights(weights)
@@ -52,7 +55,10 @@ def _pair(rng, input_shape, data_format, use_bias, activation, micro_batch_size=
     act = keras.activations.get(activation)
 
     def stock(x, training):
-        return act(bn(conv(x), training=training))
+        if first:
+            x = tf.transpose(x, [0, 2, 3, 1])
+        y = act(bn(conv(x), training=training))
+        return tf.transpose(y, [0, 3, 1, 2]) if first else y
 
     return fused, stock, conv, bn
 
