@@ -103,12 +103,6 @@ std::string Fusion::Check(Pass pass, const FusionTensors& tensors) const {
   return "";
 }
 
-std::string Fusion::Check(Pass pass, bool has_bias_tensor) const {
-  FusionTensors tensors;
-  tensors.bias = has_bias_tensor;
-  return Check(pass, tensors);
-}
-
 std::array<int64_t, 21> ConvParams::Fields() const {
   return {batch,      in_channels, in_height,  in_width,   out_channels,
           filter_height, filter_width, groups, stride_h,   stride_w,

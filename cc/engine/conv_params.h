@@ -108,9 +108,6 @@ struct Fusion {
   // tensors. Every dtype can take every fusion: the prologue's scale and bias
   // and the statistics are float32 whatever the dtype.
   std::string Check(Pass pass, const FusionTensors& tensors) const;
-  // Check for a caller that has at most a bias tensor (the GPU front ends
-  // today): refuses a prologue and the statistics.
-  std::string Check(Pass pass, bool has_bias_tensor) const;
 
   bool operator==(const Fusion& o) const {
     return prologue == o.prologue && epilogue == o.epilogue;

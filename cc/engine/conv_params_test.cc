@@ -79,12 +79,15 @@ int main() {
   Check(p.ToString().size() > 11 &&
             p.ToString().compare(p.ToString().size() - 11, 11, " +bias+relu") == 0,
         "ToString ends with the fusion's name");
-  Check(p.fusion.Check(Pass::kForward, true).empty(), "a bias on the forward pass with its tensor");
-  Check(p.fusion.Check(Pass::kForward, false) ==
+  FusionTensors bias_only, none;
+  bias_only.bias = true;
+  Check(p.fusion.Check(Pass::kForward, bias_only).empty(),
+        "a bias on the forward pass with its tensor");
+  Check(p.fusion.Check(Pass::kForward, none) ==
             "a bias needs the forward pass and its tensor, not forward",
         "a bias without its tensor is refused");
-  Check(!p.fusion.Check(Pass::kBackwardData, true).empty(), "no epilogue on a gradient");
-  Check(Fusion().Check(Pass::kBackwardFilter, false).empty(), "no fusion runs anywhere");
+  Check(!p.fusion.Check(Pass::kBackwardData, bias_only).empty(), "no epilogue on a gradient");
+  Check(Fusion().Check(Pass::kBackwardFilter, none).empty(), "no fusion runs anywhere");
 
   // The prologue and the statistics: forward only, each with its tensors.
   FusionTensors all;
@@ -108,11 +111,11 @@ int main() {
   Check(stats.Check(Pass::kBackwardFilter, all) ==
             "a statistics epilogue (+stats) runs on the forward pass only, not backward-filter",
         "statistics on backward-filter are refused");
-  Check(stats.Check(Pass::kForward, true) ==
+  Check(stats.Check(Pass::kForward, bias_only) ==
             "a statistics epilogue (+stats) needs its sum and sum-of-squares tensors "
             "(out_channels float32 each)",
-        "a caller with only a bias tensor (the GPU front ends) cannot run statistics");
-  Check(!bn.Check(Pass::kForward, true).empty(),
+        "a caller with only a bias tensor cannot run statistics");
+  Check(!bn.Check(Pass::kForward, bias_only).empty(),
         "a caller with only a bias tensor cannot run a prologue");
   return ucudnn_test::Summary("conv_params_test");
 }

@@ -100,18 +100,6 @@ std::string JoinInts(const std::vector<Int>& values) {
   return out;
 }
 
-// An empty convolution with the statistics epilogue: the output (where it
-// has elements) and both sums are zero, sums over nothing.
-Status ZeroStatistics(cudaStream_t stream, const ConvParams& p, const PassTensors& t) {
-  const int64_t bytes = p.batch * p.output_sample_size() * DTypeSize(p.dtype);
-  if (bytes > 0) UCUDNN_CUDA_OK(cudaMemsetAsync(t.out, 0, bytes, stream));
-  if (p.out_channels > 0) {
-    UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum, 0, p.out_channels * sizeof(float), stream));
-    UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum_of_squares, 0, p.out_channels * sizeof(float), stream));
-  }
-  return Status();
-}
-
 // An empty convolution with a bias: every output element is the bias of its
 // channel (a sum over nothing, plus the bias), or its ReLU.
 Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& p,
@@ -140,20 +128,12 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   if (cudaGetDevice(&current) == cudaSuccess && current != q.device) cudaSetDevice(q.device);
   CudnnHandle* handle = nullptr;
   UCUDNN_RETURN_IF_ERROR(GetCudnnHandle(q.device, q.stream, &handle));
-  FusionTensors given;
-  given.bias = tensors.bias != nullptr;
-  given.statistics = tensors.sum != nullptr && tensors.sum_of_squares != nullptr;
-  std::string fusion_error = q.params.fusion.Check(q.pass, given);
-  if (fusion_error.empty() && q.params.fusion.input_scale_bias()) {
-    fusion_error = "the GPU runs no input prologue yet (" +
-                   std::string(q.params.fusion.Name()) + "); the CPU does";
-  }
+  const std::string fusion_error = q.params.fusion.Check(q.pass, tensors.present());
   if (q.params.empty()) {
-    if (!fusion_error.empty() || (!q.params.fusion.bias() && !q.params.fusion.statistics())) {
+    if (!q.params.fusion.bias() || !fusion_error.empty()) {
       return Status::InvalidArgument("an empty convolution has nothing to run: " +
                                      q.params.ToString());
     }
-    if (q.params.fusion.statistics()) return ZeroStatistics(q.stream, q.params, tensors);
     return FillWithBias(handle, q.stream, q.params, tensors);
   }
   if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);

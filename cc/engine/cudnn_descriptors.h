@@ -73,6 +73,23 @@ struct OpTensorDesc {
   OpTensorDesc& operator=(const OpTensorDesc&) = delete;
 };
 
+// A cudnnReduceTensor descriptor of `op` in float32, without indices (the
+// unfused statistics: statistics_reduction.h).
+struct ReduceDesc {
+  cudnnReduceTensorDescriptor_t d = nullptr;
+  ReduceDesc() { cudnnCreateReduceTensorDescriptor(&d); }
+  ~ReduceDesc() { if (d) cudnnDestroyReduceTensorDescriptor(d); }
+  ReduceDesc(const ReduceDesc&) = delete;
+  ReduceDesc& operator=(const ReduceDesc&) = delete;
+  Status Set(cudnnReduceTensorOp_t op) {
+    UCUDNN_CUDNN_OK(cudnnSetReduceTensorDescriptor(d, op, CUDNN_DATA_FLOAT,
+                                                   CUDNN_NOT_PROPAGATE_NAN,
+                                                   CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                                   CUDNN_32BIT_INDICES));
+    return Status();
+  }
+};
+
 // A ReLU (cudnnActivationForward, in place on y: the bias-and-ReLU epilogue
 // after a legacy algorithm, and an empty convolution's relu(bias)).
 struct ReluDesc {

@@ -21,12 +21,6 @@ using namespace graph_internal;  // NOLINT: the graph helpers of this library
 
 namespace {
 
-// Transposed copies in a plan's workspace start at multiples of this many
-// bytes (more than any engine's alignment needs).
-constexpr int64_t kWorkspaceAlign = 256;
-int64_t RoundUp(int64_t bytes) {
-  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
-}
 
 // A legacy tensor descriptor of `dims` packed in `layout`, for cudnnTransformTensor.
 Status MakeTransposeDescriptor(cudnnDataType_t type, const int64_t dims[4], Layout layout,
@@ -81,8 +75,8 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
     return Status::InvalidArgument("the statistics epilogue computes in its tensors' layout");
   }
   // A transposed plan's copies follow the engine's workspace, each at a
-  // multiple of kWorkspaceAlign bytes.
-  int64_t end = RoundUp(workspace);
+  // multiple of kBlockAlign bytes.
+  int64_t end = AlignedBytes(workspace);
   if (spec.layout != spec.graph_layout) {
     const int64_t* dims[3] = {spec.x, spec.w, spec.y};
     const int64_t elem = spec.data_type == CUDNN_DATA_FLOAT ? 4 : 2;
@@ -97,7 +91,7 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
           MakeTransposeDescriptor(spec.data_type, dims[role], spec.layout, &t.caller));
       UCUDNN_RETURN_IF_ERROR(
           MakeTransposeDescriptor(spec.data_type, dims[role], spec.graph_layout, &t.graph));
-      end += RoundUp(dims[role][0] * dims[role][1] * dims[role][2] * dims[role][3] * elem);
+      end += AlignedBytes(dims[role][0] * dims[role][1] * dims[role][2] * dims[role][3] * elem);
     }
   }
   made->workspace_bytes_ = made->transposes_.empty() ? workspace : end;

@@ -11,8 +11,18 @@
 #include <cstdint>
 
 #include "cuda_runtime_api.h"
+#include "cc/engine/conv_params.h"
 
 namespace ucudnn {
+
+// Sub-buffers of one block of device memory (a transposed copy, a
+// micro-batch's sums, a reduction's workspace) start at multiples of this
+// many bytes: what TF's allocator aligns its blocks to, more than any cuDNN
+// engine needs.
+constexpr int64_t kBlockAlign = 256;
+inline int64_t AlignedBytes(int64_t bytes) {
+  return (bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
+}
 
 // What a device's allocator can hand out now, for workspace_limit=auto
 // (bytes; -1: the front end cannot tell).
@@ -74,6 +84,15 @@ struct PassTensors {
   // mini-batch, out_channels float32 each, written.
   float* sum = nullptr;
   float* sum_of_squares = nullptr;
+
+  // Which fusion tensors are there, for Fusion::Check (no prologue's: the
+  // GPU runs none yet).
+  FusionTensors present() const {
+    FusionTensors t;
+    t.bias = bias != nullptr;
+    t.statistics = sum != nullptr && sum_of_squares != nullptr;
+    return t;
+  }
 };
 
 // What one micro-batch's fused convolution reads or writes besides its x, w

@@ -58,8 +58,8 @@ Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels,
     fusion->sum_of_squares = t.sum_of_squares;
     return Status();
   }
-  // One micro-batch's two sums, each at a multiple of 256 bytes.
-  const int64_t stride = (bytes_ + 255) / 256 * 256;
+  // One micro-batch's two sums in one block.
+  const int64_t stride = AlignedBytes(bytes_);
   partial_ = static_cast<float*>(scratch->Allocate(2 * stride));
   if (partial_ == nullptr) {
     return Status::ResourceExhausted("could not allocate " + std::to_string(2 * stride) +

@@ -9,26 +9,6 @@
 #include "cc/engine/cudnn_descriptors.h"
 
 namespace ucudnn {
-namespace {
-
-// A cudnnReduceTensor descriptor of `op` in float32, without indices.
-class ReduceDesc {
- public:
-  ReduceDesc() { cudnnCreateReduceTensorDescriptor(&d); }
-  ~ReduceDesc() { if (d) cudnnDestroyReduceTensorDescriptor(d); }
-  ReduceDesc(const ReduceDesc&) = delete;
-  ReduceDesc& operator=(const ReduceDesc&) = delete;
-  Status Set(cudnnReduceTensorOp_t op) {
-    UCUDNN_CUDNN_OK(cudnnSetReduceTensorDescriptor(d, op, CUDNN_DATA_FLOAT,
-                                                   CUDNN_NOT_PROPAGATE_NAN,
-                                                   CUDNN_REDUCE_TENSOR_NO_INDICES,
-                                                   CUDNN_32BIT_INDICES));
-    return Status();
-  }
-  cudnnReduceTensorDescriptor_t d = nullptr;
-};
-
-}  // namespace
 
 bool StatisticsUnfused(const ConvParams& params, bool allow_tf32) {
   return params.fusion.statistics() && params.dtype == DType::kFloat && !allow_tf32;
@@ -53,7 +33,7 @@ Status ReduceStatistics(cudnnHandle_t handle, const ConvParams& p,
   UCUDNN_CUDNN_OK(cudnnGetReductionWorkspaceSize(handle, add.d, y.d, sums.d, &add_bytes));
   UCUDNN_CUDNN_OK(cudnnGetReductionWorkspaceSize(handle, norm.d, y.d, sums.d, &norm_bytes));
   const int64_t workspace_bytes = static_cast<int64_t>(std::max(add_bytes, norm_bytes));
-  const int64_t norms_bytes = (p.out_channels * 4 + 255) / 256 * 256;
+  const int64_t norms_bytes = AlignedBytes(p.out_channels * 4);
   char* block = static_cast<char*>(scratch->Allocate(norms_bytes + workspace_bytes));
   if (block == nullptr) {
     return Status::ResourceExhausted("could not allocate " +

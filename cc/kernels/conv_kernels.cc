@@ -229,25 +229,16 @@ class UcudnnConvOp : public OpKernel {
         PassResultShape(kPass, input_shape, filter_shape, output_shape);
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, result_shape, &out));
-    if (params.empty() && kStatistics) {
-      // Sums over nothing, and an output of zeros where it has elements.
-      if (out->NumElements() > 0) {
-        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
-      }
-      if (params.out_channels > 0) {
-        ctx->eigen_device<Device>().memset(fusion.sum->data(), 0, fusion.sum->TotalBytes());
-        ctx->eigen_device<Device>().memset(fusion.sum_of_squares->data(), 0,
-                                           fusion.sum_of_squares->TotalBytes());
-      }
-      return;
-    }
     if (params.empty() && !(kBias && out->NumElements() > 0)) {
       // Zero-size tensors (batch 0, an empty spatial dimension, 0 output
       // channels), as tf.nn.conv2d: the result has its shape and, where it has
-      // elements (e.g. the filter gradient of an empty batch), is zero. No
-      // planning, no engine call. (With a bias, the engine broadcasts it.)
-      if (out->NumElements() > 0) {
-        ctx->eigen_device<Device>().memset(out->data(), 0, out->TotalBytes());
+      // elements (e.g. the filter gradient of an empty batch), is zero, as are
+      // the statistics (sums over nothing). No planning, no engine call.
+      // (With a bias, the engine broadcasts it.)
+      for (Tensor* t : {out, fusion.sum, fusion.sum_of_squares}) {
+        if (t != nullptr && t->NumElements() > 0) {
+          ctx->eigen_device<Device>().memset(t->data(), 0, t->TotalBytes());
+        }
       }
       return;
     }
