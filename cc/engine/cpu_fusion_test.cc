@@ -304,23 +304,21 @@ int main() {
     for (DType dtype : {DType::kBFloat16, DType::kHalf}) {
       p.dtype = dtype;
       const double tolerance = dtype == DType::kBFloat16 ? 3e-2 : 4e-3;
-      bool ok;
       std::vector<float> y, sum, sq;
-      if (dtype == DType::kBFloat16) {
-        const auto xt = Cast<Eigen::bfloat16>(x), ft = Cast<Eigen::bfloat16>(f);
-        std::vector<Eigen::bfloat16> yt;
-        ok = Forward(p, PlanOf({3, 3, 1}), xt, ft, &yt, &scale, &bias, &sum, &sq).ok();
+      // The pass in T (`zero`'s type): the inputs rounded to T, as the
+      // reference takes them, and the output back in float.
+      auto run_in = [&](auto zero) {
+        using T = decltype(zero);
+        const auto xt = Cast<T>(x), ft = Cast<T>(f);
+        std::vector<T> yt;
+        const bool ran = Forward(p, PlanOf({3, 3, 1}), xt, ft, &yt, &scale, &bias, &sum, &sq).ok();
         for (size_t i = 0; i < x.size(); ++i) xr[i] = static_cast<float>(xt[i]);
         for (size_t i = 0; i < f.size(); ++i) fr[i] = static_cast<float>(ft[i]);
         for (auto v : yt) y.push_back(static_cast<float>(v));
-      } else {
-        const auto xt = Cast<Eigen::half>(x), ft = Cast<Eigen::half>(f);
-        std::vector<Eigen::half> yt;
-        ok = Forward(p, PlanOf({3, 3, 1}), xt, ft, &yt, &scale, &bias, &sum, &sq).ok();
-        for (size_t i = 0; i < x.size(); ++i) xr[i] = static_cast<float>(xt[i]);
-        for (size_t i = 0; i < f.size(); ++i) fr[i] = static_cast<float>(ft[i]);
-        for (auto v : yt) y.push_back(static_cast<float>(v));
-      }
+        return ran;
+      };
+      const bool ok = dtype == DType::kBFloat16 ? run_in(Eigen::bfloat16(0.0f))
+                                                : run_in(Eigen::half(0.0f));
       const std::vector<double> want = RefConv(p, RefPrologue(p, xr, scale, bias, true), fr);
       const RefStats stats = RefStatistics(p, want);
       bool sums = true;
