@@ -66,12 +66,6 @@ def update_moving_statistics(layer, mean, variance):
         tf.cast(layer.moving_variance, tf.float32) * m + variance * (1.0 - m))
 
 
-def channel_shape(data_format):
-    """The shape that broadcasts a ``[K]`` vector over a 4-D tensor's channel
-    dimension: ``[1, 1, 1, -1]`` for NHWC, ``[1, -1, 1, 1]`` for NCHW."""
-    return [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
-
-
 def gamma_beta(layer):
     """A ``BatchNormalization`` layer's gamma and beta as float32, or None
     where it has none (``scale=False``, ``center=False``)."""

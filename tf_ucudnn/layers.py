@@ -207,41 +207,58 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
     """
     fmt = attrs["data_format"]
     dtype = conv.compute_dtype
-    kernel = tf.cast(conv.kernel, dtype)
     conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
-    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
-    relu = activation is keras.activations.relu
-    if not (training and batch_norm.trainable):
+    training = training and batch_norm.trainable
+    if training:
+        kernel = tf.cast(conv.kernel, dtype)
+        if _in_xla_context():
+            y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
+            axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
+            y32 = tf.cast(y, tf.float32)
+            total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(tf.square(y32), axes)
+        else:
+            result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
+            y, total, squares = result.output, result.sum, result.sum_of_squares
+        shape = tf.shape(y)
+        count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
+        mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
+        batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
+    else:
         mean = tf.cast(batch_norm.moving_mean, tf.float32)
         variance = tf.cast(batch_norm.moving_variance, tf.float32)
-        scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
-                                                         batch_norm.epsilon)
-        if conv_bias is not None:
-            offset = offset + conv_bias * scale
-        folded = tf.cast(tf.cast(conv.kernel, tf.float32) * scale, dtype)
-        outputs = nn.ucudnn_conv2d_op(inputs, folded, attrs, tf.cast(offset, dtype),
-                                      activation="relu" if relu else "linear")
-        return outputs if relu or activation is None else activation(outputs)
-    if _in_xla_context():
-        y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
-        axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
-        y32 = tf.cast(y, tf.float32)
-        total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(tf.square(y32), axes)
-    else:
-        result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
-        y, total, squares = result.output, result.sum, result.sum_of_squares
-    shape = tf.shape(y)
-    count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
-    mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
-    batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
+    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
     scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
                                                      batch_norm.epsilon)
     if conv_bias is not None:
         offset = offset + conv_bias * scale
-    channels = batch_norm_math.channel_shape(fmt)
-    outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
-                      tf.reshape(offset, channels), dtype)
-    return outputs if activation is None else activation(outputs)
+    if training:
+        channels = nn.channel_shape(fmt)
+        outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
+                          tf.reshape(offset, channels), dtype)
+        return outputs if activation is None else activation(outputs)
+    relu = activation is keras.activations.relu
+    folded = tf.cast(tf.cast(conv.kernel, tf.float32) * scale, dtype)
+    outputs = nn.ucudnn_conv2d_op(inputs, folded, attrs, tf.cast(offset, dtype),
+                                  activation="relu" if relu else "linear")
+    return outputs if relu or activation is None else activation(outputs)
+
+
+def batch_norm_fusion_refusal(conv, batch_norm):
+    """Why ``Conv2DBatchNorm`` cannot take a Keras ``Conv2D`` and the
+    ``BatchNormalization`` after it, or "" when it can: the convolution must
+    have no activation (the fused layer applies its own after the batch
+    norm), and the batch norm must normalize the convolution's channel axis
+    without renorm or synchronized statistics."""
+    if conv.activation not in (None, keras.activations.linear):
+        return (f"{conv.name} applies {conv.activation.__name__} before the batch norm; the "
+                "fused layer applies its activation after it")
+    channel_axis = 3 if conv.data_format == "channels_last" else 1
+    axes = batch_norm.axis if isinstance(batch_norm.axis, (list, tuple)) else [batch_norm.axis]
+    if ([a % 4 for a in axes] != [channel_axis] or batch_norm.renorm
+            or getattr(batch_norm, "synchronized", False)):
+        return (f"{batch_norm.name} must normalize the channels (axis {channel_axis}) without "
+                "renorm or synchronized statistics")
+    return ""
 
 
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
@@ -337,23 +354,21 @@ class Conv2DBatchNorm(keras.layers.Layer):
           ValueError: ``conv`` has an activation, or ``batch_norm`` normalizes
             another axis or uses renorm or synchronized statistics.
         """
-        if conv.activation not in (None, keras.activations.linear):
-            raise ValueError(f"{conv.name} applies {conv.activation.__name__} before the batch "
-                             "norm; the fused layer applies its activation after it")
-        channel_axis = 3 if conv.data_format == "channels_last" else 1
-        axes = [a % 4 for a in batch_norm.axis] if isinstance(batch_norm.axis, (list, tuple)) \
-            else [batch_norm.axis % 4]
-        if axes != [channel_axis] or batch_norm.renorm or getattr(batch_norm, "synchronized",
-                                                                  False):
-            raise ValueError(f"{batch_norm.name} must normalize the channels (axis "
-                             f"{channel_axis}) without renorm or synchronized statistics")
+        refusal = batch_norm_fusion_refusal(conv, batch_norm)
+        if refusal:
+            raise ValueError(refusal)
+        layer = cls(activation=activation, name=f"{conv.name}_{batch_norm.name}",
+                    dtype=conv.dtype_policy, **cls._arguments_of(conv, batch_norm), **knobs)
+        layer.conv, layer.batch_norm = conv, batch_norm
+        return layer
+
+    @classmethod
+    def _arguments_of(cls, conv, batch_norm):
+        """The constructor's Keras arguments that describe ``conv`` and ``batch_norm``."""
         conv_config, bn_config = conv.get_config(), batch_norm.get_config()
         args = {k: conv_config[k] for k in cls._CONV_ARGS}
         args.update({k: bn_config[k] for k in cls._BATCH_NORM_ARGS})
-        layer = cls(activation=activation, name=f"{conv.name}_{batch_norm.name}",
-                    dtype=conv.dtype_policy, **args, **knobs)
-        layer.conv, layer.batch_norm = conv, batch_norm
-        return layer
+        return args
 
     def build(self, input_shape):
         if not self.conv.built:
@@ -373,9 +388,7 @@ class Conv2DBatchNorm(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        conv_config, bn_config = self.conv.get_config(), self.batch_norm.get_config()
-        config.update({k: conv_config[k] for k in self._CONV_ARGS})
-        config.update({k: bn_config[k] for k in self._BATCH_NORM_ARGS})
+        config.update(self._arguments_of(self.conv, self.batch_norm))
         config.update(activation=keras.activations.serialize(self.activation),
                       workspace_limit=self.workspace_limit,
                       batch_size_policy=self.batch_size_policy,

@@ -207,6 +207,12 @@ def _check_rank(tensor, name):
         raise ValueError(f"{name} must be 4-dimensional, got shape {tensor.shape}")
 
 
+def channel_shape(data_format):
+    """The shape that broadcasts a ``[channels]`` vector over a 4-D tensor's
+    channel dimension: ``[1, 1, 1, -1]`` for NHWC, ``[1, -1, 1, 1]`` for NCHW."""
+    return [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
+
+
 def _input_and_filters(input, filters):  # noqa: A002
     """``input`` as a float tensor and ``filters`` in its dtype, both checked
     4-D where the rank is known (ValueError otherwise)."""
@@ -549,7 +555,7 @@ def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
     the sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
     computed in float32; then Ucudnn>Conv2D's."""
     y = op.outputs[0]
-    channels = [1, 1, 1, -1] if _op_attrs(op)["data_format"] == "NHWC" else [1, -1, 1, 1]
+    channels = channel_shape(_op_attrs(op)["data_format"])
     total = tf.cast(grad, tf.float32) if grad is not None else tf.zeros_like(y, tf.float32)
     if grad_sum is not None:
         total += tf.reshape(grad_sum, channels)

@@ -591,7 +591,7 @@ def _batch_norm_chains(model):
     only by a ``keras.layers.BatchNormalization`` called once over the
     convolution's channel axis, without renorm or synchronized statistics,
     in the same dtype policy, and not an output of its model."""
-    from tf_ucudnn.layers import _COMPUTE_DTYPES
+    from tf_ucudnn.layers import _COMPUTE_DTYPES, batch_norm_fusion_refusal
 
     chains = {}
     for outer in [model] + _nested_models(model):
@@ -599,17 +599,12 @@ def _batch_norm_chains(model):
         for conv in outer.layers:
             if (type(conv) is not keras.layers.Conv2D or id(conv) in produced_outputs
                     or conv.compute_dtype not in _COMPUTE_DTYPES
-                    or conv.activation not in (None, keras.activations.linear)
                     or len(conv._inbound_nodes) != 1 or len(conv._outbound_nodes) != 1):
                 continue
             bn = conv._outbound_nodes[0].operation
-            if type(bn) is not keras.layers.BatchNormalization or len(bn._inbound_nodes) != 1:
-                continue
-            channel_axis = 3 if conv.data_format == "channels_last" else 1
-            axes = bn.axis if isinstance(bn.axis, (list, tuple)) else [bn.axis]
-            if ([a % 4 for a in axes] != [channel_axis] or bn.renorm
-                    or getattr(bn, "synchronized", False)
-                    or bn.dtype_policy.name != conv.dtype_policy.name):
+            if (type(bn) is not keras.layers.BatchNormalization or len(bn._inbound_nodes) != 1
+                    or bn.dtype_policy.name != conv.dtype_policy.name
+                    or batch_norm_fusion_refusal(conv, bn)):
                 continue
             chains[id(conv)] = bn
     return chains

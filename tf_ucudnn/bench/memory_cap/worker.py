@@ -100,8 +100,8 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
     from tf_ucudnn.bench import models
 
     keras.mixed_precision.set_global_policy(precision)
-    import tf_ucudnn
-
+    if mode.startswith("ucudnn"):  # stock runs never load the op library
+        import tf_ucudnn
     if mode in ("ucudnn", "ucudnn-xla"):
         tf_ucudnn.enable_rewrite(workspace_limit=limit)
     model = models.build_model(model_name, input_size)
