@@ -99,6 +99,29 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
     def test_half_types(self, dtype):
         self.check("n6_8x8_3x3", "NHWC", dtype, 4)
 
+    @parameterized.parameters(tf.float32, tf.float16)
+    def test_under_jit_compile_as_eagerly(self, dtype):
+        # GPU: the statistics custom call; CPU: XLA's convolution and reductions.
+        x, _, f, _ = self._inputs("n6_8x8_3x3", "NHWC", dtype)
+
+        def run(x, f):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f])
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME",
+                                                                     micro_batch_size=4)
+                loss = tf.reduce_sum(total) + 0.01 * tf.reduce_sum(squares)
+            return (y, total, squares), tape.gradient(loss, [x, f])
+
+        with tf.device(self.DEVICE):
+            (y, total, squares), grads = tf.function(run, jit_compile=True)(x, f)
+            (y0, total0, squares0), grads0 = run(x, f)
+        tol = TOLERANCE[dtype]
+        assert_rel_l2(self, y, y0, tol, "output")
+        assert_rel_l2(self, total, total0, tol, "sum")
+        assert_rel_l2(self, squares, squares0, tol, "sum of squares")
+        for name, got, want in zip(("input", "filter"), grads, grads0):
+            assert_rel_l2(self, got, want, tol, f"{name} gradient")
+
     def test_stride_and_valid_padding(self):
         self.check("n6_8x8_3x3", "NHWC", tf.float32, 4, strides=2, padding="VALID")
 

@@ -176,15 +176,6 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
-def _in_xla_context():
-    """Whether ops are being traced into an XLA compilation (a
-    ``jit_compile=True`` function), where only ops with XLA kernels run."""
-    if tf.executing_eagerly():
-        return False
-    from tensorflow.python.ops import control_flow_util  # noqa: PLC0415 (TF internals)
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
 def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
     """``activation(batch_norm(conv(inputs), training))`` of a Keras ``Conv2D``
     (activation None) and ``BatchNormalization`` over its channels, with
@@ -192,8 +183,8 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
 
     Training (``training`` and the batch norm trainable): the convolution
     and its output's per-channel sums from one op
-    (``tf_ucudnn.conv2d_with_statistics``; under XLA the convolution and
-    XLA's reductions, as that op has no XLA kernel yet), the batch mean and
+    (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU one custom
+    call), the batch mean and
     variance from the sums, the moving statistics updated as Keras does,
     and the output normalized in float32 (``batch_norm.py``). Otherwise the
     batch norm is folded into the convolution: the filter scaled per output
@@ -210,15 +201,10 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
     conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
     training = training and batch_norm.trainable
     if training:
-        kernel = tf.cast(conv.kernel, dtype)
-        if _in_xla_context():
-            y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
-            axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
-            y32 = tf.cast(y, tf.float32)
-            total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(tf.square(y32), axes)
-        else:
-            result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
-            y, total, squares = result.output, result.sum, result.sum_of_squares
+        result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs,
+                                                       filter=tf.cast(conv.kernel, dtype),
+                                                       **attrs)
+        y, total, squares = result.output, result.sum, result.sum_of_squares
         shape = tf.shape(y)
         count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
         mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)

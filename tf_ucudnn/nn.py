@@ -335,7 +335,10 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
     reduce it; each micro-batch's sums are added up in float32 to the
     mini-batch's. Only graph engines compute them: legacy cuDNN algorithms
     are not candidates, and NHWC is the layout cuDNN fuses. On the CPU the
-    sums are taken in float64 over the micro-batches and rounded once.
+    sums are taken in float64 over the micro-batches and rounded once. Under
+    XLA (``jit_compile``) the op is one custom call on the GPU, running the
+    same micro-batched plan, and XLA's convolution and float32 reductions on
+    the CPU.
 
     Arguments as :func:`conv2d` (no ``bias`` or ``activation``).
 

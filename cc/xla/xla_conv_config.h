@@ -26,6 +26,10 @@ struct XlaConvConfig {
 
 // "ucudnn_conv2d_forward", "ucudnn_conv2d_backward_data", "ucudnn_conv2d_backward_filter".
 const char* XlaConvTarget(ucudnn::Pass pass);
+// The custom-call target of the forward pass with the statistics epilogue
+// (Ucudnn>Conv2DWithStatistics): three results, the output and its two
+// per-channel sums.
+inline constexpr char kXlaStatisticsTarget[] = "ucudnn_conv2d_forward_statistics";
 
 // Attribute names, shared by the encoder and the handler's binding.
 inline constexpr char kAttrConv[] = "conv";  // ConvParams::Fields(), i64 array

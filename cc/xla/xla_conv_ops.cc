@@ -1,5 +1,5 @@
-// XLA kernels (tf2xla) of Ucudnn>Conv2D (and Ucudnn>Conv2DWithBias) and its
-// two gradients, so that functions and Keras models using tf_ucudnn compile
+// XLA kernels (tf2xla) of Ucudnn>Conv2D (and Ucudnn>Conv2DWithBias,
+// Ucudnn>Conv2DWithStatistics) and its two gradients, so that functions and Keras models using tf_ucudnn compile
 // with jit_compile.
 //
 // On the GPU the pass becomes an XLA custom call handled by the micro-batched
@@ -26,6 +26,7 @@
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/util/determinism.h"
 #include "tsl/platform/tensor_float_32_utils.h"
+#include "xla/hlo/builder/lib/arithmetic.h"
 #include "xla/hlo/builder/lib/constants.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
@@ -321,6 +322,103 @@ class UcudnnXlaConvOp : public XlaOpKernel {
   ConvOpAttrs xla_attrs_;
 };
 
+// Ucudnn>Conv2DWithStatistics: the output and its per-channel sum and sum of
+// squares (float32). GPU: one custom call of three results
+// (kXlaStatisticsTarget), the engine's statistics epilogue; CPU: XLA's
+// convolution and two float32 reductions of its output.
+template <bool kGpu>
+class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
+ public:
+  explicit UcudnnXlaConvStatisticsOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
+    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
+    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
+    if (!kGpu) {
+      absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
+      OP_REQUIRES_OK(ctx, conv.status());
+      xla_attrs_ = *conv;
+    }
+  }
+
+  void Compile(XlaOpKernelContext* ctx) override {
+    TensorShape input_shape = ctx->InputShape(0), filter_shape = ctx->InputShape(1);
+    ConvParams params;
+    OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
+    params.fusion.epilogue = ucudnn::Epilogue::kStatistics;
+    const TensorShape output_shape = OutputShape(params);
+    xla::XlaBuilder* b = ctx->builder();
+    if (params.empty()) {  // sums over nothing, an output of zeros
+      ctx->SetOutput(0, xla::Broadcast(xla::Zero(b, type_), output_shape.dim_sizes()));
+      const xla::XlaOp zeros = xla::Broadcast(xla::Zero(b, xla::F32), {params.out_channels});
+      ctx->SetOutput(1, zeros);
+      ctx->SetOutput(2, zeros);
+      return;
+    }
+    Operands ops = PassOperands(ctx, Pass::kForward, /*bias=*/false);
+    // Zero input channels change neither the output nor its sums.
+    const int64_t padded = pad_channels_ ? XlaPaddedInChannels(params) : params.in_channels;
+    if (padded != params.in_channels) {
+      PadInChannels(b, Pass::kForward, type_, padded, &params, &ops, &input_shape,
+                    &filter_shape);
+    }
+    if (kGpu) {
+      CompileCustomCall(ctx, params, ops, input_shape, filter_shape, output_shape);
+      return;
+    }
+    absl::StatusOr<xla::XlaOp> out =
+        MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
+    OP_REQUIRES_OK(ctx, out.status());
+    const xla::XlaOp y = xla::ConvertElementType(*out, xla::F32);
+    const std::vector<int64_t> dims = params.layout == ucudnn::Layout::kNHWC
+                                          ? std::vector<int64_t>{0, 1, 2}
+                                          : std::vector<int64_t>{0, 2, 3};
+    const xla::XlaComputation add = xla::CreateScalarAddComputation(xla::F32, b);
+    ctx->SetOutput(0, *out);
+    ctx->SetOutput(1, xla::Reduce(y, xla::Zero(b, xla::F32), add, dims));
+    ctx->SetOutput(2, xla::Reduce(xla::Mul(y, y), xla::Zero(b, xla::F32), add, dims));
+  }
+
+ private:
+  void CompileCustomCall(XlaOpKernelContext* ctx, const ConvParams& params, const Operands& ops,
+                         const TensorShape& input_shape, const TensorShape& filter_shape,
+                         const TensorShape& output_shape) {
+    CallSignature call = CustomCallSignature(Pass::kForward, type_, params, ops, input_shape,
+                                             filter_shape, output_shape, nullptr);
+    XlaConvConfig config;
+    config.params = params;
+    config.knobs = attrs_.knobs;
+    config.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    config.knobs.deterministic = OpDeterminismRequired();
+    const ucudnn::PlanningKnobs& knobs = attrs_.knobs;
+    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
+                                  knobs.total_workspace == 0 && knobs.workspace_limit > 0;
+    const xla::Shape sums =
+        xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.out_channels});
+    std::vector<xla::Shape> results = {call.result, sums, sums};
+    if (workspace_result) {
+      results.push_back(
+          xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit}));
+    }
+    xla::XlaOp out = xla::CustomCallWithLayout(
+        ctx->builder(), ucudnn_tf::kXlaStatisticsTarget, call.operands,
+        xla::ShapeUtil::MakeTupleShape(results), call.operand_shapes,
+        EncodeXlaConvConfig(config), /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+        xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    for (int i = 0; i < 3; ++i) ctx->SetOutput(i, xla::GetTupleElement(out, i));
+  }
+
+  ConvAttrs attrs_;
+  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;
+  bool pad_channels_ = true;
+  DataType dtype_ = DT_FLOAT;
+  xla::PrimitiveType type_ = xla::F32;
+  ConvOpAttrs xla_attrs_;
+};
+
 // REGISTER_XLA_OP takes a plain class name.
 using XlaForwardGpu = UcudnnXlaConvOp<Pass::kForward, true>;
 using XlaBackwardDataGpu = UcudnnXlaConvOp<Pass::kBackwardData, true>;
@@ -330,10 +428,14 @@ using XlaBackwardDataCpu = UcudnnXlaConvOp<Pass::kBackwardData, false>;
 using XlaBackwardFilterCpu = UcudnnXlaConvOp<Pass::kBackwardFilter, false>;
 using XlaForwardBiasGpu = UcudnnXlaConvOp<Pass::kForward, true, true>;
 using XlaForwardBiasCpu = UcudnnXlaConvOp<Pass::kForward, false, true>;
+using XlaForwardStatisticsGpu = UcudnnXlaConvStatisticsOp<true>;
+using XlaForwardStatisticsCpu = UcudnnXlaConvStatisticsOp<false>;
 
-#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, BACKWARD_DATA, BACKWARD_FILTER)    \
+#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, FORWARD_STATISTICS, BACKWARD_DATA, \
+                            BACKWARD_FILTER)                                                  \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2D").Device(DEVICE), FORWARD);                             \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithBias").Device(DEVICE), FORWARD_BIAS);               \
+  REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithStatistics").Device(DEVICE), FORWARD_STATISTICS);   \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropInput")                                         \
                       .Device(DEVICE)                                                         \
                       .CompileTimeConstantInput("input_sizes"),                               \
@@ -343,10 +445,10 @@ using XlaForwardBiasCpu = UcudnnXlaConvOp<Pass::kForward, false, true>;
                       .CompileTimeConstantInput("filter_sizes"),                              \
                   BACKWARD_FILTER);
 
-UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaForwardBiasCpu, XlaBackwardDataCpu,
-                    XlaBackwardFilterCpu)
-UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaForwardBiasGpu, XlaBackwardDataGpu,
-                    XlaBackwardFilterGpu)
+UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaForwardBiasCpu, XlaForwardStatisticsCpu,
+                    XlaBackwardDataCpu, XlaBackwardFilterCpu)
+UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaForwardBiasGpu, XlaForwardStatisticsGpu,
+                    XlaBackwardDataGpu, XlaBackwardFilterGpu)
 
 }  // namespace
 }  // namespace ucudnn_tf

@@ -101,52 +101,72 @@ ffi::Error ToFfiError(const ucudnn::Status& s) {
   return ffi::Error(ffi::ErrorCode::kUnknown, s.message());
 }
 
-// `bias`: the forward pass's third operand, where the convolution has one
-// (a fusion with a bias in the attributes: Fusion::bias).
-template <Pass kPass>
-ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
-                   ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
-                   ffi::Result<ffi::AnyBuffer> out,
-                   std::optional<ffi::Result<ffi::AnyBuffer>> workspace,
-                   ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
-                   int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
-                   double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
-                   int64_t allow_tf32, int64_t deterministic) {
+// The attributes every handler takes, as XlaConvAttributes.
+struct FfiAttributes {
+  ffi::Span<const int64_t> conv;
+  int64_t workspace_limit, policy, micro_batch_size, total_workspace, engines;
+  double graph_prune_factor;
+  int64_t graph_search, graph_layouts, allow_tf32, deterministic;
+};
+
+// The sizes XLA's buffers must have for `pass` of the call's convolution:
+// a, b, out as PassTensorBytes; the bias, where the fusion has one, and the
+// statistics' two sums, where it has them.
+bool BuffersMatch(Pass pass, const ucudnn::ConvParams& p, const ffi::AnyBuffer& a,
+                  const ffi::AnyBuffer& b, const ffi::AnyBuffer& out,
+                  const std::optional<ffi::AnyBuffer>& bias, const ffi::AnyBuffer* sum,
+                  const ffi::AnyBuffer* sum_of_squares) {
+  const ucudnn::PassBytes want = ucudnn::PassTensorBytes(pass, p, p.batch);
+  const int64_t sums = p.out_channels * static_cast<int64_t>(sizeof(float));
+  return static_cast<int64_t>(a.size_bytes()) == want.a &&
+         static_cast<int64_t>(b.size_bytes()) == want.b &&
+         static_cast<int64_t>(out.size_bytes()) == want.out &&
+         bias.has_value() == (pass == Pass::kForward && p.fusion.bias()) &&
+         (!bias.has_value() ||
+          static_cast<int64_t>(bias->size_bytes()) == p.out_channels * ucudnn::DTypeSize(p.dtype)) &&
+         (sum != nullptr) == p.fusion.statistics() &&
+         (sum == nullptr || (static_cast<int64_t>(sum->size_bytes()) == sums &&
+                             static_cast<int64_t>(sum_of_squares->size_bytes()) == sums));
+}
+
+// One pass of the call's convolution through the engine: a, b, out as
+// PassTensors names them; `bias`, the forward pass's third operand where the
+// fusion has one; `sum` and `sum_of_squares`, results where the fusion
+// computes the statistics (the statistics target).
+ffi::Error RunConv(Pass pass, const char* target, cudaStream_t stream,
+                   ffi::ScratchAllocator& scratch, int32_t device, ffi::AnyBuffer a,
+                   ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias, ffi::AnyBuffer out,
+                   const ffi::AnyBuffer* sum, const ffi::AnyBuffer* sum_of_squares,
+                   std::optional<ffi::Result<ffi::AnyBuffer>>& workspace,
+                   const FfiAttributes& f) {
   XlaConvAttributes attrs;
-  attrs.conv = conv.begin();
-  attrs.conv_size = conv.size();
-  attrs.workspace_limit = workspace_limit;
-  attrs.policy = policy;
-  attrs.micro_batch_size = micro_batch_size;
-  attrs.total_workspace = total_workspace;
-  attrs.engines = engines;
-  attrs.graph_prune_factor = graph_prune_factor;
-  attrs.graph_search = graph_search;
-  attrs.graph_layouts = graph_layouts;
-  attrs.allow_tf32 = allow_tf32;
-  attrs.deterministic = deterministic;
+  attrs.conv = f.conv.begin();
+  attrs.conv_size = f.conv.size();
+  attrs.workspace_limit = f.workspace_limit;
+  attrs.policy = f.policy;
+  attrs.micro_batch_size = f.micro_batch_size;
+  attrs.total_workspace = f.total_workspace;
+  attrs.engines = f.engines;
+  attrs.graph_prune_factor = f.graph_prune_factor;
+  attrs.graph_search = f.graph_search;
+  attrs.graph_layouts = f.graph_layouts;
+  attrs.allow_tf32 = f.allow_tf32;
+  attrs.deterministic = f.deterministic;
   XlaConvConfig config;
   if (!DecodeXlaConvConfig(attrs, &config)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                      std::string("tf_ucudnn: malformed attributes of custom call ") +
-                          XlaConvTarget(kPass));
+                      std::string("tf_ucudnn: malformed attributes of custom call ") + target);
   }
   ucudnn::ConvRequest q;
-  q.pass = kPass;
+  q.pass = pass;
   q.params = config.params;
   q.knobs = config.knobs;
   const ucudnn::ConvParams& p = q.params;
   // The buffers XLA passes must be the ones the attributes describe.
-  const ucudnn::PassBytes want = ucudnn::PassTensorBytes(kPass, p, p.batch);
-  if (static_cast<int64_t>(a.size_bytes()) != want.a ||
-      static_cast<int64_t>(b.size_bytes()) != want.b ||
-      static_cast<int64_t>(out->size_bytes()) != want.out ||
-      bias.has_value() != (kPass == Pass::kForward && p.fusion.bias()) ||
-      (bias.has_value() && static_cast<int64_t>(bias->size_bytes()) !=
-                               p.out_channels * ucudnn::DTypeSize(p.dtype))) {
+  if (!BuffersMatch(pass, p, a, b, out, bias, sum, sum_of_squares)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
-                      std::string("tf_ucudnn: buffer sizes of ") + XlaConvTarget(kPass) +
-                          " do not match " + p.ToString());
+                      std::string("tf_ucudnn: buffer sizes of ") + target + " do not match " +
+                          p.ToString());
   }
   q.device = device;
   q.stream = stream;
@@ -154,9 +174,13 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   ucudnn::PassTensors tensors;
   tensors.a = a.untyped_data();
   tensors.b = b.untyped_data();
-  tensors.out = out->untyped_data();
+  tensors.out = out.untyped_data();
   tensors.filter_in_cudnn_layout = true;  // the custom call's operand layout (xla_conv_ops.cc)
   if (bias.has_value()) tensors.bias = bias->untyped_data();
+  if (sum != nullptr) {
+    tensors.sum = static_cast<float*>(sum->untyped_data());
+    tensors.sum_of_squares = static_cast<float*>(sum_of_squares->untyped_data());
+  }
   // The workspace result (UCUDNN_XLA_WORKSPACE=buffer), u8 of the limit's size.
   void* workspace_data = nullptr;
   int64_t workspace_bytes = 0;
@@ -168,16 +192,47 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
   return ToFfiError(ucudnn::RunConvPass(q, tensors, &allocator));
 }
 
-#define UCUDNN_FFI_BINDING                                  \
-  ffi::Ffi::Bind()                                          \
-      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
-      .Ctx<ffi::ScratchAllocator>()                         \
-      .Ctx<ffi::DeviceOrdinal>()                            \
-      .Arg<ffi::AnyBuffer>()                                \
-      .Arg<ffi::AnyBuffer>()                                \
-      .OptionalArg<ffi::AnyBuffer>()                        \
-      .Ret<ffi::AnyBuffer>()                                \
-      .OptionalRet<ffi::AnyBuffer>()                        \
+// `bias`: the forward pass's third operand, where the convolution has one
+// (a fusion with a bias in the attributes: Fusion::bias).
+template <Pass kPass>
+ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device,
+                   ffi::AnyBuffer a, ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias,
+                   ffi::Result<ffi::AnyBuffer> out,
+                   std::optional<ffi::Result<ffi::AnyBuffer>> workspace,
+                   ffi::Span<const int64_t> conv, int64_t workspace_limit, int64_t policy,
+                   int64_t micro_batch_size, int64_t total_workspace, int64_t engines,
+                   double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
+                   int64_t allow_tf32, int64_t deterministic) {
+  const FfiAttributes f{conv,         workspace_limit,    policy,       micro_batch_size,
+                        total_workspace, engines,         graph_prune_factor, graph_search,
+                        graph_layouts, allow_tf32,        deterministic};
+  return RunConv(kPass, XlaConvTarget(kPass), stream, scratch, device, a, b, bias, *out,
+                 nullptr, nullptr, workspace, f);
+}
+
+// The forward pass with the statistics epilogue: the output, and the sum
+// and sum of squares of its channels (float32, out_channels each).
+ffi::Error RunForwardStatistics(cudaStream_t stream, ffi::ScratchAllocator scratch,
+                                int32_t device, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                                ffi::Result<ffi::AnyBuffer> out,
+                                ffi::Result<ffi::AnyBuffer> sum,
+                                ffi::Result<ffi::AnyBuffer> sum_of_squares,
+                                std::optional<ffi::Result<ffi::AnyBuffer>> workspace,
+                                ffi::Span<const int64_t> conv, int64_t workspace_limit,
+                                int64_t policy, int64_t micro_batch_size,
+                                int64_t total_workspace, int64_t engines,
+                                double graph_prune_factor, int64_t graph_search,
+                                int64_t graph_layouts, int64_t allow_tf32,
+                                int64_t deterministic) {
+  const FfiAttributes f{conv,         workspace_limit,    policy,       micro_batch_size,
+                        total_workspace, engines,         graph_prune_factor, graph_search,
+                        graph_layouts, allow_tf32,        deterministic};
+  const ffi::AnyBuffer sums[2] = {*sum, *sum_of_squares};
+  return RunConv(Pass::kForward, kXlaStatisticsTarget, stream, scratch, device, a, b,
+                 std::nullopt, *out, &sums[0], &sums[1], workspace, f);
+}
+
+#define UCUDNN_FFI_ATTRIBUTES                               \
       .Attr<ffi::Span<const int64_t>>(kAttrConv)            \
       .Attr<int64_t>(kAttrWorkspaceLimit)                   \
       .Attr<int64_t>(kAttrBatchSizePolicy)                  \
@@ -190,28 +245,58 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
       .Attr<int64_t>(kAttrAllowTf32)                        \
       .Attr<int64_t>(kAttrDeterministic)
 
+#define UCUDNN_FFI_BINDING                                  \
+  ffi::Ffi::Bind()                                          \
+      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
+      .Ctx<ffi::ScratchAllocator>()                         \
+      .Ctx<ffi::DeviceOrdinal>()                            \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Arg<ffi::AnyBuffer>()                                \
+      .OptionalArg<ffi::AnyBuffer>()                        \
+      .Ret<ffi::AnyBuffer>()                                \
+      .OptionalRet<ffi::AnyBuffer>()                        \
+      UCUDNN_FFI_ATTRIBUTES
+
+// The statistics target: input and filter in; output, sum, sum of squares
+// and the optional workspace out.
+#define UCUDNN_FFI_STATISTICS_BINDING                       \
+  ffi::Ffi::Bind()                                          \
+      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
+      .Ctx<ffi::ScratchAllocator>()                         \
+      .Ctx<ffi::DeviceOrdinal>()                            \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Arg<ffi::AnyBuffer>()                                \
+      .Ret<ffi::AnyBuffer>()                                \
+      .Ret<ffi::AnyBuffer>()                                \
+      .Ret<ffi::AnyBuffer>()                                \
+      .OptionalRet<ffi::AnyBuffer>()                        \
+      UCUDNN_FFI_ATTRIBUTES
+
 XLA_FFI_DEFINE_HANDLER(kForwardHandler, RunPass<Pass::kForward>, UCUDNN_FFI_BINDING);
 XLA_FFI_DEFINE_HANDLER(kBackwardDataHandler, RunPass<Pass::kBackwardData>, UCUDNN_FFI_BINDING);
 XLA_FFI_DEFINE_HANDLER(kBackwardFilterHandler, RunPass<Pass::kBackwardFilter>,
                        UCUDNN_FFI_BINDING);
+XLA_FFI_DEFINE_HANDLER(kForwardStatisticsHandler, RunForwardStatistics,
+                       UCUDNN_FFI_STATISTICS_BINDING);
 
-// Registers the three handlers for XLA's CUDA platform when the op library is
+// Registers the four handlers for XLA's CUDA platform when the op library is
 // loaded; a failure is reported on stderr (compiling then fails with XLA's
 // "no registered implementation" error naming the target).
 bool RegisterHandlers() {
   const XLA_FFI_Api* api = XLA_FFI_GetApi();
   const struct {
-    Pass pass;
+    const char* target;
     XLA_FFI_Handler* handler;
-  } handlers[] = {{Pass::kForward, kForwardHandler},
-                  {Pass::kBackwardData, kBackwardDataHandler},
-                  {Pass::kBackwardFilter, kBackwardFilterHandler}};
+  } handlers[] = {{XlaConvTarget(Pass::kForward), kForwardHandler},
+                  {XlaConvTarget(Pass::kBackwardData), kBackwardDataHandler},
+                  {XlaConvTarget(Pass::kBackwardFilter), kBackwardFilterHandler},
+                  {kXlaStatisticsTarget, kForwardStatisticsHandler}};
   bool ok = true;
   for (const auto& h : handlers) {
     if (XLA_FFI_Error* err =
-            ffi::Ffi::RegisterStaticHandler(api, XlaConvTarget(h.pass), "CUDA", h.handler)) {
+            ffi::Ffi::RegisterStaticHandler(api, h.target, "CUDA", h.handler)) {
       std::fprintf(stderr, "W tf_ucudnn: could not register the XLA handler %s: %s\n",
-                   XlaConvTarget(h.pass), ffi::internal::GetErrorMessage(api, err));
+                   h.target, ffi::internal::GetErrorMessage(api, err));
       ffi::internal::DestroyError(api, err);
       ok = false;
     }
