@@ -192,9 +192,10 @@ case "$1" in
       | tee "$OUT/xla_pair_$2_${3:-float32}.log" ;;
   bn_pair)  # batch norm on the convolution's statistics against stock: MODEL [PRECISION] [TIMEOUT]:
             # stock TF (8 GiB and 64 MiB), stock XLA, tf_ucudnn under XLA and
-            # rewrite_model(fuse_batch_norm=True) without XLA, at 64 MiB (RUNS=K: K processes each)
+            # rewrite_model(fuse_batch_norm=True) without and with XLA, at 64 MiB (RUNS=K: K
+            # processes each)
     timeout "${4:-560}" bash "$SCRIPT" bench models --models "$2" --limits 64MiB --xla \
-      --modes stock,stock-xla,ucudnn-xla,ucudnn-bn --precision "${3:-float32}" --runs "${RUNS:-1}" \
+      --modes stock,stock-xla,ucudnn-xla,ucudnn-bn,ucudnn-bn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/bn_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/bn_pair_$2_${3:-float32}.log" ;;
   xla_search)  # UCUDNN_GRAPH_SEARCH under XLA: stock XLA and tf_ucudnn under XLA (default

@@ -30,7 +30,8 @@ mean squared error on its head; ``edsr`` 128x128x3 crops and L1 on a
 * ``ucudnn-bn`` at each limit, only when asked for (``--modes``):
   ``tf_ucudnn.rewrite_model(model, workspace_limit=limit, fuse_batch_norm=True)``
   without XLA (Conv2D -> BatchNormalization chains as ``Conv2DBatchNorm``, whose
-  convolution computes the batch norm's statistics).
+  convolution computes the batch norm's statistics); ``ucudnn-bn-xla`` the
+  same compiled with XLA (asked for only, with ``--xla``).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the

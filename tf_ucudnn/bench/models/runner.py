@@ -41,7 +41,7 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
 
 
 MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
-         "ucudnn-xla-buffer", "ucudnn-bn")
+         "ucudnn-xla-buffer", "ucudnn-bn", "ucudnn-bn-xla")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -85,6 +85,8 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
             settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
             if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
                 settings += [("ucudnn-xla-buffer", b) for b in limits]
+            if modes and "ucudnn-bn-xla" in modes:
+                settings += [("ucudnn-bn-xla", b) for b in limits]
         if modes:
             settings = [(m, b) for m, b in settings if m in modes]
         for mode, bytes_ in settings:

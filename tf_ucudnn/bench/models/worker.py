@@ -47,9 +47,9 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
     if mode == "ucudnn-xla-buffer":  # read when the step is compiled
         os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
-    if mode.startswith("ucudnn-xla") or mode == "ucudnn-bn":
+    if mode.startswith("ucudnn-xla") or mode.startswith("ucudnn-bn"):
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0,
-                                        fuse_batch_norm=mode == "ucudnn-bn")
+                                        fuse_batch_norm=mode.startswith("ucudnn-bn"))
         # The stock model's weights would stay on the GPU until Python's cycle
         # collector ran, and count in this run's peak (VGG-16: 0.52 GiB).
         gc.collect()
