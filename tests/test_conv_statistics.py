@@ -178,6 +178,15 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
     def test_resnet_like_layer(self):
         self.check_resnet_like(tf.float16)
 
+    @parameterized.parameters(tf.float16, tf.bfloat16)
+    def test_three_input_channels(self, dtype):
+        # ResNet's first layer: in float16 no statistics engine plans for 3
+        # input channels, and the plain convolution with cudnnReduceTensor
+        # after it runs instead; the sums are the same.
+        SHAPES["n4_12x12_c3_7x7"] = (4, 12, 12, 3, 8, 7, 7)
+        self.addCleanup(SHAPES.pop, "n4_12x12_c3_7x7")
+        self.check("n4_12x12_c3_7x7", "NHWC", dtype, None, strides=2)
+
     def check_resnet_like(self, dtype):
         SHAPES["n16_28x28_64"] = (16, 28, 28, 64, 64, 3, 3)
         self.addCleanup(SHAPES.pop, "n16_28x28_64")

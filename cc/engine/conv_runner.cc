@@ -120,6 +120,31 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   return Status();
 }
 
+// Statistics kernels none of whose fused engines planned (in float16 on an
+// H200 none did for ResNet's first layer, 3 input channels, nor for 5 -> 6
+// channels): they run unfused from then on, without planning again.
+bool WithoutFusedStatistics(const KernelKey& key, bool mark) {
+  static std::mutex mu;
+  static auto* keys = new std::set<KernelKey>();
+  std::lock_guard<std::mutex> lock(mu);
+  return mark ? keys->insert(key).second : keys->count(key) > 0;
+}
+
+// The statistics unfused: the plain convolution's plan, then the sums of its
+// whole output (cudnnReduceTensor).
+Status RunStatisticsUnfused(const ConvRequest& q, const PassTensors& tensors,
+                            ScratchAllocator* scratch, const PeersProvider& peers,
+                            CudnnHandle* handle) {
+  ConvRequest plain = q;
+  plain.params.fusion = Fusion();
+  PassTensors conv_tensors = tensors;
+  conv_tensors.sum = conv_tensors.sum_of_squares = nullptr;
+  UCUDNN_RETURN_IF_ERROR(RunConvPass(plain, conv_tensors, scratch, peers));
+  std::lock_guard<std::mutex> lock(handle->mu);
+  UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
+  return ReduceStatistics(handle->handle, q.params, tensors, scratch);
+}
+
 }  // namespace
 
 Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllocator* scratch,
@@ -137,22 +162,17 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     return FillWithBias(handle, q.stream, q.params, tensors);
   }
   if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);
+  const KernelKey key = MakeKey(q);
   if (StatisticsUnfused(q.params, q.knobs.allow_tf32)) {
-    // The plain convolution's plan, then the sums of its whole output.
-    ConvRequest plain = q;
-    plain.params.fusion = Fusion();
-    PassTensors conv_tensors = tensors;
-    conv_tensors.sum = conv_tensors.sum_of_squares = nullptr;
-    UCUDNN_RETURN_IF_ERROR(RunConvPass(plain, conv_tensors, scratch, peers));
-    LogStepDownOnce(MakeKey(q), "I",
+    LogStepDownOnce(key, "I",
                     std::string("forward ") + q.params.ToString() +
                         ": the statistics are reduced after the convolution "
                         "(cudnnReduceTensor); cuDNN fuses them with TF32 only");
-    std::lock_guard<std::mutex> lock(handle->mu);
-    UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
-    return ReduceStatistics(handle->handle, q.params, tensors, scratch);
+    return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
   }
-  const KernelKey key = MakeKey(q);
+  if (q.params.fusion.statistics() && WithoutFusedStatistics(key, /*mark=*/false)) {
+    return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+  }
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
   // workspace_limit=auto holds only without Workspace Division (whose
@@ -172,13 +192,23 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     bool planned_now = false;
     // A Workspace Division group's kernel keeps every size: its Pareto front
     // reaches down to the least workspace.
-    UCUDNN_RETURN_IF_ERROR(kernel->EnsurePlanned(handle, q.stream, knobs.policy,
-                                                 knobs.micro_batch_size, limit, tensors, scratch,
-                                                 peer_list, /*small_sizes_where_limited=*/
-                                                 knobs.total_workspace == 0, &planned_now));
+    const Status planning = kernel->EnsurePlanned(handle, q.stream, knobs.policy,
+                                                  knobs.micro_batch_size, limit, tensors, scratch,
+                                                  peer_list, /*small_sizes_where_limited=*/
+                                                  knobs.total_workspace == 0, &planned_now);
     // Benchmark buffers go back before the plan's workspace is taken
     // (stream-ordered, so no synchronisation is needed).
     scratch->ReleaseAll();
+    if (!planning.ok() && q.params.fusion.statistics()) {
+      WithoutFusedStatistics(key, /*mark=*/true);
+      LogStepDownOnce(key, "I",
+                      std::string("forward ") + q.params.ToString() + ": no fused engine (" +
+                          planning.message() +
+                          "); the statistics are reduced after the convolution "
+                          "(cudnnReduceTensor)");
+      return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+    }
+    UCUDNN_RETURN_IF_ERROR(planning);
     if (planned_now) {
       PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
       r.workspace_limit = limit;

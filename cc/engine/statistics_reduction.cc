@@ -16,43 +16,63 @@ bool StatisticsUnfused(const ConvParams& params, bool allow_tf32) {
 
 Status ReduceStatistics(cudnnHandle_t handle, const ConvParams& p,
                         const PassTensors& t, ScratchAllocator* scratch) {
-  if (p.dtype != DType::kFloat) {
-    return Status::Internal(std::string("the unfused statistics take float32, not ") +
-                            DTypeName(p.dtype));
-  }
-  TensorDesc y, sums;
+  // The batch in chunks of at most kChunkBytes of float32 (at least one
+  // sample): each chunk's output in float32 (converted, or read in place in
+  // float32), its squares beside it, both summed into the sums (beta = 1
+  // after the first chunk). The batch is the outermost dimension in either
+  // layout, so a chunk is contiguous.
+  constexpr int64_t kChunkBytes = 32 << 20;
+  const int64_t sample = p.output_sample_size();
+  const int64_t chunk = std::clamp<int64_t>(kChunkBytes / (4 * sample), 1, p.batch);
+  const bool convert = p.dtype != DType::kFloat;
   int64_t s[4];
   LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
-  UCUDNN_RETURN_IF_ERROR(
-      y.Set(p.dtype, p.batch, p.out_channels, p.out_height, p.out_width, s));
+  TensorDesc sums;
   UCUDNN_RETURN_IF_ERROR(sums.SetBias(DType::kFloat, p.out_channels));
-  ReduceDesc add, norm;
+  ReduceDesc add;
   UCUDNN_RETURN_IF_ERROR(add.Set(CUDNN_REDUCE_TENSOR_ADD));
-  UCUDNN_RETURN_IF_ERROR(norm.Set(CUDNN_REDUCE_TENSOR_NORM2));
-  size_t add_bytes = 0, norm_bytes = 0;
-  UCUDNN_CUDNN_OK(cudnnGetReductionWorkspaceSize(handle, add.d, y.d, sums.d, &add_bytes));
-  UCUDNN_CUDNN_OK(cudnnGetReductionWorkspaceSize(handle, norm.d, y.d, sums.d, &norm_bytes));
-  const int64_t workspace_bytes = static_cast<int64_t>(std::max(add_bytes, norm_bytes));
-  const int64_t norms_bytes = AlignedBytes(p.out_channels * 4);
-  char* block = static_cast<char*>(scratch->Allocate(norms_bytes + workspace_bytes));
-  if (block == nullptr) {
-    return Status::ResourceExhausted("could not allocate " +
-                                     std::to_string(norms_bytes + workspace_bytes) +
-                                     " bytes to reduce the output's statistics");
-  }
-  float* norms = reinterpret_cast<float*>(block);
-  void* workspace = workspace_bytes > 0 ? block + norms_bytes : nullptr;
-  const float one = 1.0f, zero = 0.0f;
-  UCUDNN_CUDNN_OK(cudnnReduceTensor(handle, add.d, nullptr, 0, workspace, add_bytes, &one, y.d,
-                                    t.out, &zero, sums.d, t.sum));
-  UCUDNN_CUDNN_OK(cudnnReduceTensor(handle, norm.d, nullptr, 0, workspace, norm_bytes, &one, y.d,
-                                    t.out, &zero, sums.d, norms));
-  // sum_of_squares = norm * norm.
   OpTensorDesc mul;
   UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(mul.d, CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT,
                                              CUDNN_NOT_PROPAGATE_NAN));
-  UCUDNN_CUDNN_OK(cudnnOpTensor(handle, mul.d, &one, sums.d, norms, &one, sums.d, norms, &zero,
-                                sums.d, t.sum_of_squares));
+  size_t workspace_bytes = 0;
+  {
+    TensorDesc whole;
+    UCUDNN_RETURN_IF_ERROR(
+        whole.Set(DType::kFloat, chunk, p.out_channels, p.out_height, p.out_width, s));
+    UCUDNN_CUDNN_OK(
+        cudnnGetReductionWorkspaceSize(handle, add.d, whole.d, sums.d, &workspace_bytes));
+  }
+  const int64_t buffer_bytes = AlignedBytes(chunk * sample * 4);
+  const int64_t total = buffer_bytes * (convert ? 2 : 1) + static_cast<int64_t>(workspace_bytes);
+  char* block = static_cast<char*>(scratch->Allocate(total));
+  if (block == nullptr) {
+    return Status::ResourceExhausted("could not allocate " + std::to_string(total) +
+                                     " bytes to reduce the output's statistics");
+  }
+  float* squares = reinterpret_cast<float*>(block);
+  float* converted = convert ? reinterpret_cast<float*>(block + buffer_bytes) : nullptr;
+  void* workspace = workspace_bytes > 0 ? block + buffer_bytes * (convert ? 2 : 1) : nullptr;
+  const float one = 1.0f, zero = 0.0f;
+  const int64_t out_bytes = sample * DTypeSize(p.dtype);
+  for (int64_t n0 = 0; n0 < p.batch; n0 += chunk) {
+    const int64_t n = std::min(chunk, p.batch - n0);
+    TensorDesc y, f;
+    UCUDNN_RETURN_IF_ERROR(y.Set(p.dtype, n, p.out_channels, p.out_height, p.out_width, s));
+    UCUDNN_RETURN_IF_ERROR(f.Set(DType::kFloat, n, p.out_channels, p.out_height, p.out_width, s));
+    const void* out = static_cast<const char*>(t.out) + n0 * out_bytes;
+    const float* values = static_cast<const float*>(out);
+    if (convert) {
+      UCUDNN_CUDNN_OK(cudnnTransformTensor(handle, &one, y.d, out, &zero, f.d, converted));
+      values = converted;
+    }
+    const float beta = n0 == 0 ? 0.0f : 1.0f;
+    UCUDNN_CUDNN_OK(cudnnReduceTensor(handle, add.d, nullptr, 0, workspace, workspace_bytes, &one,
+                                      f.d, values, &beta, sums.d, t.sum));
+    UCUDNN_CUDNN_OK(cudnnOpTensor(handle, mul.d, &one, f.d, values, &one, f.d, values, &zero, f.d,
+                                  squares));
+    UCUDNN_CUDNN_OK(cudnnReduceTensor(handle, add.d, nullptr, 0, workspace, workspace_bytes, &one,
+                                      f.d, squares, &beta, sums.d, t.sum_of_squares));
+  }
   return Status();
 }
 

@@ -1,8 +1,8 @@
 // The statistics epilogue where no cuDNN graph engine fuses it: the per-channel
 // sum and sum of squares of a convolution's whole output, reduced after it with
-// cudnnReduceTensor (float32: cuDNN's fused reductions all compute the
-// convolution with TF32, which float32 without TF32 forbids). No TensorFlow
-// includes.
+// cudnnReduceTensor (float32 without TF32: cuDNN's fused reductions all compute
+// the convolution with TF32; any type where no fused engine planned). No
+// TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_STATISTICS_REDUCTION_H_
 #define TF_UCUDNN_ENGINE_STATISTICS_REDUCTION_H_
 
@@ -22,10 +22,11 @@ namespace ucudnn {
 bool StatisticsUnfused(const ConvParams& params, bool allow_tf32);
 
 // t.sum[k] and t.sum_of_squares[k] of the forward output t.out ([N, K, P, Q]
-// packed in params.layout, float32), over N, P and Q: a cudnnReduceTensor
-// sum, and a norm (the square root of the sum of squares) squared by
-// cudnnOpTensor. Scratch: the reduction's workspace and out_channels floats.
-// The handle must be held and on the output's stream.
+// packed in params.layout, any dtype), over N, P and Q, in float32: the batch
+// in chunks of up to 32 MiB of float32, each converted (cudnnTransformTensor),
+// squared (cudnnOpTensor) and summed (cudnnReduceTensor) into the sums.
+// Scratch: up to two such chunks and the reduction's workspace. The handle
+// must be held and on the output's stream.
 Status ReduceStatistics(cudnnHandle_t handle, const ConvParams& params, const PassTensors& t,
                         ScratchAllocator* scratch);
 
