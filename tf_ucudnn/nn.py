@@ -324,7 +324,8 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
 
 def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",  # noqa: A002
                            dilations=None, name=None, *, workspace_limit=None,
-                           batch_size_policy=None, micro_batch_size=None):
+                           batch_size_policy=None, micro_batch_size=None, input_scale=None,
+                           input_offset=None, input_relu=False):
     """:func:`conv2d` and the per-channel statistics of its output that a
     following batch normalization's training step needs, from one op.
 
@@ -340,7 +341,23 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
     same micro-batched plan, and XLA's convolution and float32 reductions on
     the CPU.
 
-    Arguments as :func:`conv2d` (no ``bias`` or ``activation``).
+    With ``input_scale`` and ``input_offset`` the convolution reads
+    ``input * input_scale + input_offset`` per input channel (then
+    ``max(., 0)`` where ``input_relu``): the previous layer's batch
+    normalization (and its ReLU) as the convolution's prologue, so that the
+    normalized tensor is neither written in the forward pass nor kept for the
+    backward pass (whose gradient computes it again). On the GPU it is one
+    cuDNN graph where an engine fuses it: float16 (scale-bias-ReLU,
+    convolution, genstats, NHWC, symmetric padding); elsewhere, or where no
+    engine plans, the prologue runs into scratch before the convolution,
+    logged once. On the GPU the scale and offset are used in the input's
+    dtype, as cuDNN's fused graphs take them (float16: relative error up to
+    2**-11 on each); the CPU applies them in float32. No XLA kernel yet.
+
+    Arguments as :func:`conv2d` (no ``bias`` or ``activation``), and:
+      input_scale, input_offset: ``[in_channels]`` tensors (any float dtype,
+        cast to the input's), both or neither.
+      input_relu: whether the prologue ends in a ReLU.
 
     Returns:
       ``(output, sum, sum_of_squares)``: the output as :func:`conv2d`'s, and
@@ -353,16 +370,23 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
 
     Raises:
       ValueError, tf.errors.InvalidArgumentError: as :func:`conv2d`.
-      tf.errors.InternalError: on the GPU, where no cuDNN graph engine
-        computes the statistics for this convolution at any micro-batch
-        size.
+      ValueError: one of ``input_scale`` and ``input_offset`` without the other.
     """
     with tf.name_scope(name or "ucudnn_conv2d_with_statistics"):
         input, filters = _input_and_filters(input, filters)
         attrs = _conv_attrs(strides, padding, data_format, dilations,
                             workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                             micro_batch_size=micro_batch_size)
-        result = _ops.ucudnn_conv2d_with_statistics(input=input, filter=filters, **attrs)
+        if (input_scale is None) != (input_offset is None):
+            raise ValueError("input_scale and input_offset come together: got "
+                             + ("input_scale" if input_offset is None else "input_offset")
+                             + " alone")
+        if input_scale is None:
+            result = _ops.ucudnn_conv2d_with_statistics(input=input, filter=filters, **attrs)
+        else:
+            result = _ops.ucudnn_normalized_conv2d_with_statistics(
+                input=input, filter=filters, scale=tf.cast(input_scale, input.dtype),
+                offset=tf.cast(input_offset, input.dtype), input_relu=bool(input_relu), **attrs)
         return result.output, result.sum, result.sum_of_squares
 
 
@@ -552,11 +576,10 @@ def _conv2d_with_bias_grad(op, grad):
     return dx, dw, db
 
 
-@tf.RegisterGradient("Ucudnn>Conv2DWithStatistics")
-def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
-    """Gradients of Ucudnn>Conv2DWithStatistics: the output's gradient gets
-    the sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
-    computed in float32; then Ucudnn>Conv2D's."""
+def _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares):
+    """The output's whole gradient of a statistics op: its own plus the
+    sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
+    computed in float32, in the output's dtype."""
     y = op.outputs[0]
     channels = channel_shape(_op_attrs(op)["data_format"])
     total = tf.cast(grad, tf.float32) if grad is not None else tf.zeros_like(y, tf.float32)
@@ -564,7 +587,46 @@ def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
         total += tf.reshape(grad_sum, channels)
     if grad_sum_of_squares is not None:
         total += 2.0 * tf.cast(y, tf.float32) * tf.reshape(grad_sum_of_squares, channels)
-    return _conv2d_grad(op, tf.cast(total, y.dtype))
+    return tf.cast(total, y.dtype)
+
+
+@tf.RegisterGradient("Ucudnn>Conv2DWithStatistics")
+def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
+    """Gradients of Ucudnn>Conv2DWithStatistics: Ucudnn>Conv2D's, of the
+    output's whole gradient."""
+    return _conv2d_grad(op, _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares))
+
+
+@tf.RegisterGradient("Ucudnn>NormalizedConv2DWithStatistics")
+def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
+    """Gradients of Ucudnn>NormalizedConv2DWithStatistics: the prologue's
+    result ``z = relu(x * scale + offset)`` computed again (in float32,
+    rounded to x's dtype; the forward pass kept none), backward-filter on
+    it, backward-data to dz, and through the prologue: ``da = dz`` where
+    ``x * scale + offset > 0`` (everywhere without the ReLU), ``dx = da *
+    scale``, ``dscale = sum(da * x)``, ``doffset = sum(da)`` over all but
+    the channel dimension, in float32."""
+    attrs = _op_attrs(op)
+    x, w, scale, offset = op.inputs
+    channels = channel_shape(attrs["data_format"])
+    axes = [0, 1, 2] if attrs["data_format"] == "NHWC" else [0, 2, 3]
+    dy = _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares)
+    x32 = tf.cast(x, tf.float32)
+    scale32 = tf.reshape(tf.cast(scale, tf.float32), channels)
+    a = x32 * scale32 + tf.reshape(tf.cast(offset, tf.float32), channels)
+    relu = op.get_attr("input_relu")
+    z = tf.cast(tf.nn.relu(a) if relu else a, x.dtype)
+    dz = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=w, out_backprop=dy,
+                                           **attrs)
+    dw = _ops.ucudnn_conv2d_backprop_filter(input=z, filter_sizes=tf.shape(w), out_backprop=dy,
+                                            **attrs)
+    da = tf.cast(dz, tf.float32)
+    if relu:
+        da = tf.where(a > 0, da, tf.zeros_like(da))
+    dx = tf.cast(da * scale32, x.dtype)
+    dscale = tf.cast(tf.reduce_sum(da * x32, axes), scale.dtype)
+    doffset = tf.cast(tf.reduce_sum(da, axes), offset.dtype)
+    return dx, dw, dscale, doffset
 
 
 @tf.RegisterGradient("Ucudnn>Conv2DBackpropInput")

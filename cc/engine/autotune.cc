@@ -51,6 +51,9 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   const ConvParams& p = spec_.params;
   const int64_t bias_bytes = p.fusion.bias() ? p.out_channels * DTypeSize(p.dtype) : 0;
   const int64_t sums_bytes = p.fusion.statistics() ? 2 * p.out_channels * 4 : 0;
+  // The prologue's scale and bias, one block (in_channels elements each).
+  const int64_t channel_bytes = p.in_channels * DTypeSize(p.dtype);
+  const int64_t prologue_bytes = p.fusion.input_scale_bias() ? 2 * AlignedBytes(channel_bytes) : 0;
   PassTensors copy;
   void* a = peer.scratch->Allocate(a_bytes);
   void* b = peer.scratch->Allocate(b_bytes);
@@ -58,11 +61,14 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   void* bias = bias_bytes > 0 ? peer.scratch->Allocate(bias_bytes) : nullptr;
   // The statistics the benchmark writes, never read.
   void* sums = sums_bytes > 0 ? peer.scratch->Allocate(sums_bytes) : nullptr;
+  char* prologue =
+      prologue_bytes > 0 ? static_cast<char*>(peer.scratch->Allocate(prologue_bytes)) : nullptr;
   if (a == nullptr || b == nullptr || (result_bytes > 0 && copy.out == nullptr) ||
-      (bias_bytes > 0 && bias == nullptr) || (sums_bytes > 0 && sums == nullptr)) {
+      (bias_bytes > 0 && bias == nullptr) || (sums_bytes > 0 && sums == nullptr) ||
+      (prologue_bytes > 0 && prologue == nullptr)) {
     return Status::ResourceExhausted("could not allocate " +
                                      std::to_string(a_bytes + b_bytes + result_bytes + bias_bytes +
-                                                    sums_bytes) +
+                                                    sums_bytes + prologue_bytes) +
                                      " bytes on GPU " + std::to_string(peer.device) +
                                      " to benchmark there");
   }
@@ -71,6 +77,15 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   if (bias != nullptr) {
     UCUDNN_CUDA_OK(
         cudaMemcpyPeerAsync(bias, peer.device, t.bias, own_device, bias_bytes, peer.stream));
+  }
+  if (prologue != nullptr) {
+    char* input_bias = prologue + AlignedBytes(channel_bytes);
+    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(prologue, peer.device, t.input_scale, own_device,
+                                       channel_bytes, peer.stream));
+    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(input_bias, peer.device, t.input_bias, own_device,
+                                       channel_bytes, peer.stream));
+    copy.input_scale = prologue;
+    copy.input_bias = input_bias;
   }
   copy.a = a;
   copy.b = b;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "cc/engine/knobs.h"
 
@@ -60,9 +61,11 @@ KernelKey MakeKey(const ConvRequest& q) {
   key.knobs = q.knobs;
   // The graph search knobs change the plan only where graph engines are candidates.
   if (q.knobs.engines == EngineSet::kLegacy) key.knobs.graph = GraphSearchKnobs();
-  // The statistics epilogue runs on graph engines only (legacy algorithms
-  // have no epilogue that reduces).
-  if (q.params.fusion.statistics()) key.knobs.engines = EngineSet::kGraph;
+  // The statistics epilogue and the input prologue run on graph engines only
+  // (legacy algorithms have neither).
+  if (q.params.fusion.statistics() || q.params.fusion.input_scale_bias()) {
+    key.knobs.engines = EngineSet::kGraph;
+  }
   return key;
 }
 
@@ -120,23 +123,95 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   return Status();
 }
 
-// Statistics kernels none of whose fused engines planned (in float16 on an
-// H200 none did for ResNet's first layer, 3 input channels, nor for 5 -> 6
-// channels): they run unfused from then on, without planning again.
-bool WithoutFusedStatistics(const KernelKey& key, bool mark) {
+// Fused kernels (an input prologue, a statistics epilogue) none of whose
+// engines planned (statistics in float16 on an H200: none for ResNet's first
+// layer, 3 input channels, nor for 5 -> 6 channels): they run unfused from
+// then on, without planning again.
+bool WithoutFusedEngine(const KernelKey& key, bool mark) {
   static std::mutex mu;
   static auto* keys = new std::set<KernelKey>();
   std::lock_guard<std::mutex> lock(mu);
   return mark ? keys->insert(key).second : keys->count(key) > 0;
 }
 
-// The statistics unfused: the plain convolution's plan, then the sums of its
-// whole output (cudnnReduceTensor).
+// Scratch of a pass run inside another: its ReleaseAll gives back what it
+// allocated itself, not the outer pass's blocks (the prologue's result, which
+// the inner pass reads).
+class NestedScratch : public ScratchAllocator {
+ public:
+  explicit NestedScratch(ScratchAllocator* outer) : outer_(outer) {}
+  void* Allocate(int64_t bytes) override { return Keep(outer_->Allocate(bytes)); }
+  void* AllocateWorkspace(int64_t bytes) override {
+    return Keep(outer_->AllocateWorkspace(bytes));
+  }
+  void ReleaseAll() override {
+    for (void* block : blocks_) outer_->Release(block);
+    blocks_.clear();
+  }
+  void Release(void* block) override {
+    blocks_.erase(std::remove(blocks_.begin(), blocks_.end(), block), blocks_.end());
+    outer_->Release(block);
+  }
+  FreeDeviceMemory FreeMemory() override { return outer_->FreeMemory(); }
+
+ private:
+  void* Keep(void* block) {
+    if (block != nullptr) blocks_.push_back(block);
+    return block;
+  }
+  ScratchAllocator* outer_;
+  std::vector<void*> blocks_;
+};
+
+// The prologue unfused: relu(x * scale + bias) of the whole input into
+// scratch (cudnnOpTensor, cudnnAddTensor, cudnnActivationForward, computing
+// in float32), then the convolution and its epilogue on it.
+Status RunPrologueUnfused(const ConvRequest& q, const PassTensors& tensors,
+                          ScratchAllocator* scratch, const PeersProvider& peers,
+                          CudnnHandle* handle) {
+  const ConvParams& p = q.params;
+  const int64_t bytes = p.batch * p.input_sample_size() * DTypeSize(p.dtype);
+  void* prologue = scratch->Allocate(bytes);
+  if (prologue == nullptr) {
+    return Status::ResourceExhausted("could not allocate " + std::to_string(bytes) +
+                                     " bytes for the input prologue's result");
+  }
+  {
+    TensorDesc x, channels;
+    int64_t s[4];
+    LayoutStrides(p.layout, p.in_channels, p.in_height, p.in_width, s);
+    UCUDNN_RETURN_IF_ERROR(x.Set(p.dtype, p.batch, p.in_channels, p.in_height, p.in_width, s));
+    UCUDNN_RETURN_IF_ERROR(channels.SetBias(p.dtype, p.in_channels));
+    OpTensorDesc mul;
+    UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(mul.d, CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT,
+                                               CUDNN_NOT_PROPAGATE_NAN));
+    const float one = 1.0f, zero = 0.0f;
+    std::lock_guard<std::mutex> lock(handle->mu);
+    UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
+    UCUDNN_CUDNN_OK(cudnnOpTensor(handle->handle, mul.d, &one, x.d, tensors.a, &one, channels.d,
+                                  tensors.input_scale, &zero, x.d, prologue));
+    UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, channels.d, tensors.input_bias, &one,
+                                   x.d, prologue));
+    if (p.fusion.input_relu()) {
+      UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, x, prologue));
+    }
+  }
+  ConvRequest rest = q;
+  rest.params.fusion.prologue = Prologue::kNone;
+  PassTensors on_result = tensors;
+  on_result.a = prologue;
+  on_result.input_scale = on_result.input_bias = nullptr;
+  NestedScratch nested(scratch);
+  return RunConvPass(rest, on_result, &nested, peers);
+}
+
+// The statistics unfused: the convolution's plan (with its prologue, if
+// any), then the sums of its whole output (cudnnReduceTensor).
 Status RunStatisticsUnfused(const ConvRequest& q, const PassTensors& tensors,
                             ScratchAllocator* scratch, const PeersProvider& peers,
                             CudnnHandle* handle) {
   ConvRequest plain = q;
-  plain.params.fusion = Fusion();
+  plain.params.fusion.epilogue = Epilogue::kNone;
   PassTensors conv_tensors = tensors;
   conv_tensors.sum = conv_tensors.sum_of_squares = nullptr;
   UCUDNN_RETURN_IF_ERROR(RunConvPass(plain, conv_tensors, scratch, peers));
@@ -163,6 +238,20 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   }
   if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);
   const KernelKey key = MakeKey(q);
+  if (q.params.fusion.input_scale_bias()) {
+    // An asymmetric padding's padded copy would go through the graph's
+    // prologue, which must see the padding as zeros after it.
+    const bool asymmetric = !q.params.symmetric_padding();
+    if (asymmetric || WithoutFusedEngine(key, /*mark=*/false)) {
+      if (asymmetric) {
+        LogStepDownOnce(key, "I",
+                        std::string("forward ") + q.params.ToString() +
+                            ": asymmetric padding; the input prologue runs before the "
+                            "convolution, unfused");
+      }
+      return RunPrologueUnfused(q, tensors, scratch, peers, handle);
+    }
+  }
   if (StatisticsUnfused(q.params, q.knobs.allow_tf32)) {
     LogStepDownOnce(key, "I",
                     std::string("forward ") + q.params.ToString() +
@@ -170,7 +259,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                         "(cudnnReduceTensor); cuDNN fuses them with TF32 only");
     return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
   }
-  if (q.params.fusion.statistics() && WithoutFusedStatistics(key, /*mark=*/false)) {
+  if (q.params.fusion.statistics() && WithoutFusedEngine(key, /*mark=*/false)) {
     return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
   }
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
@@ -199,14 +288,17 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     // Benchmark buffers go back before the plan's workspace is taken
     // (stream-ordered, so no synchronisation is needed).
     scratch->ReleaseAll();
-    if (!planning.ok() && q.params.fusion.statistics()) {
-      WithoutFusedStatistics(key, /*mark=*/true);
+    const bool prologue = q.params.fusion.input_scale_bias();
+    if (!planning.ok() && (prologue || q.params.fusion.statistics())) {
+      WithoutFusedEngine(key, /*mark=*/true);
       LogStepDownOnce(key, "I",
                       std::string("forward ") + q.params.ToString() + ": no fused engine (" +
-                          planning.message() +
-                          "); the statistics are reduced after the convolution "
-                          "(cudnnReduceTensor)");
-      return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+                          planning.message() + "); " +
+                          (prologue ? "the input prologue runs before the convolution"
+                                    : "the statistics are reduced after the convolution "
+                                      "(cudnnReduceTensor)"));
+      return prologue ? RunPrologueUnfused(q, tensors, scratch, peers, handle)
+                      : RunStatisticsUnfused(q, tensors, scratch, peers, handle);
     }
     UCUDNN_RETURN_IF_ERROR(planning);
     if (planned_now) {

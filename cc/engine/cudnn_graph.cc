@@ -71,8 +71,10 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   made->accumulate_ = spec.accumulate;
   made->bias_ = spec.fusion.bias();
   made->statistics_ = spec.fusion.statistics();
-  if (made->statistics_ && spec.layout != spec.graph_layout) {
-    return Status::InvalidArgument("the statistics epilogue computes in its tensors' layout");
+  made->prologue_ = spec.fusion.input_scale_bias();
+  if ((made->statistics_ || made->prologue_) && spec.layout != spec.graph_layout) {
+    return Status::InvalidArgument(
+        "the statistics epilogue and the input prologue compute in their tensors' layout");
   }
   // A transposed plan's copies follow the engine's workspace, each at a
   // multiple of kBlockAlign bytes.
@@ -114,6 +116,9 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
   if (statistics_ && (fusion.sum == nullptr || fusion.sum_of_squares == nullptr)) {
     return Status::Internal("a statistics plan ran without its sums");
   }
+  if (prologue_ && (fusion.input_scale == nullptr || fusion.input_bias == nullptr)) {
+    return Status::Internal("a prologue plan ran without its scale and bias");
+  }
   // The graph's view of each tensor: the caller's, or its transposed copy.
   void* graph_ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
   const float one = 1.0f, zero = 0.0f;
@@ -139,9 +144,15 @@ Status GraphPlan::Execute(cudnnHandle_t handle, const void* x, const void* w, co
 
 Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
                                void* workspace, const FusionPointers& fusion) const {
-  int64_t uids[5] = {kUidX, kUidW, kUidY};
-  void* pointers[5] = {pointers_in[0], pointers_in[1], pointers_in[2]};
+  int64_t uids[7] = {kUidX, kUidW, kUidY};
+  void* pointers[7] = {pointers_in[0], pointers_in[1], pointers_in[2]};
   int64_t count = 3;
+  if (prologue_) {
+    uids[count] = kUidInputScale;
+    pointers[count++] = const_cast<void*>(fusion.input_scale);
+    uids[count] = kUidInputBias;
+    pointers[count++] = const_cast<void*>(fusion.input_bias);
+  }
   if (bias_) {
     uids[count] = kUidBias;
     pointers[count++] = const_cast<void*>(fusion.bias);
@@ -167,7 +178,7 @@ Status GraphPlan::ExecuteGraph(cudnnHandle_t handle, void* const pointers_in[3],
 // alone.
 Status GraphPlan::MakeVariantPack(void* const pointers_in[3], void* workspace,
                                   cudnnBackendDescriptor_t* out) const {
-  if (bias_ || statistics_) {
+  if (bias_ || statistics_ || prologue_) {
     return Status::InvalidArgument("the direct-call comparison has no fused graphs");
   }
   cudnnBackendDescriptor_t pack = nullptr;

@@ -188,6 +188,7 @@ class GraphPlan {
   bool accumulate_ = false;  // the pass's output is added to (backward-filter, beta = 1)
   bool bias_ = false;        // the graph reads a bias (Fusion::bias)
   bool statistics_ = false;  // the graph writes the sums (Fusion::statistics)
+  bool prologue_ = false;    // the graph reads an input scale and bias (Fusion::input_scale_bias)
 };
 
 }  // namespace ucudnn

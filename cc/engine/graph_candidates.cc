@@ -44,7 +44,10 @@ Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t work
   // Float32 without TF32 keeps the legacy path's float arithmetic.
   numerics.strict_float = spec_.params.dtype == DType::kFloat && !spec_.allow_tf32;
   numerics.deterministic = spec_.deterministic;
-  numerics.runtime_compilation = spec_.params.fusion.statistics();
+  // Reductions and prologues other than float16's genstats pattern build
+  // only through runtime compilation.
+  numerics.runtime_compilation =
+      spec_.params.fusion.statistics() || spec_.params.fusion.input_scale_bias();
   int device = 0;
   UCUDNN_CUDA_OK(cudaGetDevice(&device));
   // The tensors' layout, then the other one (transposed candidates).
@@ -57,7 +60,10 @@ Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t work
   for (bool transposed : {false, true}) {
     if (given != nullptr) break;
     if (layouts == (transposed ? GraphLayouts::kNative : GraphLayouts::kTransposed)) continue;
-    if (transposed && spec_.params.fusion.statistics()) continue;  // sums in the tensors' layout
+    // Sums, and the prologue's channels, in the tensors' layout.
+    if (transposed && (spec_.params.fusion.statistics() || spec_.params.fusion.input_scale_bias())) {
+      continue;
+    }
     const ConvGraphSpec spec = descriptors_.GraphSpec(size, false, transposed);
     std::vector<GraphCandidate> got;
     std::string layout_log;

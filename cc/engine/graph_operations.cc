@@ -29,8 +29,9 @@ fe::Tensor MakeTensor(const int64_t dims[4], Layout layout, int64_t uid, cudnnDa
       .build();
 }
 
-// A pointwise node of the forward epilogue, computing in float: y = x + b
-// (CUDNN_POINTWISE_ADD, `b` given) or y = max(x, 0) (RELU_FWD, `b` null).
+// A pointwise node of the forward prologue or epilogue, computing in float:
+// y = x + b (CUDNN_POINTWISE_ADD), y = x * b (MUL) or y = max(x, 0)
+// (RELU_FWD, `b` null).
 Status MakePointwise(cudnnPointwiseMode_t mode, const fe::Tensor& x, const fe::Tensor* b,
                      const fe::Tensor& y, const char* what, std::unique_ptr<fe::Operation>* out) {
   fe::PointWiseDesc desc =
@@ -150,8 +151,55 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
     return Status::InvalidArgument(std::string("an epilogue needs the forward pass, not ") +
                                    PassName(spec.pass));
   }
+  if (spec.fusion.input_scale_bias() && spec.pass != Pass::kForward) {
+    return Status::InvalidArgument(std::string("a prologue needs the forward pass, not ") +
+                                   PassName(spec.pass));
+  }
+  // The prologue: x * scale + bias (and its ReLU), per input channel, in
+  // float intermediates the convolution reads; scale and bias ([1, C, 1, 1])
+  // in x's type, as cuDNN's fused batch-norm patterns take them.
+  std::vector<std::unique_ptr<fe::Tensor>> prologue_tensors;
+  std::vector<std::unique_ptr<fe::Operation>> prologue_ops;
+  const fe::Tensor* conv_x = &x;
   if (spec.fusion.input_scale_bias()) {
-    return Status::InvalidArgument("the graphs have no input prologue yet");
+    const int64_t channel_dims[4] = {1, spec.x[1], 1, 1};
+    auto add_tensor = [&](const int64_t* dims, int64_t uid, cudnnDataType_t type,
+                          bool is_virtual, const char* what) -> Status {
+      prologue_tensors.push_back(std::make_unique<fe::Tensor>(
+          MakeTensor(dims, l, uid, type, spec.alignment, is_virtual)));
+      return FrontendOk(*prologue_tensors.back(), what);
+    };
+    UCUDNN_RETURN_IF_ERROR(add_tensor(channel_dims, kUidInputScale, spec.data_type, false,
+                                      "the prologue's scale"));
+    UCUDNN_RETURN_IF_ERROR(add_tensor(channel_dims, kUidInputBias, spec.data_type, false,
+                                      "the prologue's bias"));
+    UCUDNN_RETURN_IF_ERROR(
+        add_tensor(spec.x, kUidScaled, CUDNN_DATA_FLOAT, true, "the scaled input"));
+    UCUDNN_RETURN_IF_ERROR(
+        add_tensor(spec.x, kUidShifted, CUDNN_DATA_FLOAT, true, "the shifted input"));
+    const bool relu_in = spec.fusion.input_relu();
+    if (relu_in) {
+      UCUDNN_RETURN_IF_ERROR(
+          add_tensor(spec.x, kUidPrologue, CUDNN_DATA_FLOAT, true, "the prologue's ReLU"));
+    }
+    const fe::Tensor& scale = *prologue_tensors[0];
+    const fe::Tensor& bias_in = *prologue_tensors[1];
+    const fe::Tensor& scaled = *prologue_tensors[2];
+    const fe::Tensor& shifted = *prologue_tensors[3];
+    std::unique_ptr<fe::Operation> node;
+    UCUDNN_RETURN_IF_ERROR(
+        MakePointwise(CUDNN_POINTWISE_MUL, x, &scale, scaled, "the prologue's scale", &node));
+    prologue_ops.push_back(std::move(node));
+    UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_ADD, scaled, &bias_in, shifted,
+                                         "the prologue's bias", &node));
+    prologue_ops.push_back(std::move(node));
+    conv_x = &shifted;
+    if (relu_in) {
+      UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr,
+                                           *prologue_tensors[4], "the prologue's ReLU", &node));
+      prologue_ops.push_back(std::move(node));
+      conv_x = prologue_tensors[4].get();
+    }
   }
   const bool add_bias = spec.fusion.bias(), relu = spec.fusion.relu();
   std::unique_ptr<fe::Tensor> conv_y, bias, biased;
@@ -184,13 +232,17 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
   const float beta = spec.accumulate && !TransposesOutput(spec) ? 1.0f : 0.0f;
   fe::OperationBuilder builder(OperationType(spec.pass));
   switch (spec.pass) {
-    case Pass::kForward: builder.setxDesc(x).setwDesc(w).setyDesc(add_bias ? *conv_y : y); break;
+    case Pass::kForward:
+      builder.setxDesc(*conv_x).setwDesc(w).setyDesc(add_bias ? *conv_y : y);
+      break;
     case Pass::kBackwardData: builder.setdxDesc(x).setwDesc(w).setdyDesc(y); break;
     case Pass::kBackwardFilter: builder.setxDesc(x).setdwDesc(w).setdyDesc(y); break;
   }
   fe::Operation op = builder.setcDesc(conv).setAlpha(1.0f).setBeta(beta).build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(op, "the convolution operation"));
-  std::vector<const fe::Operation*> ops = {&op};
+  std::vector<const fe::Operation*> ops;
+  for (const auto& node : prologue_ops) ops.push_back(node.get());
+  ops.push_back(&op);
   std::unique_ptr<fe::Operation> add_op, relu_op;
   if (add_bias) {
     UCUDNN_RETURN_IF_ERROR(MakePointwise(CUDNN_POINTWISE_ADD, *conv_y, bias.get(),

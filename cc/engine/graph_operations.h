@@ -29,7 +29,9 @@ namespace fe = cudnn_frontend;
 // sum before a ReLU, the statistics epilogue's two sums and its virtual
 // squares.
 constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b', kUidConv = 'c',
-                  kUidBiased = 'a', kUidSum = 's', kUidSumOfSquares = 'q', kUidSquares = 'm';
+                  kUidBiased = 'a', kUidSum = 's', kUidSumOfSquares = 'q', kUidSquares = 'm',
+                  kUidInputScale = 'i', kUidInputBias = 'j', kUidScaled = 'k', kUidShifted = 'l',
+                  kUidPrologue = 'p';
 
 // Whether the graph of `spec` computes the statistics with cuDNN's genstats
 // node (float16: the precompiled batch-norm engines take it) rather than as

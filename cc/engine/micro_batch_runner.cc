@@ -20,8 +20,8 @@ Status MicroBatchRunner::Run(cudnnHandle_t handle, cudaStream_t stream, const Mi
     return RunGraph(handle, stream, mb, algo.engine, offset, accumulate, a, b, out, fusion,
                     workspace, padded);
   }
-  if (p.fusion.statistics()) {
-    return Status::Internal("a legacy algorithm computes no statistics epilogue");
+  if (p.fusion.statistics() || p.fusion.input_scale_bias()) {
+    return Status::Internal("a legacy algorithm runs no statistics epilogue or input prologue");
   }
   const void* bias = fusion.bias;
   ConvDescriptors* d = nullptr;
@@ -104,7 +104,8 @@ Status MicroBatchRunner::RunGraph(cudnnHandle_t handle, cudaStream_t stream, con
   const int64_t alignment =
       descriptors_.GraphSpec(mb.size, accumulate, engine.transposed).alignment;
   for (const void* ptr : {x, w, y, fusion.bias, static_cast<const void*>(fusion.sum),
-                          static_cast<const void*>(fusion.sum_of_squares)}) {
+                          static_cast<const void*>(fusion.sum_of_squares), fusion.input_scale,
+                          fusion.input_bias}) {
     if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
       return Status::Internal("a tensor of " + std::string(PassName(pass)) + " " +
                               p.ToString() + " is not aligned to " + std::to_string(alignment) +

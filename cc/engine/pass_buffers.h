@@ -84,25 +84,35 @@ struct PassTensors {
   // mini-batch, out_channels float32 each, written.
   float* sum = nullptr;
   float* sum_of_squares = nullptr;
+  // Forward with an input prologue (Fusion::input_scale_bias): the scale and
+  // bias of each input channel, in_channels elements of the convolution's
+  // type each (cuDNN's fused batch-norm graphs take them so; the CPU's
+  // CpuPassTensors take float32).
+  const void* input_scale = nullptr;
+  const void* input_bias = nullptr;
 
-  // Which fusion tensors are there, for Fusion::Check (no prologue's: the
-  // GPU runs none yet).
+  // Which fusion tensors are there, for Fusion::Check.
   FusionTensors present() const {
     FusionTensors t;
     t.bias = bias != nullptr;
     t.statistics = sum != nullptr && sum_of_squares != nullptr;
+    t.input_scale = input_scale != nullptr;
+    t.input_bias = input_bias != nullptr;
     return t;
   }
 };
 
 // What one micro-batch's fused convolution reads or writes besides its x, w
-// and y: the epilogue's bias, and the statistics epilogue's sums of this
-// micro-batch alone (out_channels float32 each, written; the plan runner adds
-// them up over the micro-batches).
+// and y: the prologue's scale and bias and the epilogue's bias (the whole
+// pass's), and the statistics epilogue's sums of this micro-batch alone
+// (out_channels float32 each, written; the plan runner adds them up over the
+// micro-batches).
 struct FusionPointers {
   const void* bias = nullptr;
   float* sum = nullptr;
   float* sum_of_squares = nullptr;
+  const void* input_scale = nullptr;
+  const void* input_bias = nullptr;
 };
 
 }  // namespace ucudnn

@@ -107,6 +107,12 @@ absl::Status ParseConvAttrs(OpKernelConstruction* ctx, ConvAttrs* attrs) {
   TF_RETURN_IF_ERROR(ctx->GetAttr("batch_size_policy", &knobs.batch_size_policy));
   TF_RETURN_IF_ERROR(ctx->GetAttr("micro_batch_size", &knobs.micro_batch_size));
   TF_RETURN_IF_ERROR(EngineStatusToTf(ucudnn::ResolvePlanningKnobs(knobs, &attrs->knobs)));
+  if (ctx->HasAttr("input_relu")) {
+    bool relu = false;
+    TF_RETURN_IF_ERROR(ctx->GetAttr("input_relu", &relu));
+    attrs->fusion.prologue =
+        relu ? ucudnn::Prologue::kScaleBiasRelu : ucudnn::Prologue::kScaleBias;
+  }
   if (ctx->HasAttr("activation")) {  // the op registration limits its values
     std::string activation;
     TF_RETURN_IF_ERROR(ctx->GetAttr("activation", &activation));
@@ -355,6 +361,19 @@ absl::Status CheckBias(const TensorShape& bias, const ucudnn::ConvParams& params
   return absl::InvalidArgumentError(absl::StrCat("bias has shape ", bias.DebugString(),
                                                  " but must be [out_channels] = [",
                                                  params.out_channels, "]"));
+}
+
+absl::Status CheckInputScaleBias(const TensorShape& scale, const TensorShape& offset,
+                                  const ucudnn::ConvParams& params) {
+  for (const auto& [name, shape] : {std::pair<const char*, const TensorShape*>{"scale", &scale},
+                                    {"offset", &offset}}) {
+    if (shape->dims() != 1 || shape->dim_size(0) != params.in_channels) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " has shape ", shape->DebugString(),
+                                                     " but must be [in_channels] = [",
+                                                     params.in_channels, "]"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape) {

@@ -71,6 +71,11 @@ absl::Status CheckOutBackprop(const TensorShape& out_backprop, const TensorShape
 // InvalidArgument unless `bias` is 1-D with params' out_channels elements.
 absl::Status CheckBias(const TensorShape& bias, const ucudnn::ConvParams& params);
 
+// InvalidArgument unless the input prologue's `scale` and `offset` are 1-D
+// with params' in_channels elements each.
+absl::Status CheckInputScaleBias(const TensorShape& scale, const TensorShape& offset,
+                                 const ucudnn::ConvParams& params);
+
 // Reads a 1-D int32 tensor of 4 sizes (input_sizes / filter_sizes): each
 // non-negative, their product at most 2^63 - 1.
 absl::Status ShapeFromSizesTensor(const Tensor& sizes, const char* name, TensorShape* shape);

@@ -7,6 +7,7 @@
 #endif
 
 #include <functional>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,11 +40,15 @@ template <typename Device, typename T>
 struct LaunchConv;
 
 // The tensors of a forward pass's fusion: the bias it reads, the statistics
-// it writes (out_channels float32 each); null where it has none.
+// it writes (out_channels float32 each), the input prologue's scale and
+// offset (in_channels each: the op's type on the GPU, float32 on the CPU);
+// null where it has none.
 struct FusionOperands {
   const Tensor* bias = nullptr;
   Tensor* sum = nullptr;
   Tensor* sum_of_squares = nullptr;
+  const Tensor* input_scale = nullptr;
+  const Tensor* input_bias = nullptr;
 };
 
 template <typename Tensors>
@@ -52,6 +57,11 @@ void SetFusionPointers(const FusionOperands& f, Tensors* t) {
   if (f.sum != nullptr) {
     t->sum = f.sum->flat<float>().data();
     t->sum_of_squares = f.sum_of_squares->flat<float>().data();
+  }
+  if (f.input_scale != nullptr) {
+    using Pointer = decltype(t->input_scale);
+    t->input_scale = reinterpret_cast<Pointer>(f.input_scale->tensor_data().data());
+    t->input_bias = reinterpret_cast<Pointer>(f.input_bias->tensor_data().data());
   }
 }
 
@@ -167,14 +177,16 @@ struct LaunchConv<GPUDevice, T> {
 #endif  // GOOGLE_CUDA
 
 // What a forward op fuses: nothing (Ucudnn>Conv2D), a bias
-// (Ucudnn>Conv2DWithBias) or the statistics (Ucudnn>Conv2DWithStatistics).
-enum class Fused { kNone, kBias, kStatistics };
+// (Ucudnn>Conv2DWithBias), the statistics (Ucudnn>Conv2DWithStatistics), or
+// an input prologue and the statistics (Ucudnn>NormalizedConv2DWithStatistics).
+enum class Fused { kNone, kBias, kStatistics, kPrologueStatistics };
 
 // One kernel class for the three passes and the fused forward ops.
 template <typename Device, typename T, Pass kPass, Fused kFused = Fused::kNone>
 class UcudnnConvOp : public OpKernel {
   static constexpr bool kBias = kFused == Fused::kBias;
-  static constexpr bool kStatistics = kFused == Fused::kStatistics;
+  static constexpr bool kPrologue = kFused == Fused::kPrologueStatistics;
+  static constexpr bool kStatistics = kFused == Fused::kStatistics || kPrologue;
   static_assert(kFused == Fused::kNone || kPass == Pass::kForward,
                 "only the forward pass fuses");
  public:
@@ -214,6 +226,24 @@ class UcudnnConvOp : public OpKernel {
       fusion.bias = &ctx->input(2);
       OP_REQUIRES_OK(ctx, CheckBias(fusion.bias->shape(), params));
       params.fusion = attrs_.fusion;
+    }
+    // The CPU engine takes the prologue's scale and offset in float32.
+    Tensor scale32, offset32;
+    if (kPrologue) {
+      const Tensor& scale = ctx->input(2);
+      const Tensor& offset = ctx->input(3);
+      OP_REQUIRES_OK(ctx, CheckInputScaleBias(scale.shape(), offset.shape(), params));
+      params.fusion.prologue = attrs_.fusion.prologue;
+      fusion.input_scale = &scale;
+      fusion.input_bias = &offset;
+      if (std::is_same<Device, CPUDevice>::value) {
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, scale.shape(), &scale32));
+        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, offset.shape(), &offset32));
+        scale32.flat<float>() = scale.flat<T>().template cast<float>();
+        offset32.flat<float>() = offset.flat<T>().template cast<float>();
+        fusion.input_scale = &scale32;
+        fusion.input_bias = &offset32;
+      }
     }
     if (kStatistics) {
       params.fusion.epilogue = ucudnn::Epilogue::kStatistics;
@@ -260,6 +290,9 @@ class UcudnnConvOp : public OpKernel {
   REGISTER_KERNEL_BUILDER(                                                                  \
       Name("Ucudnn>Conv2DWithStatistics").Device(DEVICE_##DEV).TypeConstraint<T>("T"),      \
       UcudnnConvOp<DEVICE, T, Pass::kForward, Fused::kStatistics>);                         \
+  REGISTER_KERNEL_BUILDER(                                                                  \
+      Name("Ucudnn>NormalizedConv2DWithStatistics").Device(DEVICE_##DEV).TypeConstraint<T>("T"), \
+      UcudnnConvOp<DEVICE, T, Pass::kForward, Fused::kPrologueStatistics>);                 \
   REGISTER_KERNEL_BUILDER(Name("Ucudnn>Conv2DBackpropInput")                                \
                               .Device(DEVICE_##DEV)                                         \
                               .TypeConstraint<T>("T")                                       \

@@ -152,6 +152,44 @@ sum: [out_channels], the sum of the output over the batch and pixels.
 sum_of_squares: [out_channels], the sum of the output's squares.
 )doc");
 
+// Ucudnn>NormalizedConv2DWithStatistics's shape: Conv2DWithStatisticsShape,
+// with scale and offset vectors of the input's channels.
+absl::Status NormalizedConv2DWithStatisticsShape(InferenceContext* c) {
+  TF_RETURN_IF_ERROR(Conv2DWithStatisticsShape(c));
+  ShapeHandle filter = c->input(1);
+  for (int i : {2, 3}) {
+    ShapeHandle vector;
+    TF_RETURN_IF_ERROR(c->WithRank(c->input(i), 1, &vector));
+    if (c->RankKnown(filter) && c->Rank(filter) == 4) {
+      DimensionHandle unused;
+      TF_RETURN_IF_ERROR(c->Merge(c->Dim(vector, 0), c->Dim(filter, 2), &unused));
+    }
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Ucudnn>NormalizedConv2DWithStatistics")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("scale: T")
+    .Input("offset: T")
+    .Output("output: T")
+    .Output("sum: float")
+    .Output("sum_of_squares: float")
+    .UCUDNN_CONV_ATTRS
+    .Attr("input_relu: bool = true")
+    .SetShapeFn(NormalizedConv2DWithStatisticsShape)
+    .Doc(R"doc(
+Ucudnn>Conv2DWithStatistics of relu(input * scale + offset) (without the ReLU
+where input_relu is false), per input channel: a batch normalization's
+normalization (and its ReLU) as the convolution's prologue, so that the
+normalized tensor is never stored. On the GPU one cuDNN graph where an engine
+fuses it (float16: scale-bias-ReLU, convolution, genstats), else the prologue
+into scratch and the convolution after it.
+scale: [in_channels], each input channel's factor.
+offset: [in_channels], added after the factor.
+)doc");
+
 REGISTER_OP("Ucudnn>Conv2DBackpropInput")
     .Input("input_sizes: int32")
     .Input("filter: T")
