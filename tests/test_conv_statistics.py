@@ -149,7 +149,10 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
             got = tape.gradient(loss, [x, f, scale, offset])
         with tf.GradientTape() as tape:
             tape.watch([x32, f32, scale, offset])
-            rounded = [tf.cast(tf.cast(v, dtype), tf.float32) for v in (scale, offset)]
+            # Rounded to the input's dtype on the way forward only (a cast's
+            # gradient would round, and overflow, the gradient too).
+            rounded = [v + tf.stop_gradient(tf.cast(tf.cast(v, dtype), tf.float32) - v)
+                       for v in (scale, offset)]
             a = x32 * tf.reshape(rounded[0], channels) + tf.reshape(rounded[1], channels)
             y_ref = reference_conv2d(tf.nn.relu(a) if relu else a, f32, strides, padding,
                                      data_format)

@@ -350,13 +350,14 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
     cuDNN graph where an engine fuses it: float16 (scale-bias-ReLU,
     convolution, genstats, NHWC, symmetric padding); elsewhere, or where no
     engine plans, the prologue runs into scratch before the convolution,
-    logged once. On the GPU the scale and offset are used in the input's
-    dtype, as cuDNN's fused graphs take them (float16: relative error up to
-    2**-11 on each); the CPU applies them in float32. No XLA kernel yet.
+    logged once. The scale and offset are rounded to the input's dtype, as
+    cuDNN's fused graphs take them (float16: relative error up to 2**-11 on
+    each), on either device; their gradients are float32 (as if unrounded).
+    No XLA kernel yet.
 
     Arguments as :func:`conv2d` (no ``bias`` or ``activation``), and:
-      input_scale, input_offset: ``[in_channels]`` tensors (any float dtype,
-        cast to the input's), both or neither.
+      input_scale, input_offset: ``[in_channels]`` tensors (cast to
+        float32), both or neither.
       input_relu: whether the prologue ends in a ReLU.
 
     Returns:
@@ -385,8 +386,8 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
             result = _ops.ucudnn_conv2d_with_statistics(input=input, filter=filters, **attrs)
         else:
             result = _ops.ucudnn_normalized_conv2d_with_statistics(
-                input=input, filter=filters, scale=tf.cast(input_scale, input.dtype),
-                offset=tf.cast(input_offset, input.dtype), input_relu=bool(input_relu), **attrs)
+                input=input, filter=filters, scale=tf.cast(input_scale, tf.float32),
+                offset=tf.cast(input_offset, tf.float32), input_relu=bool(input_relu), **attrs)
         return result.output, result.sum, result.sum_of_squares
 
 
@@ -600,8 +601,9 @@ def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
 @tf.RegisterGradient("Ucudnn>NormalizedConv2DWithStatistics")
 def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
     """Gradients of Ucudnn>NormalizedConv2DWithStatistics: the prologue's
-    result ``z = relu(x * scale + offset)`` computed again (in float32,
-    rounded to x's dtype; the forward pass kept none), backward-filter on
+    result ``z = relu(x * scale + offset)`` computed again (scale and offset
+    rounded to x's dtype as the forward pass used them, in float32, z rounded
+    to x's dtype; the forward pass kept none), backward-filter on
     it, backward-data to dz, and through the prologue: ``da = dz`` where
     ``x * scale + offset > 0`` (everywhere without the ReLU), ``dx = da *
     scale``, ``dscale = sum(da * x)``, ``doffset = sum(da)`` over all but
@@ -612,8 +614,10 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     axes = [0, 1, 2] if attrs["data_format"] == "NHWC" else [0, 2, 3]
     dy = _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares)
     x32 = tf.cast(x, tf.float32)
-    scale32 = tf.reshape(tf.cast(scale, tf.float32), channels)
-    a = x32 * scale32 + tf.reshape(tf.cast(offset, tf.float32), channels)
+    # As the forward pass used them: rounded to x's dtype.
+    scale32, offset32 = (tf.reshape(tf.cast(tf.cast(v, x.dtype), tf.float32), channels)
+                         for v in (scale, offset))
+    a = x32 * scale32 + offset32
     relu = op.get_attr("input_relu")
     z = tf.cast(tf.nn.relu(a) if relu else a, x.dtype)
     dz = _ops.ucudnn_conv2d_backprop_input(input_sizes=tf.shape(x), filter=w, out_backprop=dy,
@@ -624,9 +628,7 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     if relu:
         da = tf.where(a > 0, da, tf.zeros_like(da))
     dx = tf.cast(da * scale32, x.dtype)
-    dscale = tf.cast(tf.reduce_sum(da * x32, axes), scale.dtype)
-    doffset = tf.cast(tf.reduce_sum(da, axes), offset.dtype)
-    return dx, dw, dscale, doffset
+    return dx, dw, tf.reduce_sum(da * x32, axes), tf.reduce_sum(da, axes)
 
 
 @tf.RegisterGradient("Ucudnn>Conv2DBackpropInput")

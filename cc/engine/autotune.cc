@@ -80,12 +80,14 @@ Status Autotuner::BenchmarkOnPeerDevice(int own_device, const BenchmarkPeer& pee
   }
   if (prologue != nullptr) {
     char* input_bias = prologue + AlignedBytes(channel_bytes);
-    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(prologue, peer.device, t.input_scale, own_device,
+    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(prologue, peer.device, t.prologue_scale, own_device,
                                        channel_bytes, peer.stream));
-    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(input_bias, peer.device, t.input_bias, own_device,
+    UCUDNN_CUDA_OK(cudaMemcpyPeerAsync(input_bias, peer.device, t.prologue_bias, own_device,
                                        channel_bytes, peer.stream));
-    copy.input_scale = prologue;
-    copy.input_bias = input_bias;
+    copy.input_scale = t.input_scale;  // for Fusion::Check; the peer reads the copies
+    copy.input_bias = t.input_bias;
+    copy.prologue_scale = prologue;
+    copy.prologue_bias = input_bias;
   }
   copy.a = a;
   copy.b = b;

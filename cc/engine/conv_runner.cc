@@ -189,8 +189,8 @@ Status RunPrologueUnfused(const ConvRequest& q, const PassTensors& tensors,
     std::lock_guard<std::mutex> lock(handle->mu);
     UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
     UCUDNN_CUDNN_OK(cudnnOpTensor(handle->handle, mul.d, &one, x.d, tensors.a, &one, channels.d,
-                                  tensors.input_scale, &zero, x.d, prologue));
-    UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, channels.d, tensors.input_bias, &one,
+                                  tensors.prologue_scale, &zero, x.d, prologue));
+    UCUDNN_CUDNN_OK(cudnnAddTensor(handle->handle, &one, channels.d, tensors.prologue_bias, &one,
                                    x.d, prologue));
     if (p.fusion.input_relu()) {
       UCUDNN_RETURN_IF_ERROR(ReluDesc().Apply(handle->handle, x, prologue));
@@ -201,8 +201,46 @@ Status RunPrologueUnfused(const ConvRequest& q, const PassTensors& tensors,
   PassTensors on_result = tensors;
   on_result.a = prologue;
   on_result.input_scale = on_result.input_bias = nullptr;
+  on_result.prologue_scale = on_result.prologue_bias = nullptr;
   NestedScratch nested(scratch);
   return RunConvPass(rest, on_result, &nested, peers);
+}
+
+// The prologue's scale and bias in the convolution's type, from the front
+// end's float32 (cudnnTransformTensor), into scratch that the rest of the
+// pass keeps (NestedScratch); float32 ones are read in place.
+Status WithTypedPrologue(const ConvRequest& q, const PassTensors& tensors,
+                         ScratchAllocator* scratch, const PeersProvider& peers,
+                         CudnnHandle* handle) {
+  const ConvParams& p = q.params;
+  PassTensors typed = tensors;
+  if (p.dtype == DType::kFloat) {
+    typed.prologue_scale = tensors.input_scale;
+    typed.prologue_bias = tensors.input_bias;
+    return RunConvPass(q, typed, scratch, peers);
+  }
+  const int64_t stride = AlignedBytes(p.in_channels * DTypeSize(p.dtype));
+  char* block = static_cast<char*>(scratch->Allocate(2 * stride));
+  if (block == nullptr) {
+    return Status::ResourceExhausted("could not allocate " + std::to_string(2 * stride) +
+                                     " bytes for the input prologue's scale and bias");
+  }
+  {
+    TensorDesc from, to;
+    UCUDNN_RETURN_IF_ERROR(from.SetBias(DType::kFloat, p.in_channels));
+    UCUDNN_RETURN_IF_ERROR(to.SetBias(p.dtype, p.in_channels));
+    const float one = 1.0f, zero = 0.0f;
+    std::lock_guard<std::mutex> lock(handle->mu);
+    UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle->handle, &one, from.d, tensors.input_scale,
+                                         &zero, to.d, block));
+    UCUDNN_CUDNN_OK(cudnnTransformTensor(handle->handle, &one, from.d, tensors.input_bias, &zero,
+                                         to.d, block + stride));
+  }
+  typed.prologue_scale = block;
+  typed.prologue_bias = block + stride;
+  NestedScratch nested(scratch);
+  return RunConvPass(q, typed, &nested, peers);
 }
 
 // The statistics unfused: the convolution's plan (with its prologue, if
@@ -237,6 +275,9 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     return FillWithBias(handle, q.stream, q.params, tensors);
   }
   if (!fusion_error.empty()) return Status::InvalidArgument(fusion_error);
+  if (q.params.fusion.input_scale_bias() && tensors.prologue_scale == nullptr) {
+    return WithTypedPrologue(q, tensors, scratch, peers, handle);
+  }
   const KernelKey key = MakeKey(q);
   if (q.params.fusion.input_scale_bias()) {
     // An asymmetric padding's padded copy would go through the graph's

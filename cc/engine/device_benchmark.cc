@@ -156,8 +156,8 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
   // sums as the graphs' scratch (the plan's run writes them again).
   FusionPointers fusion;
   fusion.bias = t.bias;
-  fusion.input_scale = t.input_scale;
-  fusion.input_bias = t.input_bias;
+  fusion.input_scale = t.prologue_scale;
+  fusion.input_bias = t.prologue_bias;
   fusion.sum = t.sum;
   fusion.sum_of_squares = t.sum_of_squares;
   SearchWorkspace search(scratch, workspace_limit);

@@ -85,11 +85,13 @@ struct PassTensors {
   float* sum = nullptr;
   float* sum_of_squares = nullptr;
   // Forward with an input prologue (Fusion::input_scale_bias): the scale and
-  // bias of each input channel, in_channels elements of the convolution's
-  // type each (cuDNN's fused batch-norm graphs take them so; the CPU's
-  // CpuPassTensors take float32).
-  const void* input_scale = nullptr;
-  const void* input_bias = nullptr;
+  // bias of each input channel, in_channels float32 each (the front ends'),
+  // and the same in the convolution's type, which cuDNN's fused batch-norm
+  // graphs take (RunConvPass converts them; the engine's passes read these).
+  const float* input_scale = nullptr;
+  const float* input_bias = nullptr;
+  const void* prologue_scale = nullptr;
+  const void* prologue_bias = nullptr;
 
   // Which fusion tensors are there, for Fusion::Check.
   FusionTensors present() const {

@@ -132,8 +132,8 @@ Status PlanRunner::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pla
   }
   FusionPointers fusion;
   fusion.bias = t.bias;
-  fusion.input_scale = t.input_scale;
-  fusion.input_bias = t.input_bias;
+  fusion.input_scale = t.prologue_scale;
+  fusion.input_bias = t.prologue_bias;
   StatisticsSums sums;
   if (params.fusion.statistics()) {
     UCUDNN_RETURN_IF_ERROR(sums.Begin(stream, params.out_channels,

@@ -41,8 +41,7 @@ struct LaunchConv;
 
 // The tensors of a forward pass's fusion: the bias it reads, the statistics
 // it writes (out_channels float32 each), the input prologue's scale and
-// offset (in_channels each: the op's type on the GPU, float32 on the CPU);
-// null where it has none.
+// offset it reads (in_channels float32 each); null where it has none.
 struct FusionOperands {
   const Tensor* bias = nullptr;
   Tensor* sum = nullptr;
@@ -59,9 +58,8 @@ void SetFusionPointers(const FusionOperands& f, Tensors* t) {
     t->sum_of_squares = f.sum_of_squares->flat<float>().data();
   }
   if (f.input_scale != nullptr) {
-    using Pointer = decltype(t->input_scale);
-    t->input_scale = reinterpret_cast<Pointer>(f.input_scale->tensor_data().data());
-    t->input_bias = reinterpret_cast<Pointer>(f.input_bias->tensor_data().data());
+    t->input_scale = f.input_scale->flat<float>().data();
+    t->input_bias = f.input_bias->flat<float>().data();
   }
 }
 
@@ -227,22 +225,24 @@ class UcudnnConvOp : public OpKernel {
       OP_REQUIRES_OK(ctx, CheckBias(fusion.bias->shape(), params));
       params.fusion = attrs_.fusion;
     }
-    // The CPU engine takes the prologue's scale and offset in float32.
-    Tensor scale32, offset32;
+    // The prologue's scale and offset, rounded to T on the CPU as the GPU
+    // engine rounds them for cuDNN's graphs (the same op on either device).
+    Tensor rounded_scale, rounded_offset;
     if (kPrologue) {
-      const Tensor& scale = ctx->input(2);
-      const Tensor& offset = ctx->input(3);
-      OP_REQUIRES_OK(ctx, CheckInputScaleBias(scale.shape(), offset.shape(), params));
+      fusion.input_scale = &ctx->input(2);
+      fusion.input_bias = &ctx->input(3);
+      OP_REQUIRES_OK(ctx, CheckInputScaleBias(fusion.input_scale->shape(),
+                                              fusion.input_bias->shape(), params));
       params.fusion.prologue = attrs_.fusion.prologue;
-      fusion.input_scale = &scale;
-      fusion.input_bias = &offset;
-      if (std::is_same<Device, CPUDevice>::value) {
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, scale.shape(), &scale32));
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, offset.shape(), &offset32));
-        scale32.flat<float>() = scale.flat<T>().template cast<float>();
-        offset32.flat<float>() = offset.flat<T>().template cast<float>();
-        fusion.input_scale = &scale32;
-        fusion.input_bias = &offset32;
+      if (std::is_same<Device, CPUDevice>::value && !std::is_same<T, float>::value) {
+        auto round = [&](const Tensor** from, Tensor* to) {
+          OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, (*from)->shape(), to));
+          to->flat<float>() = (*from)->flat<float>().cast<T>().template cast<float>();
+          *from = to;
+        };
+        round(&fusion.input_scale, &rounded_scale);
+        round(&fusion.input_bias, &rounded_offset);
+        if (!ctx->status().ok()) return;
       }
     }
     if (kStatistics) {

@@ -171,8 +171,8 @@ absl::Status NormalizedConv2DWithStatisticsShape(InferenceContext* c) {
 REGISTER_OP("Ucudnn>NormalizedConv2DWithStatistics")
     .Input("input: T")
     .Input("filter: T")
-    .Input("scale: T")
-    .Input("offset: T")
+    .Input("scale: float")
+    .Input("offset: float")
     .Output("output: T")
     .Output("sum: float")
     .Output("sum_of_squares: float")
@@ -184,8 +184,9 @@ Ucudnn>Conv2DWithStatistics of relu(input * scale + offset) (without the ReLU
 where input_relu is false), per input channel: a batch normalization's
 normalization (and its ReLU) as the convolution's prologue, so that the
 normalized tensor is never stored. On the GPU one cuDNN graph where an engine
-fuses it (float16: scale-bias-ReLU, convolution, genstats), else the prologue
-into scratch and the convolution after it.
+fuses it (float16: scale-bias-ReLU, convolution, genstats; scale and offset
+rounded to T for it), else the prologue into scratch and the convolution after
+it.
 scale: [in_channels], each input channel's factor.
 offset: [in_channels], added after the factor.
 )doc");
