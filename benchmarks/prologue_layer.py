@@ -17,7 +17,9 @@ training step's forward and backward (gradients of x, w, scale and offset):
 * ``prologue``: ``tf_ucudnn.conv2d_with_statistics(..., input_scale,
   input_offset, input_relu=True)``: one op, the normalization as the
   convolution's prologue (one cuDNN graph where an engine fuses it), without
-  XLA.
+  XLA;
+* ``prologue-xla``: the same compiled with XLA (the op a custom call, its
+  gradient's elementwise ops and reductions XLA's fusions).
 
 Median of 5 repeats of 20 runs after warm-up, ms. Prints the table and writes
 prologue_layer_PRECISION.json into $OUT (or the working directory).
@@ -72,7 +74,7 @@ def main(argv):
 
     rows = []
     for name, layer, xla in (("stock-xla", stock, True), ("statistics", statistics, False),
-                             ("prologue", prologue, False)):
+                             ("prologue", prologue, False), ("prologue-xla", prologue, True)):
         row = dict(way=name)
         for part, fn in (("forward_ms", layer), ("step_ms", step_of(layer))):
             f = tf.function(fn, jit_compile=xla)

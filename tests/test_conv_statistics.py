@@ -178,6 +178,32 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
     def test_input_prologue_half_types(self, dtype):
         self.check_prologue("n6_8x8_3x3", "NHWC", dtype, 4)
 
+    @parameterized.parameters(tf.float32, tf.float16)
+    def test_input_prologue_under_jit_compile_as_eagerly(self, dtype):
+        # GPU: the normalized statistics custom call; CPU: XLA's elementwise
+        # ops, convolution and reductions.
+        x, _, f, _ = self._inputs("n6_8x8_3x3", "NHWC", dtype)
+        scale = tf.linspace(0.5, 1.5, f.shape[2])
+        offset = tf.linspace(-0.3, 0.3, f.shape[2])
+
+        def run(x, f, scale, offset):
+            with tf.GradientTape() as tape:
+                tape.watch([x, f, scale, offset])
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(
+                    x, f, 1, "SAME", micro_batch_size=4, input_scale=scale,
+                    input_offset=offset, input_relu=True)
+                loss = tf.reduce_sum(total) + 0.01 * tf.reduce_sum(squares)
+            return (y, total, squares), tape.gradient(loss, [x, f, scale, offset])
+
+        with tf.device(self.DEVICE):
+            results, grads = tf.function(run, jit_compile=True)(x, f, scale, offset)
+            results0, grads0 = run(x, f, scale, offset)
+        tol = TOLERANCE[dtype]
+        for name, got, want in zip(("output", "sum", "sum of squares"), results, results0):
+            assert_rel_l2(self, got, want, tol, name)
+        for name, got, want in zip(("input", "filter", "scale", "offset"), grads, grads0):
+            assert_rel_l2(self, got, want, tol, f"{name} gradient")
+
     def test_input_prologue_with_asymmetric_padding(self):
         # Stride 2, SAME, 3x3 on 8x8: one row of padding below, none above.
         self.check_prologue("n6_8x8_3x3", "NHWC", tf.float32, None, strides=2)

@@ -30,6 +30,11 @@ const char* XlaConvTarget(ucudnn::Pass pass);
 // (Ucudnn>Conv2DWithStatistics): three results, the output and its two
 // per-channel sums.
 inline constexpr char kXlaStatisticsTarget[] = "ucudnn_conv2d_forward_statistics";
+// Ucudnn>NormalizedConv2DWithStatistics's: input, filter, scale and offset
+// (float32, in_channels each) in; output, sum, sum of squares (and the
+// optional workspace) out.
+inline constexpr char kXlaNormalizedStatisticsTarget[] =
+    "ucudnn_conv2d_forward_normalized_statistics";
 
 // Attribute names, shared by the encoder and the handler's binding.
 inline constexpr char kAttrConv[] = "conv";  // ConvParams::Fields(), i64 array

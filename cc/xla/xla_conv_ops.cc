@@ -325,8 +325,12 @@ class UcudnnXlaConvOp : public XlaOpKernel {
 // Ucudnn>Conv2DWithStatistics: the output and its per-channel sum and sum of
 // squares (float32). GPU: one custom call of three results
 // (kXlaStatisticsTarget), the engine's statistics epilogue; CPU: XLA's
-// convolution and two float32 reductions of its output.
-template <bool kGpu>
+// convolution and two float32 reductions of its output. With kPrologue,
+// Ucudnn>NormalizedConv2DWithStatistics: the convolution of relu(input *
+// scale + offset) (kXlaNormalizedStatisticsTarget on the GPU, the engine's
+// input prologue; on the CPU XLA's elementwise ops before the convolution),
+// scale and offset rounded to the input's type as the engine uses them.
+template <bool kGpu, bool kPrologue = false>
 class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
  public:
   explicit UcudnnXlaConvStatisticsOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
@@ -347,6 +351,10 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
     ConvParams params;
     OP_REQUIRES_OK(ctx, MakeConvParams(attrs_, input_shape, filter_shape, dtype_, &params));
     params.fusion.epilogue = ucudnn::Epilogue::kStatistics;
+    if (kPrologue) {
+      OP_REQUIRES_OK(ctx, CheckInputScaleBias(ctx->InputShape(2), ctx->InputShape(3), params));
+      params.fusion.prologue = attrs_.fusion.prologue;
+    }
     const TensorShape output_shape = OutputShape(params);
     xla::XlaBuilder* b = ctx->builder();
     if (params.empty()) {  // sums over nothing, an output of zeros
@@ -357,8 +365,10 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
       return;
     }
     Operands ops = PassOperands(ctx, Pass::kForward, /*bias=*/false);
-    // Zero input channels change neither the output nor its sums.
-    const int64_t padded = pad_channels_ ? XlaPaddedInChannels(params) : params.in_channels;
+    // Zero input channels change neither the output nor its sums (not with
+    // a prologue, whose offset would make them nonzero: no padding then).
+    const int64_t padded =
+        pad_channels_ && !kPrologue ? XlaPaddedInChannels(params) : params.in_channels;
     if (padded != params.in_channels) {
       PadInChannels(b, Pass::kForward, type_, padded, &params, &ops, &input_shape,
                     &filter_shape);
@@ -366,6 +376,17 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
     if (kGpu) {
       CompileCustomCall(ctx, params, ops, input_shape, filter_shape, output_shape);
       return;
+    }
+    if (kPrologue) {
+      const int64_t channel = ChannelDimension(params.layout);
+      auto rounded = [&](int i) {
+        return xla::ConvertElementType(xla::ConvertElementType(ctx->Input(i), type_), xla::F32);
+      };
+      xla::XlaOp z = xla::Add(xla::Mul(xla::ConvertElementType(ops.input, xla::F32), rounded(2),
+                                       {channel}),
+                              rounded(3), {channel});
+      if (params.fusion.input_relu()) z = xla::Max(z, xla::Zero(b, xla::F32));
+      ops.input = xla::ConvertElementType(z, type_);
     }
     absl::StatusOr<xla::XlaOp> out =
         MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
@@ -397,12 +418,22 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
     const xla::Shape sums =
         xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.out_channels});
     std::vector<xla::Shape> results = {call.result, sums, sums};
+    if (kPrologue) {
+      const xla::Shape channels =
+          xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.in_channels});
+      for (int i : {2, 3}) {
+        call.operands.push_back(ctx->Input(i));
+        call.operand_shapes.push_back(channels);
+      }
+    }
     if (workspace_result) {
       results.push_back(
           xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit}));
     }
     xla::XlaOp out = xla::CustomCallWithLayout(
-        ctx->builder(), ucudnn_tf::kXlaStatisticsTarget, call.operands,
+        ctx->builder(),
+        kPrologue ? ucudnn_tf::kXlaNormalizedStatisticsTarget : ucudnn_tf::kXlaStatisticsTarget,
+        call.operands,
         xla::ShapeUtil::MakeTupleShape(results), call.operand_shapes,
         EncodeXlaConvConfig(config), /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
@@ -430,12 +461,16 @@ using XlaForwardBiasGpu = UcudnnXlaConvOp<Pass::kForward, true, true>;
 using XlaForwardBiasCpu = UcudnnXlaConvOp<Pass::kForward, false, true>;
 using XlaForwardStatisticsGpu = UcudnnXlaConvStatisticsOp<true>;
 using XlaForwardStatisticsCpu = UcudnnXlaConvStatisticsOp<false>;
+using XlaForwardNormalizedGpu = UcudnnXlaConvStatisticsOp<true, true>;
+using XlaForwardNormalizedCpu = UcudnnXlaConvStatisticsOp<false, true>;
 
-#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, FORWARD_STATISTICS, BACKWARD_DATA, \
-                            BACKWARD_FILTER)                                                  \
+#define UCUDNN_REGISTER_XLA(DEVICE, FORWARD, FORWARD_BIAS, FORWARD_STATISTICS,                \
+                            FORWARD_NORMALIZED, BACKWARD_DATA, BACKWARD_FILTER)               \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2D").Device(DEVICE), FORWARD);                             \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithBias").Device(DEVICE), FORWARD_BIAS);               \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DWithStatistics").Device(DEVICE), FORWARD_STATISTICS);   \
+  REGISTER_XLA_OP(Name("Ucudnn>NormalizedConv2DWithStatistics").Device(DEVICE),               \
+                  FORWARD_NORMALIZED);                                                        \
   REGISTER_XLA_OP(Name("Ucudnn>Conv2DBackpropInput")                                         \
                       .Device(DEVICE)                                                         \
                       .CompileTimeConstantInput("input_sizes"),                               \
@@ -446,9 +481,9 @@ using XlaForwardStatisticsCpu = UcudnnXlaConvStatisticsOp<false>;
                   BACKWARD_FILTER);
 
 UCUDNN_REGISTER_XLA(DEVICE_CPU_XLA_JIT, XlaForwardCpu, XlaForwardBiasCpu, XlaForwardStatisticsCpu,
-                    XlaBackwardDataCpu, XlaBackwardFilterCpu)
+                    XlaForwardNormalizedCpu, XlaBackwardDataCpu, XlaBackwardFilterCpu)
 UCUDNN_REGISTER_XLA(DEVICE_GPU_XLA_JIT, XlaForwardGpu, XlaForwardBiasGpu, XlaForwardStatisticsGpu,
-                    XlaBackwardDataGpu, XlaBackwardFilterGpu)
+                    XlaForwardNormalizedGpu, XlaBackwardDataGpu, XlaBackwardFilterGpu)
 
 }  // namespace
 }  // namespace ucudnn_tf

@@ -115,9 +115,15 @@ struct FfiAttributes {
 bool BuffersMatch(Pass pass, const ucudnn::ConvParams& p, const ffi::AnyBuffer& a,
                   const ffi::AnyBuffer& b, const ffi::AnyBuffer& out,
                   const std::optional<ffi::AnyBuffer>& bias, const ffi::AnyBuffer* sum,
-                  const ffi::AnyBuffer* sum_of_squares) {
+                  const ffi::AnyBuffer* sum_of_squares, const ffi::AnyBuffer* prologue) {
   const ucudnn::PassBytes want = ucudnn::PassTensorBytes(pass, p, p.batch);
   const int64_t sums = p.out_channels * static_cast<int64_t>(sizeof(float));
+  const int64_t channels = p.in_channels * static_cast<int64_t>(sizeof(float));
+  if ((prologue != nullptr) != p.fusion.input_scale_bias() ||
+      (prologue != nullptr && (static_cast<int64_t>(prologue[0].size_bytes()) != channels ||
+                               static_cast<int64_t>(prologue[1].size_bytes()) != channels))) {
+    return false;
+  }
   return static_cast<int64_t>(a.size_bytes()) == want.a &&
          static_cast<int64_t>(b.size_bytes()) == want.b &&
          static_cast<int64_t>(out.size_bytes()) == want.out &&
@@ -132,11 +138,13 @@ bool BuffersMatch(Pass pass, const ucudnn::ConvParams& p, const ffi::AnyBuffer& 
 // One pass of the call's convolution through the engine: a, b, out as
 // PassTensors names them; `bias`, the forward pass's third operand where the
 // fusion has one; `sum` and `sum_of_squares`, results where the fusion
-// computes the statistics (the statistics target).
+// computes the statistics (the statistics targets); `prologue`, the input
+// prologue's scale and offset (two operands) where the fusion has one.
 ffi::Error RunConv(Pass pass, const char* target, cudaStream_t stream,
                    ffi::ScratchAllocator& scratch, int32_t device, ffi::AnyBuffer a,
                    ffi::AnyBuffer b, std::optional<ffi::AnyBuffer> bias, ffi::AnyBuffer out,
                    const ffi::AnyBuffer* sum, const ffi::AnyBuffer* sum_of_squares,
+                   const ffi::AnyBuffer* prologue,
                    std::optional<ffi::Result<ffi::AnyBuffer>>& workspace,
                    const FfiAttributes& f) {
   XlaConvAttributes attrs;
@@ -163,7 +171,7 @@ ffi::Error RunConv(Pass pass, const char* target, cudaStream_t stream,
   q.knobs = config.knobs;
   const ucudnn::ConvParams& p = q.params;
   // The buffers XLA passes must be the ones the attributes describe.
-  if (!BuffersMatch(pass, p, a, b, out, bias, sum, sum_of_squares)) {
+  if (!BuffersMatch(pass, p, a, b, out, bias, sum, sum_of_squares, prologue)) {
     return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                       std::string("tf_ucudnn: buffer sizes of ") + target + " do not match " +
                           p.ToString());
@@ -180,6 +188,10 @@ ffi::Error RunConv(Pass pass, const char* target, cudaStream_t stream,
   if (sum != nullptr) {
     tensors.sum = static_cast<float*>(sum->untyped_data());
     tensors.sum_of_squares = static_cast<float*>(sum_of_squares->untyped_data());
+  }
+  if (prologue != nullptr) {
+    tensors.input_scale = static_cast<const float*>(prologue[0].untyped_data());
+    tensors.input_bias = static_cast<const float*>(prologue[1].untyped_data());
   }
   // The workspace result (UCUDNN_XLA_WORKSPACE=buffer), u8 of the limit's size.
   void* workspace_data = nullptr;
@@ -207,7 +219,7 @@ ffi::Error RunPass(cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t d
                         total_workspace, engines,         graph_prune_factor, graph_search,
                         graph_layouts, allow_tf32,        deterministic};
   return RunConv(kPass, XlaConvTarget(kPass), stream, scratch, device, a, b, bias, *out,
-                 nullptr, nullptr, workspace, f);
+                 nullptr, nullptr, nullptr, workspace, f);
 }
 
 // The forward pass with the statistics epilogue: the output, and the sum
@@ -229,7 +241,27 @@ ffi::Error RunForwardStatistics(cudaStream_t stream, ffi::ScratchAllocator scrat
                         graph_layouts, allow_tf32,        deterministic};
   const ffi::AnyBuffer sums[2] = {*sum, *sum_of_squares};
   return RunConv(Pass::kForward, kXlaStatisticsTarget, stream, scratch, device, a, b,
-                 std::nullopt, *out, &sums[0], &sums[1], workspace, f);
+                 std::nullopt, *out, &sums[0], &sums[1], nullptr, workspace, f);
+}
+
+// The same with the input prologue: its scale and offset (float32,
+// in_channels each) as the third and fourth operands.
+ffi::Error RunForwardNormalizedStatistics(
+    cudaStream_t stream, ffi::ScratchAllocator scratch, int32_t device, ffi::AnyBuffer a,
+    ffi::AnyBuffer b, ffi::AnyBuffer scale, ffi::AnyBuffer offset,
+    ffi::Result<ffi::AnyBuffer> out, ffi::Result<ffi::AnyBuffer> sum,
+    ffi::Result<ffi::AnyBuffer> sum_of_squares,
+    std::optional<ffi::Result<ffi::AnyBuffer>> workspace, ffi::Span<const int64_t> conv,
+    int64_t workspace_limit, int64_t policy, int64_t micro_batch_size, int64_t total_workspace,
+    int64_t engines, double graph_prune_factor, int64_t graph_search, int64_t graph_layouts,
+    int64_t allow_tf32, int64_t deterministic) {
+  const FfiAttributes f{conv,         workspace_limit,    policy,       micro_batch_size,
+                        total_workspace, engines,         graph_prune_factor, graph_search,
+                        graph_layouts, allow_tf32,        deterministic};
+  const ffi::AnyBuffer sums[2] = {*sum, *sum_of_squares};
+  const ffi::AnyBuffer prologue[2] = {scale, offset};
+  return RunConv(Pass::kForward, kXlaNormalizedStatisticsTarget, stream, scratch, device, a, b,
+                 std::nullopt, *out, &sums[0], &sums[1], prologue, workspace, f);
 }
 
 #define UCUDNN_FFI_ATTRIBUTES                               \
@@ -279,7 +311,24 @@ XLA_FFI_DEFINE_HANDLER(kBackwardFilterHandler, RunPass<Pass::kBackwardFilter>,
 XLA_FFI_DEFINE_HANDLER(kForwardStatisticsHandler, RunForwardStatistics,
                        UCUDNN_FFI_STATISTICS_BINDING);
 
-// Registers the four handlers for XLA's CUDA platform when the op library is
+// The normalized statistics target: input, filter, scale and offset in; as
+// the statistics target out.
+XLA_FFI_DEFINE_HANDLER(kForwardNormalizedStatisticsHandler, RunForwardNormalizedStatistics,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                           .Ctx<ffi::ScratchAllocator>()
+                           .Ctx<ffi::DeviceOrdinal>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .OptionalRet<ffi::AnyBuffer>()
+                           UCUDNN_FFI_ATTRIBUTES);
+
+// Registers the five handlers for XLA's CUDA platform when the op library is
 // loaded; a failure is reported on stderr (compiling then fails with XLA's
 // "no registered implementation" error naming the target).
 bool RegisterHandlers() {
@@ -290,7 +339,8 @@ bool RegisterHandlers() {
   } handlers[] = {{XlaConvTarget(Pass::kForward), kForwardHandler},
                   {XlaConvTarget(Pass::kBackwardData), kBackwardDataHandler},
                   {XlaConvTarget(Pass::kBackwardFilter), kBackwardFilterHandler},
-                  {kXlaStatisticsTarget, kForwardStatisticsHandler}};
+                  {kXlaStatisticsTarget, kForwardStatisticsHandler},
+                  {kXlaNormalizedStatisticsTarget, kForwardNormalizedStatisticsHandler}};
   bool ok = true;
   for (const auto& h : handlers) {
     if (XLA_FFI_Error* err =
