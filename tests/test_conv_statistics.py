@@ -55,30 +55,53 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
         return x, x32, f, f32
 
     def check(self, shape, data_format, dtype, micro_batch_size, strides=1, padding="SAME",
-              tol=None):
+              tol=None, input_relu=None):
+        """The op against the reference composed from TF ops: the output, the
+        sums (against the returned output's) and the gradients of input and
+        filter. With ``input_relu`` (True or False) the op has the input
+        prologue: the reference convolves relu(x * scale + offset) (without
+        the ReLU where False; scale and offset rounded to the input's dtype,
+        as the op uses them) and the gradients of scale and offset count."""
         x, x32, f, f32 = self._inputs(shape, data_format, dtype)
-        k = f.shape[-1]
+        k, c = f.shape[-1], f.shape[2]
         # Weights of the loss on each result, so that every gradient path counts.
         g_sum = tf.linspace(-1.0, 1.0, k)
         g_squares = tf.linspace(0.01, 0.02, k)
+        prologue = input_relu is not None
+        rng = np.random.default_rng(1)
+        scale = tf.constant(rng.uniform(0.5, 1.5, c), tf.float32)
+        offset = tf.constant(rng.uniform(-0.5, 0.5, c), tf.float32)
+        kwargs = dict(input_scale=scale, input_offset=offset,
+                      input_relu=input_relu) if prologue else {}
+        watched = [x, f] + ([scale, offset] if prologue else [])
         with tf.device(self.DEVICE):
             with tf.GradientTape() as tape:
-                tape.watch([x, f])
+                tape.watch(watched)
                 y, total, squares = tf_ucudnn.conv2d_with_statistics(
                     x, f, strides, padding, data_format=data_format,
-                    micro_batch_size=micro_batch_size)
+                    micro_batch_size=micro_batch_size, **kwargs)
                 loss = (0.5 * tf.reduce_sum(tf.cast(y, tf.float32)) +
                         tf.reduce_sum(total * g_sum) + tf.reduce_sum(squares * g_squares))
-            dx, df = tape.gradient(loss, [x, f])
+            got = tape.gradient(loss, watched)
         self.assertEqual(total.dtype, tf.float32)
         self.assertEqual(squares.dtype, tf.float32)
+        watched_ref = [x32, f32] + ([scale, offset] if prologue else [])
         with tf.GradientTape() as tape:
-            tape.watch([x32, f32])
-            y_ref = reference_conv2d(x32, f32, strides, padding, data_format)
+            tape.watch(watched_ref)
+            conv_input = x32
+            if prologue:
+                # Rounded to the input's dtype on the way forward only (a
+                # cast's gradient would round, and overflow, the gradient too).
+                channels = [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
+                s32, o32 = (tf.reshape(v + tf.stop_gradient(
+                    tf.cast(tf.cast(v, dtype), tf.float32) - v), channels) for v in (scale, offset))
+                conv_input = x32 * s32 + o32
+                conv_input = tf.nn.relu(conv_input) if input_relu else conv_input
+            y_ref = reference_conv2d(conv_input, f32, strides, padding, data_format)
             axes = _channel_axes(data_format)
             loss_ref = (0.5 * tf.reduce_sum(y_ref) + tf.reduce_sum(tf.reduce_sum(y_ref, axes) * g_sum)
                         + tf.reduce_sum(tf.reduce_sum(y_ref * y_ref, axes) * g_squares))
-        dx_ref, df_ref = tape.gradient(loss_ref, [x32, f32])
+        want = tape.gradient(loss_ref, watched_ref)
         tol = tol or TOLERANCE[dtype]
         assert_rel_l2(self, y, y_ref, tol, "output")
         want_sum, want_squares = _sums(y, data_format)
@@ -87,8 +110,8 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
         assert_rel_l2(self, squares, want_squares, sum_tol, "sum of squares (of the returned output)")
         # The gradients run the half-precision convolutions on dy that holds
         # the sums' terms: the type's tolerance, as test_nn.py's gradients.
-        assert_rel_l2(self, dx, dx_ref, tol, "input gradient")
-        assert_rel_l2(self, df, df_ref, tol, "filter gradient")
+        for name, g, w in zip(("input", "filter", "scale", "offset"), got, want):
+            assert_rel_l2(self, g, w, tol, f"{name} gradient")
 
     @parameterized.product(shape=list(SHAPES), data_format=["NHWC", "NCHW"],
                            micro_batch_size=[None, 1, 4])
@@ -122,61 +145,14 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
         for name, got, want in zip(("input", "filter"), grads, grads0):
             assert_rel_l2(self, got, want, tol, f"{name} gradient")
 
-    def check_prologue(self, shape, data_format, dtype, micro_batch_size, relu=True, strides=1,
-                       padding="SAME", tol=None):
-        """The op with an input prologue against relu(x * scale + offset) of
-        the rounded inputs (the scale and offset rounded to the input's
-        dtype, as the op takes them), composed from TF ops: output, sums,
-        and the gradients of input, filter, scale and offset."""
-        x, x32, f, f32 = self._inputs(shape, data_format, dtype)
-        c = f.shape[2]
-        rng = np.random.default_rng(1)
-        scale = tf.constant(rng.uniform(0.5, 1.5, c), tf.float32)
-        offset = tf.constant(rng.uniform(-0.5, 0.5, c), tf.float32)
-        k = f.shape[-1]
-        g_sum = tf.linspace(-1.0, 1.0, k)
-        g_squares = tf.linspace(0.01, 0.02, k)
-        channels = [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
-        with tf.device(self.DEVICE):
-            with tf.GradientTape() as tape:
-                tape.watch([x, f, scale, offset])
-                y, total, squares = tf_ucudnn.conv2d_with_statistics(
-                    x, f, strides, padding, data_format=data_format,
-                    micro_batch_size=micro_batch_size, input_scale=scale, input_offset=offset,
-                    input_relu=relu)
-                loss = (0.5 * tf.reduce_sum(tf.cast(y, tf.float32)) +
-                        tf.reduce_sum(total * g_sum) + tf.reduce_sum(squares * g_squares))
-            got = tape.gradient(loss, [x, f, scale, offset])
-        with tf.GradientTape() as tape:
-            tape.watch([x32, f32, scale, offset])
-            # Rounded to the input's dtype on the way forward only (a cast's
-            # gradient would round, and overflow, the gradient too).
-            rounded = [v + tf.stop_gradient(tf.cast(tf.cast(v, dtype), tf.float32) - v)
-                       for v in (scale, offset)]
-            a = x32 * tf.reshape(rounded[0], channels) + tf.reshape(rounded[1], channels)
-            y_ref = reference_conv2d(tf.nn.relu(a) if relu else a, f32, strides, padding,
-                                     data_format)
-            axes = _channel_axes(data_format)
-            loss_ref = (0.5 * tf.reduce_sum(y_ref) + tf.reduce_sum(tf.reduce_sum(y_ref, axes) * g_sum)
-                        + tf.reduce_sum(tf.reduce_sum(y_ref * y_ref, axes) * g_squares))
-        want = tape.gradient(loss_ref, [x32, f32, scale, offset])
-        tol = tol or TOLERANCE[dtype]
-        assert_rel_l2(self, y, y_ref, tol, "output")
-        want_sum, want_squares = _sums(y, data_format)
-        sum_tol = 1e-5 if dtype == tf.float32 else tol
-        assert_rel_l2(self, total, want_sum, sum_tol, "sum (of the returned output)")
-        assert_rel_l2(self, squares, want_squares, sum_tol, "sum of squares (of the returned output)")
-        for name, g, w in zip(("input", "filter", "scale", "offset"), got, want):
-            assert_rel_l2(self, g, w, tol, f"{name} gradient")
-
     @parameterized.product(data_format=["NHWC", "NCHW"], relu=[True, False],
                            micro_batch_size=[None, 4])
     def test_input_prologue(self, data_format, relu, micro_batch_size):
-        self.check_prologue("n6_8x8_3x3", data_format, tf.float32, micro_batch_size, relu=relu)
+        self.check("n6_8x8_3x3", data_format, tf.float32, micro_batch_size, input_relu=relu)
 
     @parameterized.parameters(tf.float16, tf.bfloat16)
     def test_input_prologue_half_types(self, dtype):
-        self.check_prologue("n6_8x8_3x3", "NHWC", dtype, 4)
+        self.check("n6_8x8_3x3", "NHWC", dtype, 4, input_relu=True)
 
     @parameterized.parameters(tf.float32, tf.float16)
     def test_input_prologue_under_jit_compile_as_eagerly(self, dtype):
@@ -206,7 +182,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
 
     def test_input_prologue_with_asymmetric_padding(self):
         # Stride 2, SAME, 3x3 on 8x8: one row of padding below, none above.
-        self.check_prologue("n6_8x8_3x3", "NHWC", tf.float32, None, strides=2)
+        self.check("n6_8x8_3x3", "NHWC", tf.float32, None, strides=2, input_relu=True)
 
     def test_input_prologue_bad_input_is_a_clear_error(self):
         x, f = tf.zeros((2, 5, 5, 3)), tf.zeros((3, 3, 3, 4))
@@ -288,7 +264,7 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         SHAPES["n16_28x28_64"] = (16, 28, 28, 64, 64, 3, 3)
         self.addCleanup(SHAPES.pop, "n16_28x28_64")
         tf_ucudnn.clear_plans()
-        self.check_prologue("n16_28x28_64", "NHWC", tf.float16, None)
+        self.check("n16_28x28_64", "NHWC", tf.float16, None, input_relu=True)
         fused = [r for r in tf_ucudnn.plans()
                  if r["pass"] == "forward" and "+input-scale-bias-relu+stats" in r["shape"]]
         self.assertTrue(fused, "no fused prologue plan: " + str(tf_ucudnn.plans()))

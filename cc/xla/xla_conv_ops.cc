@@ -182,20 +182,19 @@ CallSignature CustomCallSignature(Pass pass, xla::PrimitiveType type, const Conv
   return call;
 }
 
-// kBias: Ucudnn>Conv2DWithBias (forward).
-template <Pass kPass, bool kGpu, bool kBias = false>
-class UcudnnXlaConvOp : public XlaOpKernel {
-  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
-
+// What every XLA kernel of the ops reads when it is constructed: the knobs
+// (and their environment defaults) as the TF kernel parses them, so that a
+// bad value is the same InvalidArgument at compile time; T;
+// UCUDNN_XLA_WORKSPACE and UCUDNN_XLA_PAD_CHANNELS, read on the CPU too so
+// that a bad value is the same error wherever the function is compiled; and
+// on the CPU TF's attributes of XLA convolutions.
+template <bool kGpu>
+class UcudnnXlaKernel : public XlaOpKernel {
  public:
-  explicit UcudnnXlaConvOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
-    // The knobs (and their environment defaults) are read as by the TF kernel,
-    // so a bad value is the same InvalidArgument at compile time.
+  explicit UcudnnXlaKernel(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
     OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
-    // Read on the CPU too, so that a bad value is the same compile-time error
-    // wherever the function is compiled.
     OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
     OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
     if (!kGpu) {
@@ -204,6 +203,33 @@ class UcudnnXlaConvOp : public XlaOpKernel {
       xla_attrs_ = *conv;
     }
   }
+
+ protected:
+  ConvAttrs attrs_;
+  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
+  bool pad_channels_ = true;  // UCUDNN_XLA_PAD_CHANNELS
+  DataType dtype_ = DT_FLOAT;
+  xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
+  ConvOpAttrs xla_attrs_;
+};
+
+// The base's members, named in a class template deriving from it.
+#define UCUDNN_XLA_KERNEL_MEMBERS(BASE) \
+  using BASE::attrs_;                   \
+  using BASE::xla_workspace_;           \
+  using BASE::pad_channels_;            \
+  using BASE::dtype_;                   \
+  using BASE::type_;                    \
+  using BASE::xla_attrs_
+
+// kBias: Ucudnn>Conv2DWithBias (forward).
+template <Pass kPass, bool kGpu, bool kBias = false>
+class UcudnnXlaConvOp : public UcudnnXlaKernel<kGpu> {
+  static_assert(!kBias || kPass == Pass::kForward, "only the forward pass takes a bias");
+  UCUDNN_XLA_KERNEL_MEMBERS(UcudnnXlaKernel<kGpu>);
+
+ public:
+  explicit UcudnnXlaConvOp(OpKernelConstruction* ctx) : UcudnnXlaKernel<kGpu>(ctx) {}
 
   void Compile(XlaOpKernelContext* ctx) override {
     TensorShape input_shape, filter_shape;
@@ -293,7 +319,7 @@ class UcudnnXlaConvOp : public XlaOpKernel {
     switch (kPass) {
       case Pass::kForward: {
         absl::StatusOr<xla::XlaOp> out =
-            MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
+            MakeXlaForwardConvOp(this->type_string(), ops.input, ops.filter, xla_attrs_);
         if (kBias && out.ok()) out = xla::Add(*out, ops.bias, {ChannelDimension(attrs_.layout)});
         if (attrs_.fusion.relu() && out.ok()) {
           out = xla::Max(*out, xla::Zero(ctx->builder(), type_));
@@ -302,24 +328,18 @@ class UcudnnXlaConvOp : public XlaOpKernel {
       }
       case Pass::kBackwardData: {
         xla::XlaOp input_sizes = ctx->Input(0);
-        return MakeXlaBackpropInputConvOp(type_string(),
+        return MakeXlaBackpropInputConvOp(this->type_string(),
                                           TensorShapeToXLAShape(type_, input_shape), ops.filter,
                                           ops.out_backprop, xla_attrs_, &input_sizes);
       }
       case Pass::kBackwardFilter:
-        return MakeXlaBackpropFilterConvOp(type_string(), ops.input,
+        return MakeXlaBackpropFilterConvOp(this->type_string(), ops.input,
                                            TensorShapeToXLAShape(type_, filter_shape),
                                            ops.out_backprop, xla_attrs_);
     }
     return absl::InternalError("unknown pass");
   }
 
-  ConvAttrs attrs_;
-  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
-  bool pad_channels_ = true;  // UCUDNN_XLA_PAD_CHANNELS
-  DataType dtype_ = DT_FLOAT;
-  xla::PrimitiveType type_ = xla::F32;  // dtype_ in XLA's terms
-  ConvOpAttrs xla_attrs_;
 };
 
 // Ucudnn>Conv2DWithStatistics: the output and its per-channel sum and sum of
@@ -331,20 +351,12 @@ class UcudnnXlaConvOp : public XlaOpKernel {
 // input prologue; on the CPU XLA's elementwise ops before the convolution),
 // scale and offset rounded to the input's type as the engine uses them.
 template <bool kGpu, bool kPrologue = false>
-class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
+class UcudnnXlaConvStatisticsOp : public UcudnnXlaKernel<kGpu> {
+  UCUDNN_XLA_KERNEL_MEMBERS(UcudnnXlaKernel<kGpu>);
+
  public:
-  explicit UcudnnXlaConvStatisticsOp(OpKernelConstruction* ctx) : XlaOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ParseConvAttrs(ctx, &attrs_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &dtype_));
-    OP_REQUIRES_OK(ctx, DataTypeToPrimitiveType(dtype_, &type_));
-    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaWorkspace(&xla_workspace_)));
-    OP_REQUIRES_OK(ctx, EngineStatusToTf(ucudnn::ReadXlaPadChannels(&pad_channels_)));
-    if (!kGpu) {
-      absl::StatusOr<ConvOpAttrs> conv = ConvOpAttrs::Create(2, /*depthwise=*/false, ctx);
-      OP_REQUIRES_OK(ctx, conv.status());
-      xla_attrs_ = *conv;
-    }
-  }
+  explicit UcudnnXlaConvStatisticsOp(OpKernelConstruction* ctx)
+      : UcudnnXlaKernel<kGpu>(ctx) {}
 
   void Compile(XlaOpKernelContext* ctx) override {
     TensorShape input_shape = ctx->InputShape(0), filter_shape = ctx->InputShape(1);
@@ -389,7 +401,7 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
       ops.input = xla::ConvertElementType(z, type_);
     }
     absl::StatusOr<xla::XlaOp> out =
-        MakeXlaForwardConvOp(type_string(), ops.input, ops.filter, xla_attrs_);
+        MakeXlaForwardConvOp(this->type_string(), ops.input, ops.filter, xla_attrs_);
     OP_REQUIRES_OK(ctx, out.status());
     const xla::XlaOp y = xla::ConvertElementType(*out, xla::F32);
     const std::vector<int64_t> dims = params.layout == ucudnn::Layout::kNHWC
@@ -442,12 +454,6 @@ class UcudnnXlaConvStatisticsOp : public XlaOpKernel {
     for (int i = 0; i < 3; ++i) ctx->SetOutput(i, xla::GetTupleElement(out, i));
   }
 
-  ConvAttrs attrs_;
-  ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;
-  bool pad_channels_ = true;
-  DataType dtype_ = DT_FLOAT;
-  xla::PrimitiveType type_ = xla::F32;
-  ConvOpAttrs xla_attrs_;
 };
 
 // REGISTER_XLA_OP takes a plain class name.

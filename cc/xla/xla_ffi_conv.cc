@@ -277,11 +277,15 @@ ffi::Error RunForwardNormalizedStatistics(
       .Attr<int64_t>(kAttrAllowTf32)                        \
       .Attr<int64_t>(kAttrDeterministic)
 
-#define UCUDNN_FFI_BINDING                                  \
+// What every handler gets from XLA besides its buffers and attributes.
+#define UCUDNN_FFI_CONTEXT                                  \
   ffi::Ffi::Bind()                                          \
       .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
       .Ctx<ffi::ScratchAllocator>()                         \
-      .Ctx<ffi::DeviceOrdinal>()                            \
+      .Ctx<ffi::DeviceOrdinal>()
+
+#define UCUDNN_FFI_BINDING                                  \
+  UCUDNN_FFI_CONTEXT                                        \
       .Arg<ffi::AnyBuffer>()                                \
       .Arg<ffi::AnyBuffer>()                                \
       .OptionalArg<ffi::AnyBuffer>()                        \
@@ -292,10 +296,7 @@ ffi::Error RunForwardNormalizedStatistics(
 // The statistics target: input and filter in; output, sum, sum of squares
 // and the optional workspace out.
 #define UCUDNN_FFI_STATISTICS_BINDING                       \
-  ffi::Ffi::Bind()                                          \
-      .Ctx<ffi::PlatformStream<cudaStream_t>>()             \
-      .Ctx<ffi::ScratchAllocator>()                         \
-      .Ctx<ffi::DeviceOrdinal>()                            \
+  UCUDNN_FFI_CONTEXT                                        \
       .Arg<ffi::AnyBuffer>()                                \
       .Arg<ffi::AnyBuffer>()                                \
       .Ret<ffi::AnyBuffer>()                                \
@@ -314,10 +315,7 @@ XLA_FFI_DEFINE_HANDLER(kForwardStatisticsHandler, RunForwardStatistics,
 // The normalized statistics target: input, filter, scale and offset in; as
 // the statistics target out.
 XLA_FFI_DEFINE_HANDLER(kForwardNormalizedStatisticsHandler, RunForwardNormalizedStatistics,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                           .Ctx<ffi::ScratchAllocator>()
-                           .Ctx<ffi::DeviceOrdinal>()
+                       UCUDNN_FFI_CONTEXT
                            .Arg<ffi::AnyBuffer>()
                            .Arg<ffi::AnyBuffer>()
                            .Arg<ffi::AnyBuffer>()
