@@ -301,3 +301,84 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
 @pytest.mark.gpu
 class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
     DEVICE = "/GPU:0"
+
+
+def _small_resnet(seed, size=16):
+    """A ResNet of two residual stages (Conv2D → BatchNormalization → ReLU,
+    a projection shortcut at the stride-2 stage) on ``size``² digits, its
+    weights drawn from ``seed``."""
+    keras.utils.set_random_seed(seed)
+
+    def conv_bn(x, filters, kernel=3, strides=1, relu=True):
+        x = keras.layers.Conv2D(filters, kernel, strides, padding="same", use_bias=False)(x)
+        x = keras.layers.BatchNormalization(momentum=0.9)(x)
+        return keras.layers.ReLU()(x) if relu else x
+
+    inputs = keras.Input((size, size, 1))
+    x = conv_bn(inputs, 16)
+    for filters, strides in ((16, 1), (32, 2)):
+        shortcut = x if strides == 1 else conv_bn(x, filters, 1, strides, relu=False)
+        y = conv_bn(conv_bn(x, filters, strides=strides), filters, relu=False)
+        x = keras.layers.ReLU()(keras.layers.Add()([y, shortcut]))
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, keras.layers.Dense(10)(x))
+
+
+class ShortTrainingTest(parameterized.TestCase, tf.test.TestCase):
+    """A short training run of a small ResNet on the shipped digits: the loss
+    curve of ``rewrite_model(fuse_batch_norm=True)`` must stay within the
+    noise of two stock seeds (its largest per-epoch distance from the stock
+    run of the same weights and data order is at most the largest distance
+    between the stock runs of two seeds), and the loss must fall."""
+
+    DEVICE = "/CPU:0"
+    EPOCHS = 3
+    _stock = {}  # seed -> per-epoch losses of the stock model, per device
+
+    @staticmethod
+    def _data():
+        from tf_ucudnn import demo
+
+        x, y, _, _ = demo.load_digits_images(16, "channels_last", seed=0)
+        return x, y
+
+    def _train(self, model, seed, jit_compile):
+        x, y = self._data()
+        model.compile(keras.optimizers.SGD(0.02, momentum=0.9),
+                      keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=jit_compile)
+        order = np.random.default_rng(seed)
+        losses = []
+        with tf.device(self.DEVICE):
+            for _ in range(self.EPOCHS):
+                perm = order.permutation(len(x))
+                history = model.fit(x[perm], y[perm], batch_size=64, epochs=1, shuffle=False,
+                                    verbose=0)
+                losses.append(history.history["loss"][0])
+        return np.array(losses)
+
+    def _stock_losses(self, seed):
+        key = (self.DEVICE, seed)
+        if key not in self._stock:
+            self._stock[key] = self._train(_small_resnet(seed), seed, jit_compile=False)
+        return self._stock[key]
+
+    @parameterized.parameters(False, True)
+    def test_loss_curve_within_the_noise_of_two_stock_seeds(self, jit_compile):
+        fused = tf_ucudnn.rewrite_model(_small_resnet(0), fuse_batch_norm=True, verbose=0)
+        self.assertLen([layer for layer in fused.layers
+                        if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)], 6)
+        got = self._train(fused, 0, jit_compile)
+        stock, other = self._stock_losses(0), self._stock_losses(1)
+        noise = np.max(np.abs(stock - other))
+        self.assertGreater(noise, 0.0)
+        self.assertLessEqual(np.max(np.abs(got - stock)), noise,
+                             f"fused {got}, stock {stock}, another seed {other}")
+        self.assertLess(got[-1], got[0], f"the loss did not fall: {got}")
+
+
+@pytest.mark.gpu
+class ShortTrainingGpuTest(OnGpuWithoutTf32, ShortTrainingTest):
+    """The same on /GPU:0 (TF32 off)."""
+
+    DEVICE = "/GPU:0"
