@@ -303,6 +303,60 @@ class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
     DEVICE = "/GPU:0"
 
 
+class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
+    """``enable_rewrite(fuse_batch_norm=True)``: a Keras model's Conv2D ->
+    BatchNormalization chains train on the convolution's statistics, with
+    and without XLA, to the same weights and moving statistics as the same
+    model trained stock; ``rewrite_stats()["bn_fused"]`` counts them; the
+    layers go back when the rewrite is off."""
+
+    DEVICE = "/CPU:0"
+
+    @parameterized.parameters(False, True)
+    def test_trains_as_the_stock_model(self, jit_compile):
+        rng = np.random.default_rng(19)
+        x = tf.constant(rng.standard_normal((6, 8, 8, 3)) + 0.3, tf.float32)
+        targets = [tf.constant(rng.standard_normal((6, 12)), tf.float32),
+                   tf.constant(rng.standard_normal((6, 8, 8, 2)), tf.float32)]
+        ours = _residual_model()
+        stock = keras.models.clone_model(ours)
+        stock.set_weights(ours.get_weights())
+        for m in (ours, stock):
+            m.compile(keras.optimizers.SGD(0.05), ["mse", "mse"], jit_compile=jit_compile)
+        before = tf_ucudnn.rewrite_stats()["bn_fused"]
+        with tf.device(self.DEVICE):
+            stock.fit(x, targets, batch_size=6, epochs=2, verbose=0, shuffle=False)
+            with tf_ucudnn.enable_rewrite(fuse_batch_norm=True):
+                ours.fit(x, targets, batch_size=6, epochs=2, verbose=0, shuffle=False)
+        # The model's two chains, in each trace of the training function.
+        fused = tf_ucudnn.rewrite_stats()["bn_fused"] - before
+        self.assertTrue(fused >= 2 and fused % 2 == 0, fused)
+        before_norm = {layer.bias.path for layer in stock.layers
+                       if isinstance(layer, keras.layers.Conv2D) and layer.use_bias
+                       and layer._outbound_nodes and isinstance(layer._outbound_nodes[0].operation,
+                                      keras.layers.BatchNormalization)}
+        for got, want in zip(ours.weights, stock.weights):
+            if want.path in before_norm:
+                # A bias before a batch norm: its gradient is zero in exact arithmetic.
+                self.assertAllClose(got, want, rtol=0, atol=1e-6)
+                continue
+            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+        with tf.device(self.DEVICE):
+            ours.fit(x, targets, batch_size=6, epochs=1, verbose=0, shuffle=False)
+        self.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
+
+    def test_flag_must_be_a_bool(self):
+        with self.assertRaisesRegex(ValueError, "fuse_batch_norm must be True or False"):
+            tf_ucudnn.enable_rewrite(fuse_batch_norm=1)
+
+
+@pytest.mark.gpu
+class EnableRewriteBatchNormGpuTest(OnGpuWithoutTf32, EnableRewriteBatchNormTest):
+    """The same on /GPU:0 (TF32 off)."""
+
+    DEVICE = "/GPU:0"
+
+
 def _small_resnet(seed, size=16):
     """A ResNet of two residual stages (Conv2D → BatchNormalization → ReLU,
     a projection shortcut at the stride-2 stage) on ``size``² digits, its

@@ -176,52 +176,82 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
+def conv_statistics_call(conv, inputs, attrs):
+    """A Keras ``Conv2D``'s output (no activation) and its per-channel sums
+    from one op (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU
+    one custom call), for the ``BatchNormalization`` after it.
+
+    Returns:
+      ``(outputs, statistics)``: the output with the layer's bias, in its
+      compute dtype, and what :func:`batch_norm_from_statistics` takes: the
+      sum and sum of squares of the output before the bias (float32
+      ``[filters]``), the number of values summed per channel, and the bias
+      (float32, or None).
+    """
+    fmt = attrs["data_format"]
+    result = nn._ops.ucudnn_conv2d_with_statistics(
+        input=inputs, filter=tf.cast(conv.kernel, conv.compute_dtype), **attrs)
+    y = result.output
+    shape = tf.shape(y)
+    count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
+    conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
+    outputs = y
+    if conv_bias is not None:
+        outputs = tf.cast(tf.cast(y, tf.float32) + tf.reshape(conv_bias, nn.channel_shape(fmt)),
+                          y.dtype)
+    return outputs, (result.sum, result.sum_of_squares, count, conv_bias)
+
+
+def batch_norm_from_statistics(batch_norm, outputs, statistics, data_format):
+    """A Keras ``BatchNormalization``'s training call on a convolution's
+    ``outputs`` (``[batch, h, w, c]`` NHWC or ``[batch, c, h, w]`` NCHW), its
+    batch mean and variance taken from ``statistics``
+    (:func:`conv_statistics_call`'s), its moving statistics updated as Keras
+    does, the normalization in float32 (``batch_norm.py``).
+
+    Returns:
+      The normalized outputs in ``outputs``' dtype.
+    """
+    total, squares, count, conv_bias = statistics
+    mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
+    batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
+    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
+    scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
+                                                     batch_norm.epsilon)
+    channels = nn.channel_shape(data_format)
+    return tf.cast(tf.cast(outputs, tf.float32) * tf.reshape(scale, channels) +
+                   tf.reshape(offset, channels), outputs.dtype)
+
+
 def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
     """``activation(batch_norm(conv(inputs), training))`` of a Keras ``Conv2D``
     (activation None) and ``BatchNormalization`` over its channels, with
     their own variables, through tf_ucudnn.
 
-    Training (``training`` and the batch norm trainable): the convolution
-    and its output's per-channel sums from one op
-    (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU one custom
-    call), the batch mean and
-    variance from the sums, the moving statistics updated as Keras does,
-    and the output normalized in float32 (``batch_norm.py``). Otherwise the
-    batch norm is folded into the convolution: the filter scaled per output
-    channel and the offset as its bias, with a ReLU activation in the same
-    op (``Ucudnn>Conv2DWithBias``).
+    Training (``training`` and the batch norm trainable):
+    :func:`conv_statistics_call`, then :func:`batch_norm_from_statistics`.
+    Otherwise the batch norm is folded into the convolution: the filter
+    scaled per output channel and the offset as its bias, with a ReLU
+    activation in the same op (``Ucudnn>Conv2DWithBias``).
 
     Returns:
       The output, ``[batch, out_height, out_width, filters]`` (NHWC) or
       ``[batch, filters, out_height, out_width]`` (NCHW), in the
       convolution's compute dtype.
     """
-    fmt = attrs["data_format"]
+    if training and batch_norm.trainable:
+        outputs, statistics = conv_statistics_call(conv, inputs, attrs)
+        outputs = batch_norm_from_statistics(batch_norm, outputs, statistics,
+                                             attrs["data_format"])
+        return outputs if activation is None else activation(outputs)
     dtype = conv.compute_dtype
-    conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
-    training = training and batch_norm.trainable
-    if training:
-        result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs,
-                                                       filter=tf.cast(conv.kernel, dtype),
-                                                       **attrs)
-        y, total, squares = result.output, result.sum, result.sum_of_squares
-        shape = tf.shape(y)
-        count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
-        mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
-        batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
-    else:
-        mean = tf.cast(batch_norm.moving_mean, tf.float32)
-        variance = tf.cast(batch_norm.moving_variance, tf.float32)
+    mean = tf.cast(batch_norm.moving_mean, tf.float32)
+    variance = tf.cast(batch_norm.moving_variance, tf.float32)
     gamma, beta = batch_norm_math.gamma_beta(batch_norm)
     scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
                                                      batch_norm.epsilon)
-    if conv_bias is not None:
-        offset = offset + conv_bias * scale
-    if training:
-        channels = nn.channel_shape(fmt)
-        outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
-                          tf.reshape(offset, channels), dtype)
-        return outputs if activation is None else activation(outputs)
+    if conv.use_bias:
+        offset = offset + tf.cast(conv.bias, tf.float32) * scale
     relu = activation is keras.activations.relu
     folded = tf.cast(tf.cast(conv.kernel, tf.float32) * scale, dtype)
     outputs = nn.ucudnn_conv2d_op(inputs, folded, attrs, tf.cast(offset, dtype),

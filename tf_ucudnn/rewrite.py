@@ -31,7 +31,10 @@ stock ``keras.layers.Conv2D`` and ``keras.layers.Conv2DTranspose`` layers of
 a model compiled with XLA run their convolutions (and biases) through
 tf_ucudnn's ops, whose XLA kernels are the micro-batched custom calls, and the model's functions are traced again when
 that changes.
-Other ``jit_compile`` functions keep XLA's own convolutions.
+Other ``jit_compile`` functions keep XLA's own convolutions. With
+``fuse_batch_norm=True`` the same route runs Keras models' Conv2D ->
+BatchNormalization chains on the convolution's statistics, with or without
+XLA.
 
 ``rewrite_model`` is the Keras-level alternative: a copy of a model whose
 ``keras.layers.Conv2D`` and ``Conv2DTranspose`` layers are tf_ucudnn's.
@@ -78,6 +81,8 @@ class RewriteSettings:
         ``("GPU",)`` or ``("CPU:0", "GPU:1")``; None: every device.
       layout_optimizer: whether Grappler's layout optimizer runs on the
         rewritten functions.
+      fuse_batch_norm: whether Keras models' Conv2D -> BatchNormalization
+        chains train on the convolution's statistics.
     """
 
     workspace_limit: int = None
@@ -85,6 +90,7 @@ class RewriteSettings:
     batch_size_policy: str = None
     devices: tuple = None
     layout_optimizer: bool = False
+    fuse_batch_norm: bool = False
 
 
 class _Enabled:
@@ -232,7 +238,7 @@ def _rewriting_here():
 
 
 def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
-                   devices=None, *, layout_optimizer=False):
+                   devices=None, *, layout_optimizer=False, fuse_batch_norm=False):
     """Runs the convolutions of every ``tf.function`` executed from now on through tf_ucudnn.
 
     While enabled, graphs have their ``Conv2D``, ``Conv2DBackpropInput`` and
@@ -289,6 +295,16 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         replace (``DepthwiseConv2dNative``, ``Conv3D``). True: TF's default,
         under which float32 NHWC training graphs on a GPU run NCHW between
         transposes.
+      fuse_batch_norm: True also runs the chains that
+        ``rewrite_model(fuse_batch_norm=True)`` fuses (a ``keras.layers.Conv2D``
+        whose output goes only to a ``keras.layers.BatchNormalization`` over
+        its channels) of Keras models trained while the rewrite covers a GPU,
+        with and without XLA, on the convolution's statistics: the
+        convolution computes its output's per-channel sums
+        (``conv2d_with_statistics``), and in training the batch norm takes
+        its mean and variance from them (the same variables and moving
+        statistics; inference runs the batch norm as Keras does).
+        :func:`rewrite_stats` counts them as ``bn_fused``. Default False.
 
     Returns:
       A context manager that restores the previous state on exit.
@@ -299,10 +315,12 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         ``devices`` of another form (an int, say) or naming a device type
         other than CPU and GPU, a device this process does not have
         (``"GPU:9"``; the message lists those it has), or a
-        ``layout_optimizer`` that is not a bool.
+        ``layout_optimizer`` or ``fuse_batch_norm`` that is not a bool.
     """
-    if not isinstance(layout_optimizer, bool):
-        raise ValueError(f"layout_optimizer must be True or False, got {layout_optimizer!r}")
+    for name, value in (("layout_optimizer", layout_optimizer),
+                        ("fuse_batch_norm", fuse_batch_norm)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
                          "(bytes shared by all kernels), not both")
@@ -319,7 +337,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         total_workspace=total_workspace,
         batch_size_policy=knobs["batch_size_policy"] or None,
         devices=_normalize_devices(devices),
-        layout_optimizer=layout_optimizer)
+        layout_optimizer=layout_optimizer,
+        fuse_batch_norm=fuse_batch_norm)
     # The substituted kernels plan from (and save to) the benchmark database too.
     database_link.load()
     previous = _settings()
@@ -370,14 +389,17 @@ def rewrite_stats():
       that activation), ``fused_left`` (fused convolutions left alone:
       batch-norm fusions and other filter formats; counted on each of
       Grappler's passes over a graph, by default two, so one such node
-      usually counts twice).
+      usually counts twice), and ``bn_fused`` (Conv2D -> BatchNormalization
+      chains of Keras models run on the convolution's statistics, with
+      ``enable_rewrite(fuse_batch_norm=True)``: counted each time a function
+      of the model is traced with them, in training).
     """
-    return _engine.rewrite_stats()
+    return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0])
 
 
 def _install_xla_warning():
     """Wraps Keras' TF trainer so that models compiled with XLA are routed
-    through tf_ucudnn while the rewrite is on (see :func:`_route_xla`)."""
+    through tf_ucudnn while the rewrite is on (see :func:`_route_layers`)."""
     try:
         from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
     except ImportError:  # another Keras layout: no XLA route, nothing else changes
@@ -388,7 +410,7 @@ def _install_xla_warning():
         original = getattr(TensorFlowTrainer, name)
 
         def wrapped(self, *args, _original=original, **kwargs):
-            _route_xla(self)
+            _route_layers(self)
             return _original(self, *args, **kwargs)
 
         setattr(TensorFlowTrainer, name, wrapped)
@@ -410,6 +432,37 @@ def _xla_call(layer, settings, inputs):
     return call(layer, inputs, attrs)
 
 
+# Conv2D -> BatchNormalization chains traced fused (rewrite_stats' bn_fused).
+_bn_fused_count = [0]
+
+
+def _chain_conv_call(layer, settings, inputs):
+    """A fused chain's ``keras.layers.Conv2D``: its output and the sums the
+    batch norm after it takes (kept on the layer for that call)."""
+    from tf_ucudnn import layers
+
+    attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
+                               batch_size_policy=settings.batch_size_policy,
+                               total_workspace=settings.total_workspace)
+    outputs, statistics = layers.conv_statistics_call(layer, inputs, attrs)
+    layer._tf_ucudnn_statistics = (outputs, statistics, attrs["data_format"])
+    return outputs
+
+
+def _chain_batch_norm_call(batch_norm, conv, inputs, training=None, mask=None):
+    """A fused chain's ``keras.layers.BatchNormalization``: in training, on
+    the statistics its convolution just computed of these very inputs;
+    otherwise (or on other inputs) Keras' own call."""
+    from tf_ucudnn import layers
+
+    kept = conv.__dict__.pop("_tf_ucudnn_statistics", None)  # the trace's tensors: not kept
+    if training and batch_norm.trainable and kept is not None and kept[0] is inputs:
+        outputs, statistics, data_format = kept
+        _bn_fused_count[0] += 1
+        return layers.batch_norm_from_statistics(batch_norm, outputs, statistics, data_format)
+    return type(batch_norm).call(batch_norm, inputs, training=training, mask=mask)
+
+
 def _stock_layer_classes():
     """The stock Keras layers that the rewrite's XLA route and
     :func:`rewrite_model` replace, each with its tf_ucudnn layer."""
@@ -419,44 +472,79 @@ def _stock_layer_classes():
             keras.layers.Conv2DTranspose: layers.Conv2DTranspose}
 
 
-def _route_xla(model):
-    """The XLA route of ``enable_rewrite``: Grappler never sees the body of an
-    XLA-compiled function, so while the rewrite is on, the stock
-    ``keras.layers.Conv2D`` and ``Conv2DTranspose`` layers of a model compiled
-    with XLA run their convolution and bias through tf_ucudnn's ops (whose XLA
-    kernels are the micro-batched custom calls); when the rewrite is off again, or its settings change, they
-    go back (or over) and the model's compiled functions are traced anew.
-    Called by Keras' ``make_*_function`` before it builds (or reuses) them."""
+def _route_layers(model):
+    """The Keras route of ``enable_rewrite``, taken by Keras'
+    ``make_*_function`` before it builds (or reuses) them; when it changes
+    a layer, the model's functions are traced anew.
+
+    * XLA: Grappler never sees the body of an XLA-compiled function, so
+      while the rewrite is on, the stock ``keras.layers.Conv2D`` and
+      ``Conv2DTranspose`` layers of a model compiled with XLA run their
+      convolution and bias through tf_ucudnn's ops (whose XLA kernels are
+      the micro-batched custom calls).
+    * ``fuse_batch_norm``: with or without XLA, the Conv2D ->
+      BatchNormalization chains of ``rewrite_model(fuse_batch_norm=True)``
+      run on the convolution's statistics (``_chain_conv_call``,
+      ``_chain_batch_norm_call``).
+
+    When the rewrite is off again, or its settings change, the layers go
+    back (or over)."""
     settings = _settings()
     if settings is not None and not _covers_gpu(settings.devices):
         settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
-    wanted = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    xla = settings if settings is not None and getattr(model, "jit_compile", False) else None
+    fused = settings if settings is not None and settings.fuse_batch_norm else None
     from tf_ucudnn.layers import _COMPUTE_DTYPES
 
+    chains = _batch_norm_chains(model)
+    convs = {}  # id(batch_norm) -> its chain's convolution
+    for outer in [model] + _nested_models(model):
+        for layer in outer.layers:
+            if id(layer) in chains:
+                convs[id(chains[id(layer)])] = layer
     stock = _stock_layer_classes()
     # Layers in other dtypes (float64) keep XLA's convolution.
     layers = [layer for layer in model._flatten_layers(include_self=False)
               if type(layer) in stock and layer.compute_dtype in _COMPUTE_DTYPES]
     changed = False
-    for layer in layers:
-        if getattr(layer, "_tf_ucudnn_xla", None) == wanted:
+    for layer in layers + [chains[id(conv)] for conv in convs.values()]:
+        is_batch_norm = id(layer) in convs
+        if fused is not None and (is_batch_norm or id(layer) in chains):
+            kind, wanted = "chain", fused
+        else:  # a batch norm runs as Keras' unless its chain is fused
+            kind, wanted = "xla", None if is_batch_norm else xla
+        route = (kind, wanted) if wanted is not None else None
+        if getattr(layer, "_tf_ucudnn_route", None) == route:
             continue
         changed = True
-        if wanted is None:
+        if "call" in layer.__dict__:
             del layer.call
-            del layer._tf_ucudnn_xla
+        layer.__dict__.pop("_tf_ucudnn_statistics", None)
+        if route is None:
+            layer.__dict__.pop("_tf_ucudnn_route", None)
+            continue
+        if kind == "chain" and is_batch_norm:
+            layer.call = functools.partial(_chain_batch_norm_call, layer, convs[id(layer)])
+        elif kind == "chain":
+            layer.call = functools.partial(_chain_conv_call, layer, wanted)
         else:
             layer.call = functools.partial(_xla_call, layer, wanted)
-            layer._tf_ucudnn_xla = wanted
+        layer._tf_ucudnn_route = route
+    routed = [layer for layer in layers if getattr(layer, "_tf_ucudnn_route", ("",))[0] == "xla"]
+    chained = sum(getattr(layer, "_tf_ucudnn_route", ("",))[0] == "chain" for layer in layers)
     if changed:
-        # Traced with the other convolution: trace again when next needed.
+        # Traced with the other layers: trace again when next needed.
         model.train_function = model.test_function = model.predict_function = None
-        if wanted is not None:
-            transposed = sum(isinstance(layer, keras.layers.Conv2DTranspose) for layer in layers)
+        if routed:
+            transposed = sum(isinstance(layer, keras.layers.Conv2DTranspose) for layer in routed)
             _log.info("tf_ucudnn.enable_rewrite: model %r is compiled with XLA; its %d "
                       "keras.layers.Conv2D%s layers run tf_ucudnn's XLA kernels while the "
-                      "rewrite is on", model.name, len(layers) - transposed,
+                      "rewrite is on", model.name, len(routed) - transposed,
                       f" and {transposed} keras.layers.Conv2DTranspose" if transposed else "")
+        if chained:
+            _log.info("tf_ucudnn.enable_rewrite: model %r: its %d keras.layers.Conv2D -> "
+                      "BatchNormalization chains train on the convolution's statistics while "
+                      "the rewrite is on", model.name, chained)
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1,
