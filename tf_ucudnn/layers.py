@@ -182,11 +182,11 @@ def conv_statistics_call(conv, inputs, attrs):
     one custom call), for the ``BatchNormalization`` after it.
 
     Returns:
-      ``(outputs, statistics)``: the output with the layer's bias, in its
-      compute dtype, and what :func:`batch_norm_from_statistics` takes: the
-      sum and sum of squares of the output before the bias (float32
-      ``[filters]``), the number of values summed per channel, and the bias
-      (float32, or None).
+      ``(y, statistics)``: the convolution's output without the layer's
+      bias, in its compute dtype, and what :func:`batch_norm_from_statistics`
+      takes: the sum and sum of squares of ``y`` (float32 ``[filters]``), the
+      number of values summed per channel, and the bias (float32, or None),
+      which the batch norm folds into its mean and offset.
     """
     fmt = attrs["data_format"]
     result = nn._ops.ucudnn_conv2d_with_statistics(
@@ -195,22 +195,19 @@ def conv_statistics_call(conv, inputs, attrs):
     shape = tf.shape(y)
     count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
     conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
-    outputs = y
-    if conv_bias is not None:
-        outputs = tf.cast(tf.cast(y, tf.float32) + tf.reshape(conv_bias, nn.channel_shape(fmt)),
-                          y.dtype)
-    return outputs, (result.sum, result.sum_of_squares, count, conv_bias)
+    return y, (result.sum, result.sum_of_squares, count, conv_bias)
 
 
-def batch_norm_from_statistics(batch_norm, outputs, statistics, data_format):
+def batch_norm_from_statistics(batch_norm, y, statistics, data_format):
     """A Keras ``BatchNormalization``'s training call on a convolution's
-    ``outputs`` (``[batch, h, w, c]`` NHWC or ``[batch, c, h, w]`` NCHW), its
-    batch mean and variance taken from ``statistics``
-    (:func:`conv_statistics_call`'s), its moving statistics updated as Keras
-    does, the normalization in float32 (``batch_norm.py``).
+    output plus its bias, from :func:`conv_statistics_call`'s ``y`` (without
+    the bias; ``[batch, h, w, c]`` NHWC or ``[batch, c, h, w]`` NCHW) and
+    ``statistics``: the batch mean and variance from the sums, the moving
+    statistics updated as Keras does, the bias folded into the offset, the
+    normalization in float32 (``batch_norm.py``).
 
     Returns:
-      The normalized outputs in ``outputs``' dtype.
+      The normalized output in ``y``'s dtype.
     """
     total, squares, count, conv_bias = statistics
     mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
@@ -218,9 +215,11 @@ def batch_norm_from_statistics(batch_norm, outputs, statistics, data_format):
     gamma, beta = batch_norm_math.gamma_beta(batch_norm)
     scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
                                                      batch_norm.epsilon)
+    if conv_bias is not None:
+        offset = offset + conv_bias * scale
     channels = nn.channel_shape(data_format)
-    return tf.cast(tf.cast(outputs, tf.float32) * tf.reshape(scale, channels) +
-                   tf.reshape(offset, channels), outputs.dtype)
+    return tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
+                   tf.reshape(offset, channels), y.dtype)
 
 
 def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
@@ -240,9 +239,8 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
       convolution's compute dtype.
     """
     if training and batch_norm.trainable:
-        outputs, statistics = conv_statistics_call(conv, inputs, attrs)
-        outputs = batch_norm_from_statistics(batch_norm, outputs, statistics,
-                                             attrs["data_format"])
+        y, statistics = conv_statistics_call(conv, inputs, attrs)
+        outputs = batch_norm_from_statistics(batch_norm, y, statistics, attrs["data_format"])
         return outputs if activation is None else activation(outputs)
     dtype = conv.compute_dtype
     mean = tf.cast(batch_norm.moving_mean, tf.float32)

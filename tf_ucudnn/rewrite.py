@@ -47,6 +47,7 @@ import threading
 import warnings
 
 import keras
+import tensorflow as tf
 from tensorflow.python.eager import context as _context
 
 from tf_ucudnn import _engine, database_link, nn
@@ -437,15 +438,20 @@ _bn_fused_count = [0]
 
 
 def _chain_conv_call(layer, settings, inputs):
-    """A fused chain's ``keras.layers.Conv2D``: its output and the sums the
-    batch norm after it takes (kept on the layer for that call)."""
+    """A fused chain's ``keras.layers.Conv2D``: its output (with its bias,
+    what Keras' batch norm reads where it runs instead), the output without
+    the bias and the sums, kept on the layer for the batch norm's call."""
     from tf_ucudnn import layers
 
     attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
                                batch_size_policy=settings.batch_size_policy,
                                total_workspace=settings.total_workspace)
-    outputs, statistics = layers.conv_statistics_call(layer, inputs, attrs)
-    layer._tf_ucudnn_statistics = (outputs, statistics, attrs["data_format"])
+    y, statistics = layers.conv_statistics_call(layer, inputs, attrs)
+    outputs = y
+    if layer.use_bias:
+        outputs = tf.nn.bias_add(y, tf.cast(layer.bias, y.dtype),
+                                 data_format=attrs["data_format"])
+    layer._tf_ucudnn_statistics = (outputs, y, statistics, attrs["data_format"])
     return outputs
 
 
@@ -457,9 +463,9 @@ def _chain_batch_norm_call(batch_norm, conv, inputs, training=None, mask=None):
 
     kept = conv.__dict__.pop("_tf_ucudnn_statistics", None)  # the trace's tensors: not kept
     if training and batch_norm.trainable and kept is not None and kept[0] is inputs:
-        outputs, statistics, data_format = kept
+        _, y, statistics, data_format = kept
         _bn_fused_count[0] += 1
-        return layers.batch_norm_from_statistics(batch_norm, outputs, statistics, data_format)
+        return layers.batch_norm_from_statistics(batch_norm, y, statistics, data_format)
     return type(batch_norm).call(batch_norm, inputs, training=training, mask=mask)
 
 
@@ -496,16 +502,12 @@ def _route_layers(model):
     fused = settings if settings is not None and settings.fuse_batch_norm else None
     from tf_ucudnn.layers import _COMPUTE_DTYPES
 
-    chains = _batch_norm_chains(model)
-    convs = {}  # id(batch_norm) -> its chain's convolution
-    for outer in [model] + _nested_models(model):
-        for layer in outer.layers:
-            if id(layer) in chains:
-                convs[id(chains[id(layer)])] = layer
     stock = _stock_layer_classes()
     # Layers in other dtypes (float64) keep XLA's convolution.
     layers = [layer for layer in model._flatten_layers(include_self=False)
               if type(layer) in stock and layer.compute_dtype in _COMPUTE_DTYPES]
+    chains = _batch_norm_chains(model)  # their convolutions are among `layers`
+    convs = {id(chains[id(layer)]): layer for layer in layers if id(layer) in chains}
     changed = False
     for layer in layers + [chains[id(conv)] for conv in convs.values()]:
         is_batch_norm = id(layer) in convs
