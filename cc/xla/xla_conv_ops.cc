@@ -205,6 +205,43 @@ class UcudnnXlaKernel : public XlaOpKernel {
   }
 
  protected:
+  // The typed-FFI custom call `target` on `call`'s operands, of `results`
+  // (one: an array result; more: a tuple), and the ops of those results.
+  // Its config is the params and knobs, TF32 and determinism fixed when the
+  // function is compiled, as XLA's own convolutions fix theirs. With
+  // UCUDNN_XLA_WORKSPACE=buffer the call has one more result, u8 of the
+  // limit's size, that XLA's buffer assignment places (live only during the
+  // call, as the workspace of XLA's own convolutions); not in a Workspace
+  // Division group, whose kernels' shares are known only when the group is
+  // planned.
+  std::vector<xla::XlaOp> CustomCall(XlaOpKernelContext* ctx, const char* target,
+                                     const ConvParams& params, const CallSignature& call,
+                                     std::vector<xla::Shape> results) const {
+    XlaConvConfig config;
+    config.params = params;
+    config.knobs = attrs_.knobs;
+    config.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
+    config.knobs.deterministic = OpDeterminismRequired();
+    const ucudnn::PlanningKnobs& knobs = attrs_.knobs;
+    const size_t wanted = results.size();
+    if (xla_workspace_ == ucudnn::XlaWorkspace::kBuffer && knobs.total_workspace == 0 &&
+        knobs.workspace_limit > 0) {
+      results.push_back(
+          xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit}));
+    }
+    xla::XlaOp out = xla::CustomCallWithLayout(
+        ctx->builder(), target, call.operands,
+        results.size() == 1 ? results[0] : xla::ShapeUtil::MakeTupleShape(results),
+        call.operand_shapes, EncodeXlaConvConfig(config), /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+        xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+    if (results.size() == 1) return {out};
+    std::vector<xla::XlaOp> ops;
+    for (size_t i = 0; i < wanted; ++i) ops.push_back(xla::GetTupleElement(out, i));
+    return ops;
+  }
+
   ConvAttrs attrs_;
   ucudnn::XlaWorkspace xla_workspace_ = ucudnn::XlaWorkspace::kScratch;  // UCUDNN_XLA_WORKSPACE
   bool pad_channels_ = true;  // UCUDNN_XLA_PAD_CHANNELS
@@ -281,35 +318,10 @@ class UcudnnXlaConvOp : public UcudnnXlaKernel<kGpu> {
                                                const TensorShape& filter_shape,
                                                const TensorShape& output_shape) {
     const TensorShape bias_shape = kBias ? ctx->InputShape(2) : TensorShape();
-    CallSignature call = CustomCallSignature(kPass, type_, params, ops, input_shape,
-                                             filter_shape, output_shape,
-                                             kBias ? &bias_shape : nullptr);
-    XlaConvConfig config;
-    config.params = params;
-    config.knobs = attrs_.knobs;
-    // Numerics are fixed when the function is compiled, as XLA's own
-    // convolutions fix theirs.
-    config.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
-    config.knobs.deterministic = OpDeterminismRequired();
-    // UCUDNN_XLA_WORKSPACE=buffer: a second result, u8 of the limit's size,
-    // that XLA's buffer assignment places (live only during the call, as the
-    // workspace of XLA's own convolutions). Not in a Workspace Division group,
-    // whose kernels' shares are known only when the group is planned.
-    const ucudnn::PlanningKnobs& knobs = attrs_.knobs;
-    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
-                                  knobs.total_workspace == 0 && knobs.workspace_limit > 0;
-    if (workspace_result) {
-      call.result = xla::ShapeUtil::MakeTupleShape(
-          {call.result,
-           xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit})});
-    }
-    xla::XlaOp out = xla::CustomCallWithLayout(
-        ctx->builder(), XlaConvTarget(kPass), call.operands, call.result, call.operand_shapes,
-        EncodeXlaConvConfig(config), /*has_side_effect=*/false,
-        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
-        xla::CustomCallSchedule::SCHEDULE_NONE,
-        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    return workspace_result ? xla::GetTupleElement(out, 0) : out;
+    const CallSignature call = CustomCallSignature(kPass, type_, params, ops, input_shape,
+                                                   filter_shape, output_shape,
+                                                   kBias ? &bias_shape : nullptr);
+    return this->CustomCall(ctx, XlaConvTarget(kPass), params, call, {call.result})[0];
   }
 
   // CPU: TF's own lowering of Conv2D and its gradients to XLA convolutions.
@@ -419,17 +431,6 @@ class UcudnnXlaConvStatisticsOp : public UcudnnXlaKernel<kGpu> {
                          const TensorShape& output_shape) {
     CallSignature call = CustomCallSignature(Pass::kForward, type_, params, ops, input_shape,
                                              filter_shape, output_shape, nullptr);
-    XlaConvConfig config;
-    config.params = params;
-    config.knobs = attrs_.knobs;
-    config.knobs.allow_tf32 = tsl::tensor_float_32_execution_enabled();
-    config.knobs.deterministic = OpDeterminismRequired();
-    const ucudnn::PlanningKnobs& knobs = attrs_.knobs;
-    const bool workspace_result = xla_workspace_ == ucudnn::XlaWorkspace::kBuffer &&
-                                  knobs.total_workspace == 0 && knobs.workspace_limit > 0;
-    const xla::Shape sums =
-        xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.out_channels});
-    std::vector<xla::Shape> results = {call.result, sums, sums};
     if (kPrologue) {
       const xla::Shape channels =
           xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.in_channels});
@@ -438,20 +439,13 @@ class UcudnnXlaConvStatisticsOp : public UcudnnXlaKernel<kGpu> {
         call.operand_shapes.push_back(channels);
       }
     }
-    if (workspace_result) {
-      results.push_back(
-          xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::U8, {knobs.workspace_limit}));
-    }
-    xla::XlaOp out = xla::CustomCallWithLayout(
-        ctx->builder(),
+    const xla::Shape sums =
+        xla::ShapeUtil::MakeShapeWithDescendingLayout(xla::F32, {params.out_channels});
+    const std::vector<xla::XlaOp> out = this->CustomCall(
+        ctx,
         kPrologue ? ucudnn_tf::kXlaNormalizedStatisticsTarget : ucudnn_tf::kXlaStatisticsTarget,
-        call.operands,
-        xla::ShapeUtil::MakeTupleShape(results), call.operand_shapes,
-        EncodeXlaConvConfig(config), /*has_side_effect=*/false,
-        /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
-        xla::CustomCallSchedule::SCHEDULE_NONE,
-        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    for (int i = 0; i < 3; ++i) ctx->SetOutput(i, xla::GetTupleElement(out, i));
+        params, call, {call.result, sums, sums});
+    for (int i = 0; i < 3; ++i) ctx->SetOutput(i, out[i]);
   }
 
 };
