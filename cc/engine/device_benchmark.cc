@@ -152,14 +152,9 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
   UCUDNN_RETURN_IF_ERROR(ops.FilterOperands(handle->handle, t, ps, &b, &out));
   // One search workspace for every size (SearchWorkspace).
   const bool legacy = engines != EngineSet::kGraph;  // at some size, at least
-  // The fusion's tensors: the caller's bias and input scale and bias, and its
-  // sums as the graphs' scratch (the plan's run writes them again).
-  FusionPointers fusion;
-  fusion.bias = t.bias;
-  fusion.input_scale = t.prologue_scale;
-  fusion.input_bias = t.prologue_bias;
-  fusion.sum = t.sum;
-  fusion.sum_of_squares = t.sum_of_squares;
+  // The fusion's tensors, the caller's sums as the graphs' scratch (the
+  // plan's run writes them again).
+  const FusionPointers fusion = t.fusion();
   SearchWorkspace search(scratch, workspace_limit);
   if (legacy) {
     UCUDNN_RETURN_IF_ERROR(search.SizeForLegacy(handle->handle, &legacy_, sizes));

@@ -63,6 +63,19 @@ struct BenchmarkPeer {
   ScratchAllocator* scratch = nullptr;
 };
 
+// What one micro-batch's fused convolution reads or writes besides its x, w
+// and y: the prologue's scale and bias and the epilogue's bias (the whole
+// pass's), and the statistics epilogue's sums of this micro-batch alone
+// (out_channels float32 each, written; the plan runner adds them up over the
+// micro-batches).
+struct FusionPointers {
+  const void* bias = nullptr;
+  float* sum = nullptr;
+  float* sum_of_squares = nullptr;
+  const void* input_scale = nullptr;
+  const void* input_bias = nullptr;
+};
+
 // The tensors of one pass, in TF's layouts (filter HWIO), and the forward
 // pass's bias where it has one.
 //   forward:         a = input,        b = filter,       out = output
@@ -102,19 +115,16 @@ struct PassTensors {
     t.input_bias = input_bias != nullptr;
     return t;
   }
-};
-
-// What one micro-batch's fused convolution reads or writes besides its x, w
-// and y: the prologue's scale and bias and the epilogue's bias (the whole
-// pass's), and the statistics epilogue's sums of this micro-batch alone
-// (out_channels float32 each, written; the plan runner adds them up over the
-// micro-batches).
-struct FusionPointers {
-  const void* bias = nullptr;
-  float* sum = nullptr;
-  float* sum_of_squares = nullptr;
-  const void* input_scale = nullptr;
-  const void* input_bias = nullptr;
+  // The fusion's tensors as a graph of the whole pass reads them.
+  FusionPointers fusion() const {
+    FusionPointers f;
+    f.bias = bias;
+    f.sum = sum;
+    f.sum_of_squares = sum_of_squares;
+    f.input_scale = prologue_scale;
+    f.input_bias = prologue_bias;
+    return f;
+  }
 };
 
 }  // namespace ucudnn

@@ -130,10 +130,7 @@ Status PlanRunner::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pla
     zero = base + chosen.accumulator_bytes - kAccumulatorAlign;
     UCUDNN_CUDA_OK(cudaMemsetAsync(base, 0, chosen.accumulator_bytes, stream));
   }
-  FusionPointers fusion;
-  fusion.bias = t.bias;
-  fusion.input_scale = t.prologue_scale;
-  fusion.input_bias = t.prologue_bias;
+  FusionPointers fusion = t.fusion();  // the sums: StatisticsSums's
   StatisticsSums sums;
   if (params.fusion.statistics()) {
     UCUDNN_RETURN_IF_ERROR(sums.Begin(stream, params.out_channels,
