@@ -46,9 +46,16 @@ Status RunCpu(const Plan& plan, Pass pass, const ConvParams& p, const CpuPassTen
       filter_acc = acc.data();
     }
   }
-  // The prologue's output, one micro-batch of the input at a time.
+  // The prologue's output, one micro-batch of the input at a time; its scale
+  // and bias rounded to T, as the GPU engine hands them to cuDNN's graphs
+  // (the same op on either device).
   std::vector<T> staged;
+  std::vector<float> scale, shift;
   if (p.fusion.input_scale_bias() && !p.empty()) {
+    for (int64_t c = 0; c < p.in_channels; ++c) {
+      scale.push_back(static_cast<float>(static_cast<T>(t.input_scale[c])));
+      shift.push_back(static_cast<float>(static_cast<T>(t.input_bias[c])));
+    }
     int64_t largest = 0;
     for (const MicroBatch& mb : plan.micro_batches) largest = std::max(largest, mb.size);
     staged.resize(largest * p.input_sample_size());
@@ -62,7 +69,7 @@ Status RunCpu(const Plan& plan, Pass pass, const ConvParams& p, const CpuPassTen
             case Pass::kForward: {
               const T* input = a + in_off;
               if (p.fusion.input_scale_bias()) {
-                CpuInputPrologue<T>(p, mb.size, input, t.input_scale, t.input_bias,
+                CpuInputPrologue<T>(p, mb.size, input, scale.data(), shift.data(),
                                     staged.data());
                 input = staged.data();
               }

@@ -27,7 +27,8 @@ struct CpuPassTensors {
   void* out = nullptr;
   // Epilogue::kBias*: out_channels elements of params.dtype.
   const void* bias = nullptr;
-  // Prologue::kScaleBias*: in_channels float32 each.
+  // Prologue::kScaleBias*: in_channels float32 each, used rounded to
+  // params.dtype (as the GPU engine hands them to cuDNN's graphs).
   const float* input_scale = nullptr;
   const float* input_bias = nullptr;
   // Epilogue::kStatistics: out_channels float32 each, written: the sums over

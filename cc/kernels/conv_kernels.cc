@@ -7,7 +7,6 @@
 #endif
 
 #include <functional>
-#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -225,25 +224,12 @@ class UcudnnConvOp : public OpKernel {
       OP_REQUIRES_OK(ctx, CheckBias(fusion.bias->shape(), params));
       params.fusion = attrs_.fusion;
     }
-    // The prologue's scale and offset, rounded to T on the CPU as the GPU
-    // engine rounds them for cuDNN's graphs (the same op on either device).
-    Tensor rounded_scale, rounded_offset;
     if (kPrologue) {
       fusion.input_scale = &ctx->input(2);
       fusion.input_bias = &ctx->input(3);
       OP_REQUIRES_OK(ctx, CheckInputScaleBias(fusion.input_scale->shape(),
                                               fusion.input_bias->shape(), params));
       params.fusion.prologue = attrs_.fusion.prologue;
-      if (std::is_same<Device, CPUDevice>::value && !std::is_same<T, float>::value) {
-        auto round = [&](const Tensor** from, Tensor* to) {
-          OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, (*from)->shape(), to));
-          to->flat<float>() = (*from)->flat<float>().cast<T>().template cast<float>();
-          *from = to;
-        };
-        round(&fusion.input_scale, &rounded_scale);
-        round(&fusion.input_bias, &rounded_offset);
-        if (!ctx->status().ok()) return;
-      }
     }
     if (kStatistics) {
       params.fusion.epilogue = ucudnn::Epilogue::kStatistics;
