@@ -92,7 +92,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
             if prologue:
                 # Rounded to the input's dtype on the way forward only (a
                 # cast's gradient would round, and overflow, the gradient too).
-                channels = [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
+                channels = tf_ucudnn.nn.channel_shape(data_format)
                 s32, o32 = (tf.reshape(v + tf.stop_gradient(
                     tf.cast(tf.cast(v, dtype), tf.float32) - v), channels) for v in (scale, offset))
                 conv_input = x32 * s32 + o32
@@ -125,24 +125,34 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
     @parameterized.parameters(tf.float32, tf.float16)
     def test_under_jit_compile_as_eagerly(self, dtype):
         # GPU: the statistics custom call; CPU: XLA's convolution and reductions.
-        x, _, f, _ = self._inputs("n6_8x8_3x3", "NHWC", dtype)
+        self.check_jit_compile_as_eagerly(dtype, prologue=False)
 
-        def run(x, f):
+    def check_jit_compile_as_eagerly(self, dtype, prologue):
+        """The op (with the input prologue and ReLU where ``prologue``) in a
+        jit_compile function against the same eagerly: results and the
+        gradients of input, filter (and scale and offset)."""
+        x, _, f, _ = self._inputs("n6_8x8_3x3", "NHWC", dtype)
+        watched = [x, f]
+        if prologue:
+            watched += [tf.linspace(0.5, 1.5, f.shape[2]), tf.linspace(-0.3, 0.3, f.shape[2])]
+
+        def run(*watched):
             with tf.GradientTape() as tape:
-                tape.watch([x, f])
-                y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME",
-                                                                     micro_batch_size=4)
+                tape.watch(watched)
+                kwargs = dict(input_scale=watched[2], input_offset=watched[3],
+                              input_relu=True) if prologue else {}
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(
+                    watched[0], watched[1], 1, "SAME", micro_batch_size=4, **kwargs)
                 loss = tf.reduce_sum(total) + 0.01 * tf.reduce_sum(squares)
-            return (y, total, squares), tape.gradient(loss, [x, f])
+            return (y, total, squares), tape.gradient(loss, watched)
 
         with tf.device(self.DEVICE):
-            (y, total, squares), grads = tf.function(run, jit_compile=True)(x, f)
-            (y0, total0, squares0), grads0 = run(x, f)
+            results, grads = tf.function(run, jit_compile=True)(*watched)
+            results0, grads0 = run(*watched)
         tol = TOLERANCE[dtype]
-        assert_rel_l2(self, y, y0, tol, "output")
-        assert_rel_l2(self, total, total0, tol, "sum")
-        assert_rel_l2(self, squares, squares0, tol, "sum of squares")
-        for name, got, want in zip(("input", "filter"), grads, grads0):
+        for name, got, want in zip(("output", "sum", "sum of squares"), results, results0):
+            assert_rel_l2(self, got, want, tol, name)
+        for name, got, want in zip(("input", "filter", "scale", "offset"), grads, grads0):
             assert_rel_l2(self, got, want, tol, f"{name} gradient")
 
     @parameterized.product(data_format=["NHWC", "NCHW"], relu=[True, False],
@@ -158,27 +168,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
     def test_input_prologue_under_jit_compile_as_eagerly(self, dtype):
         # GPU: the normalized statistics custom call; CPU: XLA's elementwise
         # ops, convolution and reductions.
-        x, _, f, _ = self._inputs("n6_8x8_3x3", "NHWC", dtype)
-        scale = tf.linspace(0.5, 1.5, f.shape[2])
-        offset = tf.linspace(-0.3, 0.3, f.shape[2])
-
-        def run(x, f, scale, offset):
-            with tf.GradientTape() as tape:
-                tape.watch([x, f, scale, offset])
-                y, total, squares = tf_ucudnn.conv2d_with_statistics(
-                    x, f, 1, "SAME", micro_batch_size=4, input_scale=scale,
-                    input_offset=offset, input_relu=True)
-                loss = tf.reduce_sum(total) + 0.01 * tf.reduce_sum(squares)
-            return (y, total, squares), tape.gradient(loss, [x, f, scale, offset])
-
-        with tf.device(self.DEVICE):
-            results, grads = tf.function(run, jit_compile=True)(x, f, scale, offset)
-            results0, grads0 = run(x, f, scale, offset)
-        tol = TOLERANCE[dtype]
-        for name, got, want in zip(("output", "sum", "sum of squares"), results, results0):
-            assert_rel_l2(self, got, want, tol, name)
-        for name, got, want in zip(("input", "filter", "scale", "offset"), grads, grads0):
-            assert_rel_l2(self, got, want, tol, f"{name} gradient")
+        self.check_jit_compile_as_eagerly(dtype, prologue=True)
 
     def test_input_prologue_with_asymmetric_padding(self):
         # Stride 2, SAME, 3x3 on 8x8: one row of padding below, none above.
