@@ -195,7 +195,7 @@ case "$1" in
             # rewrite_model(fuse_batch_norm=True) without and with XLA, at 64 MiB (RUNS=K: K
             # processes each)
     timeout "${4:-560}" bash "$SCRIPT" bench models --models "$2" --limits 64MiB --xla \
-      --modes stock,stock-xla,ucudnn-xla,ucudnn-bn,ucudnn-bn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
+      --modes stock,stock-xla,ucudnn-xla,ucudnn-bn,ucudnn-bnstats-xla,ucudnn-bn-xla --precision "${3:-float32}" --runs "${RUNS:-1}" \
       --json "$OUT/bn_pair_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/bn_pair_$2_${3:-float32}.log" ;;
   xla_search)  # UCUDNN_GRAPH_SEARCH under XLA: stock XLA and tf_ucudnn under XLA (default

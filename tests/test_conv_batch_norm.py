@@ -303,6 +303,98 @@ class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
     DEVICE = "/GPU:0"
 
 
+class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
+    """Two ``Conv2DBatchNorm`` layers in a row, the ReLU between them a layer
+    of its own, an activation of the first, or absent: in a traced training
+    step the second convolution reads the first's convolution output and
+    applies its batch norm (and ReLU) as its prologue
+    (``Ucudnn>NormalizedConv2DWithStatistics``); the loss, every gradient
+    and the moving statistics match the same layers with the prologue off
+    (which Conv2DBatchNormTest checks against Keras' own layers): relative
+    L2 1e-5, float32 without TF32, with micro-batches and under
+    jit_compile."""
+
+    DEVICE = "/CPU:0"
+
+    def _layers(self, between, input_prologue, micro_batch_size=None):
+        first = tf_ucudnn.layers.Conv2DBatchNorm(
+            6, 3, padding="same", activation="relu" if between == "activation" else None,
+            micro_batch_size=micro_batch_size, input_prologue=input_prologue)
+        second = tf_ucudnn.layers.Conv2DBatchNorm(
+            4, 3, padding="same", use_bias=True, micro_batch_size=micro_batch_size,
+            input_prologue=input_prologue)
+
+        def forward(x):
+            t = first(x, training=True)
+            if between == "layer":
+                t = keras.layers.ReLU()(t)
+            return second(t, training=True)
+        return first, second, forward
+
+    def _step(self, between, input_prologue, jit_compile=False, micro_batch_size=None):
+        rng = np.random.default_rng(29)
+        x = tf.constant(rng.standard_normal((5, 7, 8, 3)) * 2.0 + 0.5, tf.float32)
+        keras.utils.set_random_seed(7)
+        first, second, forward = self._layers(between, input_prologue, micro_batch_size)
+        with tf.device(self.DEVICE):
+            forward(x)  # build; moving statistics move once
+        weights = [first.conv.kernel, first.batch_norm.gamma, first.batch_norm.beta,
+                   second.conv.kernel, second.batch_norm.gamma, second.batch_norm.beta]
+
+        @tf.function(jit_compile=jit_compile)
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.cast(forward(x), tf.float32)
+                loss = tf.reduce_sum(y * tf.sin(y))
+            return loss, tape.gradient(loss, [x] + weights)
+
+        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+        with tf.device(self.DEVICE):
+            loss, grads = step(x)
+        ops = {op.type for op in step.get_concrete_function(x).graph.get_operations()}
+        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        moving = [second.batch_norm.moving_mean, second.batch_norm.moving_variance]
+        return loss, grads, moving, ops, taken
+
+    @parameterized.product(between=["layer", "activation", "none"], micro_batch_size=[None, 2])
+    def test_same_step_with_and_without_the_prologue(self, between, micro_batch_size):
+        loss, grads, moving, ops, taken = self._step(between, True,
+                                                     micro_batch_size=micro_batch_size)
+        self.assertIn("Ucudnn>NormalizedConv2DWithStatistics", ops)
+        self.assertGreaterEqual(taken, 1)
+        loss_off, grads_off, moving_off, ops_off, taken_off = self._step(
+            between, False, micro_batch_size=micro_batch_size)
+        self.assertNotIn("Ucudnn>NormalizedConv2DWithStatistics", ops_off)
+        self.assertEqual(taken_off, 0)
+        assert_rel_l2(self, loss, loss_off, 1e-5, "loss")
+        names = ["input", "kernel 1", "gamma 1", "beta 1", "kernel 2", "gamma 2", "beta 2"]
+        for name, got, want in zip(names, grads, grads_off):
+            assert_rel_l2(self, got, want, 1e-5, f"gradient of {name}")
+        for got, want in zip(moving, moving_off):
+            assert_rel_l2(self, got, want, 1e-5, "second layer's moving statistics")
+
+    def test_under_jit_compile(self):
+        loss, grads, _, ops, _ = self._step("layer", True, jit_compile=True)
+        self.assertIn("Ucudnn>NormalizedConv2DWithStatistics", ops)
+        loss_off, grads_off, _, _, _ = self._step("layer", False, jit_compile=False)
+        assert_rel_l2(self, loss, loss_off, 1e-5, "loss")
+        for got, want in zip(grads, grads_off):
+            assert_rel_l2(self, got, want, 1e-5, "gradient")
+
+    def test_knob_must_be_a_bool(self):
+        with self.assertRaisesRegex(ValueError, "input_prologue must be True or False"):
+            tf_ucudnn.layers.Conv2DBatchNorm(4, 3, input_prologue="yes")
+
+
+@pytest.mark.gpu
+class PrologueChainGpuTest(OnGpuWithoutTf32, PrologueChainTest):
+    """The same on /GPU:0 (TF32 off: the prologue runs before the convolution,
+    into scratch, and the statistics reduce after it)."""
+
+    DEVICE = "/GPU:0"
+
+
 class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
     """``enable_rewrite(fuse_batch_norm=True)``: a Keras model's Conv2D ->
     BatchNormalization chains train on the convolution's statistics, with

@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras.src.backend.common.backend_utils import compute_conv_transpose_output_shape
 
 from tf_ucudnn import batch_norm as batch_norm_math
+from tf_ucudnn import batch_norm_chain
 from tf_ucudnn import nn
 
 
@@ -176,10 +177,17 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
-def conv_statistics_call(conv, inputs, attrs):
+def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     """A Keras ``Conv2D``'s output (no activation) and its per-channel sums
     from one op (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU
     one custom call), for the ``BatchNormalization`` after it.
+
+    With ``input_prologue``, in a traced step, where ``inputs`` is the
+    output of a batch norm computed by :func:`batch_norm_from_statistics`
+    (or a ReLU of it), the convolution reads that batch norm's input and
+    applies its normalization and ReLU as its prologue instead
+    (``batch_norm_chain``): the normalized tensor is not kept for the
+    backward pass unless another layer reads it.
 
     Returns:
       ``(y, statistics)``: the convolution's output without the layer's
@@ -189,8 +197,16 @@ def conv_statistics_call(conv, inputs, attrs):
       which the batch norm folds into its mean and offset.
     """
     fmt = attrs["data_format"]
-    result = nn._ops.ucudnn_conv2d_with_statistics(
-        input=inputs, filter=tf.cast(conv.kernel, conv.compute_dtype), **attrs)
+    kernel = tf.cast(conv.kernel, conv.compute_dtype)
+    chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
+    if chain is not None and chain[0].dtype == inputs.dtype:
+        normalized, scale, offset, relu = chain
+        batch_norm_chain.prologues_taken[0] += 1
+        result = nn._ops.ucudnn_normalized_conv2d_with_statistics(
+            input=normalized, filter=kernel, scale=scale, offset=offset, input_relu=relu,
+            **attrs)
+    else:
+        result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
     y = result.output
     shape = tf.shape(y)
     count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
@@ -218,17 +234,22 @@ def batch_norm_from_statistics(batch_norm, y, statistics, data_format):
     if conv_bias is not None:
         offset = offset + conv_bias * scale
     channels = nn.channel_shape(data_format)
-    return tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
-                   tf.reshape(offset, channels), y.dtype)
+    outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
+                      tf.reshape(offset, channels), y.dtype)
+    batch_norm_chain.remember(outputs, y, scale, offset)
+    return outputs
 
 
-def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
+def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs,
+                         input_prologue=False):
     """``activation(batch_norm(conv(inputs), training))`` of a Keras ``Conv2D``
     (activation None) and ``BatchNormalization`` over its channels, with
     their own variables, through tf_ucudnn.
 
     Training (``training`` and the batch norm trainable):
-    :func:`conv_statistics_call`, then :func:`batch_norm_from_statistics`.
+    :func:`conv_statistics_call` (with ``input_prologue``: on the previous
+    batch norm's input where ``inputs`` is its output), then
+    :func:`batch_norm_from_statistics`.
     Otherwise the batch norm is folded into the convolution: the filter
     scaled per output channel and the offset as its bias, with a ReLU
     activation in the same op (``Ucudnn>Conv2DWithBias``).
@@ -239,7 +260,7 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs):
       convolution's compute dtype.
     """
     if training and batch_norm.trainable:
-        y, statistics = conv_statistics_call(conv, inputs, attrs)
+        y, statistics = conv_statistics_call(conv, inputs, attrs, input_prologue)
         outputs = batch_norm_from_statistics(batch_norm, y, statistics, attrs["data_format"])
         return outputs if activation is None else activation(outputs)
     dtype = conv.compute_dtype
@@ -300,6 +321,15 @@ class Conv2DBatchNorm(keras.layers.Layer):
     knobs:
 
     Args:""" + _KNOB_ARGS + """
+      input_prologue: in a traced training step (``model.fit``,
+        ``tf.function``, ``jit_compile``), where this layer's input is the
+        output of another ``Conv2DBatchNorm`` (or of the batch norm of an
+        ``enable_rewrite(fuse_batch_norm=True)`` chain), or a ReLU of it,
+        read that layer's convolution output and apply its normalization
+        and ReLU as this convolution's prologue, so that the normalized
+        tensor is not kept for the backward pass unless another layer reads
+        it (its gradient computes it again). Default True; eagerly it does
+        nothing.
 
     In training the output equals Keras' ``Conv2D`` → ``BatchNormalization``
     → activation up to float32 rounding (the variance from sums rather than
@@ -308,8 +338,9 @@ class Conv2DBatchNorm(keras.layers.Layer):
     bias (``Ucudnn>Conv2DWithBias``, with a ReLU in it).
 
     Raises:
-      ValueError: from ``__init__``: a knob out of range, or a ``dtype``
-        policy whose compute dtype is not float32, float16 or bfloat16.
+      ValueError: from ``__init__``: a knob out of range, ``input_prologue``
+        not a bool, or a ``dtype`` policy whose compute dtype is not
+        float32, float16 or bfloat16.
     """
 
     _CONV_ARGS = ("filters", "kernel_size", "strides", "padding", "data_format",
@@ -330,7 +361,7 @@ class Conv2DBatchNorm(keras.layers.Layer):
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, workspace_limit=None, batch_size_policy=None,
-                 micro_batch_size=None, **kwargs):
+                 micro_batch_size=None, input_prologue=True, **kwargs):
         super().__init__(**kwargs)
         nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                         micro_batch_size=micro_batch_size)
@@ -340,6 +371,9 @@ class Conv2DBatchNorm(keras.layers.Layer):
         self.workspace_limit = workspace_limit
         self.batch_size_policy = batch_size_policy
         self.micro_batch_size = micro_batch_size
+        if not isinstance(input_prologue, bool):
+            raise ValueError(f"input_prologue must be True or False, got {input_prologue!r}")
+        self.input_prologue = input_prologue
         self.activation = keras.activations.get(activation)
         self.conv = keras.layers.Conv2D(
             filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
@@ -398,7 +432,7 @@ class Conv2DBatchNorm(keras.layers.Layer):
                             batch_size_policy=self.batch_size_policy,
                             micro_batch_size=self.micro_batch_size)
         return conv_batch_norm_call(self.conv, self.batch_norm, self.activation, inputs,
-                                    training, attrs)
+                                    training, attrs, self.input_prologue)
 
     def get_config(self):
         config = super().get_config()
@@ -406,7 +440,8 @@ class Conv2DBatchNorm(keras.layers.Layer):
         config.update(activation=keras.activations.serialize(self.activation),
                       workspace_limit=self.workspace_limit,
                       batch_size_policy=self.batch_size_policy,
-                      micro_batch_size=self.micro_batch_size)
+                      micro_batch_size=self.micro_batch_size,
+                      input_prologue=self.input_prologue)
         return config
 
 

@@ -304,8 +304,12 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         convolution computes its output's per-channel sums
         (``conv2d_with_statistics``), and in training the batch norm takes
         its mean and variance from them (the same variables and moving
-        statistics; inference runs the batch norm as Keras does).
-        :func:`rewrite_stats` counts them as ``bn_fused``. Default False.
+        statistics; inference runs the batch norm as Keras does). Where
+        such a chain's input is another chain's batch norm output, or a ReLU
+        of it, its convolution applies that normalization and ReLU as its
+        prologue (as ``Conv2DBatchNorm(input_prologue=True)``).
+        :func:`rewrite_stats` counts the chains as ``bn_fused`` and the
+        prologues as ``bn_prologue``. Default False.
 
     Returns:
       A context manager that restores the previous state on exit.
@@ -393,9 +397,15 @@ def rewrite_stats():
       usually counts twice), and ``bn_fused`` (Conv2D -> BatchNormalization
       chains of Keras models run on the convolution's statistics, with
       ``enable_rewrite(fuse_batch_norm=True)``: counted each time a function
-      of the model is traced with them, in training).
+      of the model is traced with them, in training), and ``bn_prologue``
+      (convolutions that applied the previous batch norm as their prologue,
+      from ``enable_rewrite(fuse_batch_norm=True)`` and
+      ``tf_ucudnn.layers.Conv2DBatchNorm`` alike, counted per trace).
     """
-    return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0])
+    from tf_ucudnn import batch_norm_chain
+
+    return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
+                bn_prologue=batch_norm_chain.prologues_taken[0])
 
 
 def _install_xla_warning():
@@ -446,7 +456,7 @@ def _chain_conv_call(layer, settings, inputs):
     attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
                                batch_size_policy=settings.batch_size_policy,
                                total_workspace=settings.total_workspace)
-    y, statistics = layers.conv_statistics_call(layer, inputs, attrs)
+    y, statistics = layers.conv_statistics_call(layer, inputs, attrs, input_prologue=True)
     outputs = y
     if layer.use_bias:
         outputs = tf.nn.bias_add(y, tf.cast(layer.bias, y.dtype),
@@ -582,7 +592,10 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         pass-through ``tf_ucudnn.layers.BatchNormInConv`` of its name: the
         convolution then computes the batch norm's statistics
         (``conv2d_with_statistics``), and inference folds the batch norm
-        into it. The ReLU after it stays a layer of its own. Default False.
+        into it. The ReLU after it stays a layer of its own; a fused layer
+        whose input is another's output (or a ReLU of it) applies that
+        normalization and ReLU as its convolution's prologue in training
+        (``Conv2DBatchNorm``'s ``input_prologue``). Default False.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.

@@ -14,8 +14,10 @@ limit of ``--limits`` for tf_ucudnn's):
 * ``ucudnn-bn`` and ``ucudnn-bn-xla``, only when asked for (``--modes``):
   ``tf_ucudnn.rewrite_model(model, workspace_limit=limit,
   fuse_batch_norm=True)``, without and with ``jit_compile`` (Conv2D ->
-  BatchNormalization chains as ``Conv2DBatchNorm``; under XLA its
-  convolution and statistics are one custom call).
+  BatchNormalization chains as ``Conv2DBatchNorm``, each applying the
+  previous one's normalization as its prologue; under XLA its convolution
+  and statistics are one custom call); ``ucudnn-bnstats`` and
+  ``ucudnn-bnstats-xla`` the same without the prologue.
 
 A limit is a byte count or ``auto`` (passed to ``enable_rewrite`` as it is).
 

@@ -30,8 +30,10 @@ mean squared error on its head; ``edsr`` 128x128x3 crops and L1 on a
 * ``ucudnn-bn`` at each limit, only when asked for (``--modes``):
   ``tf_ucudnn.rewrite_model(model, workspace_limit=limit, fuse_batch_norm=True)``
   without XLA (Conv2D -> BatchNormalization chains as ``Conv2DBatchNorm``, whose
-  convolution computes the batch norm's statistics); ``ucudnn-bn-xla`` the
-  same compiled with XLA (asked for only, with ``--xla``).
+  convolution computes the batch norm's statistics, and applies the previous
+  one's normalization as its prologue); ``ucudnn-bn-xla`` the same compiled
+  with XLA (asked for only, with ``--xla``); ``ucudnn-bnstats`` and
+  ``ucudnn-bnstats-xla`` (asked for only) the same without the prologue.
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the
@@ -55,7 +57,7 @@ _EXPORTS = {
     "specs": ("DEFAULT_BATCH", "INPUT_SIZE", "MODELS", "MODEL_SPECS", "TASKS", "ModelSpec",
               "loss_for", "model_spec", "synthetic_batch"),
     "builders": ("CLASSES", "DETECTION_ANCHORS", "DETECTION_CLASSES", "EDSR_SCALE",
-                 "UNET_CLASSES", "build_model", "detection_backbone", "edsr", "unet"),
+                 "UNET_CLASSES", "batch_norm_fused", "build_model", "detection_backbone", "edsr", "unet"),
     "worker": ("PRECISIONS", "run_worker"),
     "plans": ("candidate_name", "kernel_plans"),
     "summary": ("REFERENCE_LIMIT", "print_table", "summarize"),

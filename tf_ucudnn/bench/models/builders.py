@@ -239,3 +239,19 @@ def _depth_to_space_layer():
             return dict(super().get_config(), block_size=self.block_size)
 
     return DepthToSpace
+
+
+def batch_norm_fused(model, workspace_limit, input_prologue=True):
+    """``tf_ucudnn.rewrite_model(model, workspace_limit, fuse_batch_norm=True)``
+    (the ``ucudnn-bn`` modes of ``bench models`` and ``bench memory-cap``):
+    with ``input_prologue`` False, every ``Conv2DBatchNorm`` computes the
+    statistics only and reads its input as it is (the ``ucudnn-bnstats``
+    modes), so that the prologue's share can be measured apart."""
+    import tf_ucudnn
+
+    model = tf_ucudnn.rewrite_model(model, workspace_limit=workspace_limit, verbose=0,
+                                    fuse_batch_norm=True)
+    for layer in model._flatten_layers(include_self=False):
+        if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm):
+            layer.input_prologue = input_prologue
+    return model

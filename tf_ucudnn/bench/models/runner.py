@@ -41,7 +41,8 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
 
 
 MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
-         "ucudnn-xla-buffer", "ucudnn-bn", "ucudnn-bn-xla")
+         "ucudnn-xla-buffer", "ucudnn-bn", "ucudnn-bn-xla", "ucudnn-bnstats",
+         "ucudnn-bnstats-xla")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -79,14 +80,16 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         if modes and "rewrite-layout" in modes:  # a comparison, not run by default
             settings += [("rewrite-layout", b) for b in limits]
         settings += [("rewrite-wd", b) for b in totals]
-        if modes and "ucudnn-bn" in modes:  # asked for only
-            settings += [("ucudnn-bn", b) for b in limits]
+        for mode in ("ucudnn-bn", "ucudnn-bnstats"):  # asked for only
+            if modes and mode in modes:
+                settings += [(mode, b) for b in limits]
         if xla:
             settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
             if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
                 settings += [("ucudnn-xla-buffer", b) for b in limits]
-            if modes and "ucudnn-bn-xla" in modes:
-                settings += [("ucudnn-bn-xla", b) for b in limits]
+            for mode in ("ucudnn-bn-xla", "ucudnn-bnstats-xla"):
+                if modes and mode in modes:
+                    settings += [(mode, b) for b in limits]
         if modes:
             settings = [(m, b) for m, b in settings if m in modes]
         for mode, bytes_ in settings:

@@ -14,8 +14,10 @@ def _label(r):
             "rewrite-wd": "tf_ucudnn WD (total)", "stock-xla": "stock TF, XLA",
             "ucudnn-xla": "tf_ucudnn WR under XLA",
             "ucudnn-xla-buffer": "tf_ucudnn WR under XLA, workspace buffer",
-            "ucudnn-bn": "tf_ucudnn, batch norm on its statistics",
-            "ucudnn-bn-xla": "tf_ucudnn under XLA, batch norm on its statistics"}.get(r["mode"],
+            "ucudnn-bn": "tf_ucudnn, batch norm on its statistics and as prologue",
+            "ucudnn-bn-xla": "tf_ucudnn under XLA, batch norm on its statistics and as prologue",
+            "ucudnn-bnstats": "tf_ucudnn, batch norm on its statistics",
+            "ucudnn-bnstats-xla": "tf_ucudnn under XLA, batch norm on its statistics"}.get(r["mode"],
                                                                                  r["mode"])
     label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
     precision = r.get("precision", "float32")

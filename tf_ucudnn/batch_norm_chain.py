@@ -1,0 +1,70 @@
+"""Batch norms whose normalization the next convolution applies as its prologue.
+
+In a traced training step (``tf.function``, ``model.fit``, XLA's
+``jit_compile``), a batch norm computed from a convolution's statistics
+(``layers.batch_norm_from_statistics``) records its output here with what it
+was made of: the convolution's output ``y`` and the float32 per-channel
+``scale`` and ``offset`` with ``output = y * scale + offset``. A following
+convolution that also computes statistics (``layers.conv_statistics_call``)
+asks :func:`prologue_of` about its input: when the input is such an output, or
+a ReLU of one, the convolution reads ``y`` and applies the normalization (and
+the ReLU) as its prologue (``conv2d_with_statistics(input_scale=,
+input_offset=, input_relu=)``). The normalized tensor is then used by no one
+else in the step's graph unless another layer reads it (a residual
+shortcut), so the graph computes and keeps it only then: the memory of a
+Conv -> BatchNormalization -> ReLU -> Conv chain's middle tensor is not kept
+for the backward pass, whose gradient computes it again (μ-cuDNN's
+micro-batches apply it one micro-batch at a time inside the convolution).
+
+Eagerly nothing is recorded: every tensor is computed as it is called, so the
+prologue would only add work.
+"""
+
+import tensorflow as tf
+
+_ATTRIBUTE = "_tf_ucudnn_normalized_outputs"
+
+
+def remember(output, y, scale, offset):
+    """Records ``output = y * scale + offset`` (per channel, in ``y``'s
+    dtype) in the graph being traced; eagerly, nothing.
+
+    Args:
+      output: the normalized tensor, ``y``'s shape and dtype.
+      y: the convolution output it normalizes, NHWC or NCHW.
+      scale, offset: float32 ``[channels]``.
+    """
+    if tf.executing_eagerly() or not hasattr(output, "graph"):
+        return
+    table = getattr(output.graph, _ATTRIBUTE, None)
+    if table is None:
+        table = {}
+        setattr(output.graph, _ATTRIBUTE, table)
+    table[output.name] = (y, scale, offset)
+
+
+def prologue_of(inputs):
+    """What a convolution on ``inputs`` may read instead, in the graph being
+    traced.
+
+    Returns:
+      ``(y, scale, offset, relu)`` when ``inputs`` is a recorded batch
+      norm's output (``relu`` False) or ``tf.nn.relu`` of one (``relu``
+      True; Keras' ``ReLU()``, ``Activation("relu")`` and ``activation="relu"``
+      trace to it), else None (eagerly always None).
+    """
+    if tf.executing_eagerly() or not hasattr(inputs, "graph"):
+        return None
+    table = getattr(inputs.graph, _ATTRIBUTE, None)
+    if not table:
+        return None
+    if inputs.name in table:
+        return table[inputs.name] + (False,)
+    op = inputs.op
+    if op.type == "Relu" and op.inputs[0].name in table:
+        return table[op.inputs[0].name] + (True,)
+    return None
+
+# How many convolutions took a prologue from this module, in this process (each
+# trace counts): ``tf_ucudnn.rewrite_stats()["bn_prologue"]``.
+prologues_taken = [0]
