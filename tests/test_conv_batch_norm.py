@@ -383,8 +383,23 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
             assert_rel_l2(self, got, want, 1e-5, "gradient")
 
     def test_knob_must_be_a_bool(self):
-        with self.assertRaisesRegex(ValueError, "input_prologue must be True or False"):
+        with self.assertRaisesRegex(ValueError, "input_prologue must be True, False or None"):
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, input_prologue="yes")
+
+    def test_by_default_in_float16_only(self):
+        def taken(policy):
+            first = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, dtype=policy)
+            second = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, dtype=policy)
+            relu = keras.layers.ReLU(dtype=policy)
+            step = tf.function(lambda x: second(relu(first(x, training=True)),
+                                                training=True))
+            before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+            with tf.device(self.DEVICE):
+                step(tf.zeros((2, 6, 6, 3)))
+            return tf_ucudnn.rewrite_stats()["bn_prologue"] > before  # counted per trace
+
+        self.assertEqual({p: taken(p) for p in ("float32", "mixed_float16", "mixed_bfloat16")},
+                         {"float32": False, "mixed_float16": True, "mixed_bfloat16": False})
 
 
 @pytest.mark.gpu

@@ -50,7 +50,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import _engine, database_link, nn
+from tf_ucudnn import _engine, batch_norm_chain, database_link, nn
 from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -307,7 +307,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         statistics; inference runs the batch norm as Keras does). Where
         such a chain's input is another chain's batch norm output, or a ReLU
         of it, its convolution applies that normalization and ReLU as its
-        prologue (as ``Conv2DBatchNorm(input_prologue=True)``).
+        prologue where it computes in float16 (as ``Conv2DBatchNorm``'s
+        default ``input_prologue``).
         :func:`rewrite_stats` counts the chains as ``bn_fused`` and the
         prologues as ``bn_prologue``. Default False.
 
@@ -402,8 +403,6 @@ def rewrite_stats():
       from ``enable_rewrite(fuse_batch_norm=True)`` and
       ``tf_ucudnn.layers.Conv2DBatchNorm`` alike, counted per trace).
     """
-    from tf_ucudnn import batch_norm_chain
-
     return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
                 bn_prologue=batch_norm_chain.prologues_taken[0])
 
@@ -456,7 +455,8 @@ def _chain_conv_call(layer, settings, inputs):
     attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
                                batch_size_policy=settings.batch_size_policy,
                                total_workspace=settings.total_workspace)
-    y, statistics = layers.conv_statistics_call(layer, inputs, attrs, input_prologue=True)
+    y, statistics = layers.conv_statistics_call(
+        layer, inputs, attrs, batch_norm_chain.prologue_by_default(layer.compute_dtype))
     outputs = y
     if layer.use_bias:
         outputs = tf.nn.bias_add(y, tf.cast(layer.bias, y.dtype),
@@ -594,8 +594,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         (``conv2d_with_statistics``), and inference folds the batch norm
         into it. The ReLU after it stays a layer of its own; a fused layer
         whose input is another's output (or a ReLU of it) applies that
-        normalization and ReLU as its convolution's prologue in training
-        (``Conv2DBatchNorm``'s ``input_prologue``). Default False.
+        normalization and ReLU as its convolution's prologue in training,
+        in float16 (``Conv2DBatchNorm``'s ``input_prologue``). Default False.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
