@@ -17,6 +17,7 @@ inference path scales the filter in float32 before rounding it to float16.
 
 import os
 import tempfile
+from unittest import mock
 
 import keras
 import numpy as np
@@ -407,6 +408,128 @@ class PrologueChainGpuTest(OnGpuWithoutTf32, PrologueChainTest):
     """The same on /GPU:0 (TF32 off: the prologue runs before the convolution,
     into scratch, and the statistics reduce after it)."""
 
+    DEVICE = "/GPU:0"
+
+
+def _preactivation_model():
+    """Pre-activation blocks as ResNet v2 and DenseNet write them: a batch norm
+    of a tensor that a residual sum also reads, read through a ReLU by a
+    convolution with a batch norm after it; a plain convolution after a fused
+    chain's ReLU; a batch norm of a concatenation read by a convolution
+    directly."""
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(6, 3, padding="same", name="stem")(inputs)
+    p = keras.layers.Activation("relu")(keras.layers.BatchNormalization()(x))
+    y = keras.layers.Conv2D(6, 3, padding="same", use_bias=False)(p)
+    y = keras.layers.BatchNormalization()(y)
+    y = keras.layers.Conv2D(6, 3, padding="same", name="after_chain")(keras.layers.ReLU()(y))
+    x = keras.layers.Add()([x, y])
+    c = keras.layers.Concatenate()([x, inputs])
+    c = keras.layers.Conv2D(4, 1, activation="relu")(keras.layers.BatchNormalization()(c))
+    return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(c))
+
+
+class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
+    """``rewrite_model(fuse_batch_norm=True)`` on pre-activation blocks
+    (BatchNormalization → ReLU → Conv2D): the batch norms become
+    ``tf_ucudnn.layers.BatchNormalization``, and with ``input_prologue`` on,
+    the convolutions after them (plain ``Conv2D`` and ``Conv2DBatchNorm``)
+    apply their normalization and ReLU as the prologue in ``model.fit``; the
+    weights and moving statistics after training match the stock model's
+    (relative L2 1e-5, float32 without TF32), and inference is Keras'."""
+
+    DEVICE = "/CPU:0"
+
+    def test_rewrite_and_train_as_the_stock_model(self):
+        rng = np.random.default_rng(31)
+        x = tf.constant(rng.standard_normal((6, 8, 8, 3)) + 0.3, tf.float32)
+        target = tf.constant(rng.standard_normal((6, 4)), tf.float32)
+        model = _preactivation_model()
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        kinds = [type(layer) for layer in new.layers]
+        self.assertEqual(kinds.count(tf_ucudnn.layers.BatchNormalization), 2)
+        self.assertEqual(kinds.count(tf_ucudnn.layers.Conv2DBatchNorm), 1)
+        for layer in new.layers:
+            if hasattr(layer, "input_prologue"):
+                layer.input_prologue = True  # float32 would not take it by default
+        with tf.device(self.DEVICE):
+            for training in (False, True):
+                assert_rel_l2(self, new(x, training=training), model(x, training=training),
+                              1e-5, f"eager output, training={training}")
+        for m in (model, new):
+            m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
+        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+        with tf.device(self.DEVICE):
+            model.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+            new.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+        # Two convolutions after a recorded batch norm (one of them Conv2DBatchNorm's)
+        # and one after a chain's, in each trace.
+        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        self.assertTrue(taken >= 3 and taken % 3 == 0, taken)
+        stock = {w.path.split("/")[0] + "/" + w.name: w for w in model.weights}
+        for layer in new.layers:
+            if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm):
+                pairs = zip(layer.conv.weights + layer.batch_norm.weights,
+                            [stock[f"{layer.conv.name}/{w.name}"] for w in layer.conv.weights] +
+                            [stock[f"{layer.batch_norm.name}/{w.name}"]
+                             for w in layer.batch_norm.weights])
+            else:
+                pairs = zip(layer.weights, [stock[f"{layer.name}/{w.name}"] for w in layer.weights])
+            for got, want in pairs:
+                if want.path in ("stem/bias", "after_chain/bias"):
+                    # Read only through batch norms: zero gradient in exact arithmetic.
+                    self.assertAllClose(got, want, rtol=0, atol=1e-6)
+                    continue
+                assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+
+    def test_saves_and_loads(self):
+        model = tf_ucudnn.rewrite_model(_preactivation_model(), fuse_batch_norm=True, verbose=0)
+        x = tf.constant(np.random.default_rng(37).standard_normal((2, 8, 8, 3)), tf.float32)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "preactivation.keras")
+            model.save(path)
+            loaded = keras.saving.load_model(path)
+        self.assertEqual([type(layer) for layer in loaded.layers],
+                         [type(layer) for layer in model.layers])
+        with tf.device(self.DEVICE):
+            assert_rel_l2(self, loaded(x, training=False), model(x, training=False), 1e-6,
+                          "loaded model's output")
+
+
+    @parameterized.parameters(False, True)
+    def test_enable_rewrite_trains_as_the_stock_model(self, jit_compile):
+        """The route takes the prologue by dtype; forced on here (float32)."""
+        rng = np.random.default_rng(41)
+        x = tf.constant(rng.standard_normal((6, 8, 8, 3)) + 0.3, tf.float32)
+        target = tf.constant(rng.standard_normal((6, 4)), tf.float32)
+        ours = _preactivation_model()
+        stock = keras.models.clone_model(ours)
+        stock.set_weights(ours.get_weights())
+        for m in (ours, stock):
+            m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=jit_compile)
+        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+        with tf.device(self.DEVICE):
+            stock.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+            with mock.patch.object(tf_ucudnn.batch_norm_chain, "prologue_by_default",
+                                   lambda dtype: True):
+                with tf_ucudnn.enable_rewrite(fuse_batch_norm=True):
+                    ours.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        # With XLA every convolution after a recorded batch norm; without, the chain's only
+        # (Grappler's rewrite of the plain ones cannot take a prologue).
+        self.assertTrue(taken > 0 and taken % (3 if jit_compile else 1) == 0, taken)
+        for got, want in zip(ours.weights, stock.weights):
+            if want.path in ("stem/bias", "after_chain/bias"):
+                self.assertAllClose(got, want, rtol=0, atol=1e-6)
+                continue
+            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+        with tf.device(self.DEVICE):
+            ours.fit(x, target, batch_size=6, epochs=1, verbose=0, shuffle=False)
+        self.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
+
+
+@pytest.mark.gpu
+class PreactivationGpuTest(OnGpuWithoutTf32, PreactivationTest):
     DEVICE = "/GPU:0"
 
 

@@ -1,6 +1,8 @@
 """Keras layers whose convolutions run through tf_ucudnn: `Conv2D` and
 `Conv2DTranspose`, drop-ins for Keras' own (same arguments, same weights),
-and `Conv2DBatchNorm`, a convolution with the batch norm that follows it."""
+`Conv2DBatchNorm`, a convolution with the batch norm that follows it, and
+`BatchNormalization`, Keras' own whose output the next convolution may apply
+as its prologue."""
 
 import keras
 import tensorflow as tf
@@ -36,11 +38,25 @@ def layer_attrs(layer, *, workspace_limit=None, batch_size_policy=None, micro_ba
     return attrs
 
 
-def conv2d_call(layer, inputs, attrs):
+def conv2d_call(layer, inputs, attrs, input_prologue=False):
     """``keras.layers.Conv2D.call`` through tf_ucudnn: the convolution and its
     bias as one op (``Ucudnn>Conv2DWithBias``), with the layer's activation
     in it where that is ``"relu"`` (Keras' own function, its default
-    arguments), else after it."""
+    arguments), else after it.
+
+    With ``input_prologue``, in a traced step, where ``inputs`` is a
+    recorded batch norm's training output or a ReLU of it
+    (``batch_norm_chain``), the convolution reads the batch norm's input and
+    applies the normalization and ReLU as its prologue
+    (``Ucudnn>NormalizedConv2DWithStatistics``, its sums unused), then the
+    bias and the activation."""
+    chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
+    if chain is not None and chain[0].dtype == inputs.dtype:
+        outputs = _normalized_conv(chain, tf.cast(layer.kernel, inputs.dtype), attrs).output
+        if layer.use_bias:
+            outputs = tf.nn.bias_add(outputs, tf.cast(layer.bias, outputs.dtype),
+                                     data_format=attrs["data_format"])
+        return outputs if layer.activation is None else layer.activation(outputs)
     if layer.use_bias and layer.activation is keras.activations.relu:
         return nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs, layer.bias, activation="relu")
     outputs = nn.ucudnn_conv2d_op(inputs, layer.kernel, attrs,
@@ -118,6 +134,41 @@ _KNOB_ARGS = """
         ``tf_ucudnn.conv2d``)."""
 
 
+_INPUT_PROLOGUE_ARG = """      input_prologue: in a traced training step (``model.fit``,
+        ``tf.function``, ``jit_compile``), where this layer's input is the
+        training output of a batch norm that records it (a
+        ``Conv2DBatchNorm``, ``tf_ucudnn.layers.BatchNormalization``, or the
+        batch norm of an ``enable_rewrite(fuse_batch_norm=True)`` chain), or
+        a ReLU of it, read the batch norm's input and apply its
+        normalization and ReLU as this convolution's prologue, so that the
+        normalized tensor is not kept for the backward pass unless another
+        layer reads it (the gradient computes it again). True, False, or
+        None (default): True where the layer computes in float16, whose
+        cuDNN graph fuses the prologue (ResNet-50 under XLA on an H200: the
+        same step time at 6 % less peak memory), False otherwise (bfloat16
+        has no fused engine and float32's is slow: 13-16 % slower steps at
+        9-17 % less memory). Eagerly it does nothing."""
+
+
+def checked_input_prologue(value):
+    """``value`` if it is a valid ``input_prologue`` (True, False or None).
+
+    Raises:
+      ValueError: anything else, naming what is allowed.
+    """
+    if not (value is None or isinstance(value, bool)):
+        raise ValueError(f"input_prologue must be True, False or None, got {value!r}")
+    return value
+
+
+def input_prologue_of(layer):
+    """Whether ``layer`` (with an ``input_prologue`` knob) takes the prologue:
+    its knob, or where that is None, ``batch_norm_chain.prologue_by_default``."""
+    if layer.input_prologue is None:
+        return batch_norm_chain.prologue_by_default(layer.compute_dtype)
+    return layer.input_prologue
+
+
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
 class Conv2D(_Knobs, keras.layers.Conv2D):
     __doc__ = """``keras.layers.Conv2D`` whose convolution runs through tf_ucudnn.
@@ -128,6 +179,7 @@ class Conv2D(_Knobs, keras.layers.Conv2D):
     between the two. Plus μ-cuDNN's knobs:
 
     Args:""" + _KNOB_ARGS + """
+""" + _INPUT_PROLOGUE_ARG + """
 
     With ``use_bias`` the convolution and the bias are one op
     (``tf_ucudnn.conv2d(..., bias=...)``): on the GPU the bias is added in the
@@ -139,15 +191,24 @@ class Conv2D(_Knobs, keras.layers.Conv2D):
     own convolution.
 
     Raises:
-      ValueError: from ``__init__``: a knob out of range, or a ``dtype``
-        policy whose compute dtype is not float32, float16 or bfloat16.
+      ValueError: from ``__init__``: a knob out of range, ``input_prologue``
+        not True, False or None, or a ``dtype`` policy whose compute dtype is
+        not float32, float16 or bfloat16.
     """
+
+    def __init__(self, *args, input_prologue=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_prologue = checked_input_prologue(input_prologue)
 
     def convolution_op(self, inputs, kernel):
         return nn.conv2d(inputs, kernel, **conv2d_arguments(self), **self._knobs())
 
     def call(self, inputs):
-        return conv2d_call(self, inputs, layer_attrs(self, **self._knobs()))
+        return conv2d_call(self, inputs, layer_attrs(self, **self._knobs()),
+                           input_prologue_of(self))
+
+    def get_config(self):
+        return dict(super().get_config(), input_prologue=self.input_prologue)
 
 
 @keras.saving.register_keras_serializable(package="tf_ucudnn")
@@ -177,6 +238,16 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
+def _normalized_conv(chain, kernel, attrs):
+    """``Ucudnn>NormalizedConv2DWithStatistics`` on a recorded batch norm's
+    input, ``chain`` as ``batch_norm_chain.prologue_of`` returns it (counted
+    in ``rewrite_stats()["bn_prologue"]``)."""
+    normalized, scale, offset, relu = chain
+    batch_norm_chain.prologues_taken[0] += 1
+    return nn._ops.ucudnn_normalized_conv2d_with_statistics(
+        input=normalized, filter=kernel, scale=scale, offset=offset, input_relu=relu, **attrs)
+
+
 def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     """A Keras ``Conv2D``'s output (no activation) and its per-channel sums
     from one op (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU
@@ -200,11 +271,7 @@ def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     kernel = tf.cast(conv.kernel, conv.compute_dtype)
     chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
     if chain is not None and chain[0].dtype == inputs.dtype:
-        normalized, scale, offset, relu = chain
-        batch_norm_chain.prologues_taken[0] += 1
-        result = nn._ops.ucudnn_normalized_conv2d_with_statistics(
-            input=normalized, filter=kernel, scale=scale, offset=offset, input_relu=relu,
-            **attrs)
+        result = _normalized_conv(chain, kernel, attrs)
     else:
         result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
     y = result.output
@@ -321,19 +388,7 @@ class Conv2DBatchNorm(keras.layers.Layer):
     knobs:
 
     Args:""" + _KNOB_ARGS + """
-      input_prologue: in a traced training step (``model.fit``,
-        ``tf.function``, ``jit_compile``), where this layer's input is the
-        output of another ``Conv2DBatchNorm`` (or of the batch norm of an
-        ``enable_rewrite(fuse_batch_norm=True)`` chain), or a ReLU of it,
-        read that layer's convolution output and apply its normalization
-        and ReLU as this convolution's prologue, so that the normalized
-        tensor is not kept for the backward pass unless another layer reads
-        it (its gradient computes it again). True, False, or None (default):
-        True where the layer computes in float16, whose cuDNN graph fuses
-        the prologue (ResNet-50 under XLA on an H200: the same step time at
-        6 % less peak memory), False otherwise (bfloat16 has no fused
-        engine and float32's is slow: 13-16 % slower steps at 9-17 % less
-        memory). Eagerly it does nothing.
+""" + _INPUT_PROLOGUE_ARG + """
 
     In training the output equals Keras' ``Conv2D`` → ``BatchNormalization``
     → activation up to float32 rounding (the variance from sums rather than
@@ -375,9 +430,7 @@ class Conv2DBatchNorm(keras.layers.Layer):
         self.workspace_limit = workspace_limit
         self.batch_size_policy = batch_size_policy
         self.micro_batch_size = micro_batch_size
-        if not (input_prologue is None or isinstance(input_prologue, bool)):
-            raise ValueError(f"input_prologue must be True, False or None, got {input_prologue!r}")
-        self.input_prologue = input_prologue
+        self.input_prologue = checked_input_prologue(input_prologue)
         self.activation = keras.activations.get(activation)
         self.conv = keras.layers.Conv2D(
             filters, kernel_size, strides=strides, padding=padding, data_format=data_format,
@@ -435,11 +488,8 @@ class Conv2DBatchNorm(keras.layers.Layer):
         attrs = layer_attrs(self.conv, workspace_limit=self.workspace_limit,
                             batch_size_policy=self.batch_size_policy,
                             micro_batch_size=self.micro_batch_size)
-        prologue = self.input_prologue
-        if prologue is None:
-            prologue = batch_norm_chain.prologue_by_default(self.compute_dtype)
         return conv_batch_norm_call(self.conv, self.batch_norm, self.activation, inputs,
-                                    training, attrs, prologue)
+                                    training, attrs, input_prologue_of(self))
 
     def get_config(self):
         config = super().get_config()
@@ -468,3 +518,55 @@ class BatchNormInConv(keras.layers.Layer):
 
     def get_config(self):
         return super().get_config()  # name, dtype and trainable: nothing of its own
+
+
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class BatchNormalization(keras.layers.BatchNormalization):
+    """``keras.layers.BatchNormalization`` (the same arguments, weights and
+    moving statistics) whose training output a following tf_ucudnn
+    convolution (``Conv2D``, ``Conv2DBatchNorm``; directly or after a ReLU)
+    may apply as its prologue: the pre-activation order BatchNormalization
+    → ReLU → Conv2D of ResNet v2 and DenseNet, where the batch norm's input
+    is not a convolution's output (a residual sum, a concatenation).
+
+    In a traced training step (``model.fit``, ``tf.function``,
+    ``jit_compile``), for a 4-D input normalized over its channel axis (1 or
+    3) without a mask, renorm or synchronized statistics, the layer computes
+    Keras' batch mean and variance (``_moments``, in float32), updates the
+    moving statistics as Keras does, and returns ``inputs * scale + offset``
+    in float32 cast to its compute dtype (``scale = gamma / sqrt(variance +
+    epsilon)``, ``offset = beta - mean * scale``: Keras' output up to
+    float32 rounding), recording it (``batch_norm_chain``). Otherwise, and
+    eagerly, it is Keras' own call.
+    """
+
+    def call(self, inputs, training=None, mask=None):
+        return recording_batch_norm_call(self, inputs, training, mask)
+
+
+def recording_batch_norm_call(batch_norm, inputs, training=None, mask=None):
+    """A ``keras.layers.BatchNormalization``'s call as
+    :class:`BatchNormalization` makes it: in a traced training step, for a
+    4-D input normalized over one channel axis (no mask, renorm or
+    synchronized statistics), Keras' moments and moving-statistics update,
+    the output ``inputs * scale + offset`` recorded for the next
+    convolution's prologue (``batch_norm_chain``); otherwise Keras' own
+    call."""
+    recordable = (training and batch_norm.trainable and mask is None
+                  and not tf.executing_eagerly() and len(inputs.shape) == 4
+                  and batch_norm.axis in (1, 3, -1) and not batch_norm.renorm
+                  and not getattr(batch_norm, "synchronized", False))
+    if not recordable:
+        return keras.layers.BatchNormalization.call(batch_norm, inputs, training=training,
+                                                    mask=mask)
+    x = tf.cast(inputs, tf.float32)
+    mean, variance = batch_norm._moments(x, None)
+    batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
+    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
+    scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
+                                                     batch_norm.epsilon)
+    channels = nn.channel_shape("NHWC" if batch_norm.axis in (3, -1) else "NCHW")
+    outputs = tf.cast(x * tf.reshape(scale, channels) + tf.reshape(offset, channels),
+                      batch_norm.compute_dtype)
+    batch_norm_chain.remember(outputs, inputs, scale, offset)
+    return outputs

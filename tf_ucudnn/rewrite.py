@@ -308,7 +308,10 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         such a chain's input is another chain's batch norm output, or a ReLU
         of it, its convolution applies that normalization and ReLU as its
         prologue where it computes in float16 (as ``Conv2DBatchNorm``'s
-        default ``input_prologue``).
+        default ``input_prologue``); so does a chain's convolution after a
+        pre-activation ``BatchNormalization`` (one a ``Conv2D`` reads
+        directly or through a ReLU layer), and under XLA any ``Conv2D``
+        after either.
         :func:`rewrite_stats` counts the chains as ``bn_fused`` and the
         prologues as ``bn_prologue``. Default False.
 
@@ -439,7 +442,20 @@ def _xla_call(layer, settings, inputs):
     attrs = layers.layer_attrs(layer, workspace_limit=settings.workspace_limit,
                                batch_size_policy=settings.batch_size_policy,
                                total_workspace=settings.total_workspace)
+    if call is layers.conv2d_call and settings.fuse_batch_norm:
+        return call(layer, inputs, attrs,
+                    batch_norm_chain.prologue_by_default(layer.compute_dtype))
     return call(layer, inputs, attrs)
+
+
+def _recording_batch_norm_call(batch_norm, inputs, training=None, mask=None):
+    """A pre-activation ``keras.layers.BatchNormalization`` (a convolution
+    reads it, directly or through a ReLU) under ``fuse_batch_norm``: as
+    ``tf_ucudnn.layers.BatchNormalization``, its training output recorded
+    for that convolution's prologue."""
+    from tf_ucudnn import layers
+
+    return layers.recording_batch_norm_call(batch_norm, inputs, training, mask)
 
 
 # Conv2D -> BatchNormalization chains traced fused (rewrite_stats' bn_fused).
@@ -501,7 +517,9 @@ def _route_layers(model):
     * ``fuse_batch_norm``: with or without XLA, the Conv2D ->
       BatchNormalization chains of ``rewrite_model(fuse_batch_norm=True)``
       run on the convolution's statistics (``_chain_conv_call``,
-      ``_chain_batch_norm_call``).
+      ``_chain_batch_norm_call``), and pre-activation batch norms record
+      their output for the next convolution's prologue
+      (``_recording_batch_norm_call``).
 
     When the rewrite is off again, or its settings change, the layers go
     back (or over)."""
@@ -518,10 +536,14 @@ def _route_layers(model):
               if type(layer) in stock and layer.compute_dtype in _COMPUTE_DTYPES]
     chains = _batch_norm_chains(model)  # their convolutions are among `layers`
     convs = {id(chains[id(layer)]): layer for layer in layers if id(layer) in chains}
+    # Pre-activation batch norms: recorded for the next convolution's prologue.
+    recorded = [bn for key, bn in _preactivation_norms(model).items() if key not in convs]
     changed = False
-    for layer in layers + [chains[id(conv)] for conv in convs.values()]:
+    for layer in layers + [chains[id(conv)] for conv in convs.values()] + recorded:
         is_batch_norm = id(layer) in convs
-        if fused is not None and (is_batch_norm or id(layer) in chains):
+        if any(layer is bn for bn in recorded):
+            kind, wanted = "record", fused
+        elif fused is not None and (is_batch_norm or id(layer) in chains):
             kind, wanted = "chain", fused
         else:  # a batch norm runs as Keras' unless its chain is fused
             kind, wanted = "xla", None if is_batch_norm else xla
@@ -535,7 +557,9 @@ def _route_layers(model):
         if route is None:
             layer.__dict__.pop("_tf_ucudnn_route", None)
             continue
-        if kind == "chain" and is_batch_norm:
+        if kind == "record":
+            layer.call = functools.partial(_recording_batch_norm_call, layer)
+        elif kind == "chain" and is_batch_norm:
             layer.call = functools.partial(_chain_batch_norm_call, layer, convs[id(layer)])
         elif kind == "chain":
             layer.call = functools.partial(_chain_conv_call, layer, wanted)
@@ -595,7 +619,12 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         into it. The ReLU after it stays a layer of its own; a fused layer
         whose input is another's output (or a ReLU of it) applies that
         normalization and ReLU as its convolution's prologue in training,
-        in float16 (``Conv2DBatchNorm``'s ``input_prologue``). Default False.
+        in float16 (``Conv2DBatchNorm``'s ``input_prologue``). A
+        ``keras.layers.BatchNormalization`` read by a ``Conv2D`` (directly
+        or through a ReLU layer: the pre-activation order of ResNet v2 and
+        DenseNet) becomes ``tf_ucudnn.layers.BatchNormalization``, whose
+        normalization and ReLU that convolution applies as its prologue
+        alike. Default False.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -627,6 +656,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     ours = tuple(stock.values())
     chains = _batch_norm_chains(model) if fuse_batch_norm else {}
     fused_norms = {id(bn) for bn in chains.values()}
+    recorded_norms = set(_preactivation_norms(model)) - fused_norms if fuse_batch_norm else set()
     clones = {}  # id(layer) -> its clone, for the weights when chains are fused
 
     def clone(layer):
@@ -643,6 +673,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
                 workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
         if id(layer) in fused_norms:
             return layers.BatchNormInConv(name=layer.name, dtype=layer.dtype_policy)
+        if id(layer) in recorded_norms:
+            return layers.BatchNormalization.from_config(layer.get_config())
         config = layer.get_config()
         supported = getattr(layer, "compute_dtype", None) in layers._COMPUTE_DTYPES
         if type(layer) in stock and supported:
@@ -659,7 +691,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         return layer.__class__.from_config(config)
 
     new = keras.models.clone_model(model, clone_function=clone, recursive=True)
-    if chains:
+    if chains or recorded_norms:
         _copy_weights(model, clones, chains)
     else:
         new.set_weights(model.get_weights())
@@ -677,6 +709,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         print(f"tf_ucudnn.rewrite_model: "
               + (f"fused {len(chains)} Conv2D -> BatchNormalization chain(s) into "
                  f"tf_ucudnn.layers.Conv2DBatchNorm; " if chains else "")
+              + (f"replaced {len(recorded_norms)} BatchNormalization layer(s) before a "
+                 f"Conv2D with tf_ucudnn.layers.BatchNormalization; " if recorded_norms else "")
               + f"replaced {len(replaced) - transposed} "
               f"keras.layers.Conv2D layer(s) with tf_ucudnn.layers.Conv2D"
               + (f" and {transposed} keras.layers.Conv2DTranspose with "
@@ -711,6 +745,41 @@ def _batch_norm_chains(model):
                 continue
             chains[id(conv)] = bn
     return chains
+
+
+def _preactivation_norms(model):
+    """``{id(layer): layer}`` for ``model``'s ``keras.layers.BatchNormalization``
+    layers (and its nested models') that ``rewrite_model(fuse_batch_norm=True)`` replaces
+    by ``tf_ucudnn.layers.BatchNormalization``: called once, in float32,
+    float16 or bfloat16, and read by a ``keras.layers.Conv2D`` directly or
+    through a ReLU layer (``ReLU()`` with its defaults, ``Activation("relu")``)
+    called once: the pre-activation order, whose normalization the
+    convolution can apply as its prologue."""
+    from tf_ucudnn.layers import _COMPUTE_DTYPES
+
+    def consumers(layer):
+        return [node.operation for node in layer._outbound_nodes]
+
+    def is_relu(layer):
+        if len(layer._inbound_nodes) != 1:
+            return False
+        if type(layer) is keras.layers.ReLU:
+            return (layer.negative_slope == 0 and layer.max_value is None
+                    and layer.threshold == 0)
+        return (type(layer) is keras.layers.Activation
+                and layer.activation is keras.activations.relu)
+
+    found = {}
+    for outer in [model] + _nested_models(model):
+        for bn in outer.layers:
+            if (type(bn) is not keras.layers.BatchNormalization or len(bn._inbound_nodes) != 1
+                    or bn.compute_dtype not in _COMPUTE_DTYPES):
+                continue
+            readers = consumers(bn)
+            readers += [c for relu in readers if is_relu(relu) for c in consumers(relu)]
+            if any(type(c) is keras.layers.Conv2D for c in readers):
+                found[id(bn)] = bn
+    return found
 
 
 def _copy_weights(model, clones, chains):
