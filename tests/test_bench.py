@@ -70,7 +70,7 @@ class ArgumentsTest(tf.test.TestCase):
     def test_every_classifier_takes_its_input_size_and_gives_1000_logits(self):
         classifiers = [name for name, spec in bench_models.MODEL_SPECS.items()
                        if spec.task == "classification"]
-        self.assertLen(classifiers, 6)
+        self.assertLen(classifiers, 8)
         for name in classifiers:
             with self.subTest(model=name):
                 model = bench_models.build_model(name)
@@ -78,6 +78,17 @@ class ArgumentsTest(tf.test.TestCase):
                 self.assertEqual(tuple(model.input_shape), (None, size, size, 3))
                 self.assertEqual(tuple(model.output_shape), (None, 1000))
                 self.assertTrue(any(type(layer).__name__ == "Conv2D" for layer in model.layers))
+
+    def test_preactivation_models_put_batch_norms_before_convolutions(self):
+        import tf_ucudnn
+
+        for name, chains, recorded in (("resnet50v2", 32, 16), ("densenet121", 59, 61)):
+            with self.subTest(model=name):
+                model = tf_ucudnn.rewrite_model(bench_models.build_model(name, 32),
+                                                fuse_batch_norm=True, verbose=0)
+                kinds = [type(layer) for layer in model.layers]
+                self.assertEqual(kinds.count(tf_ucudnn.layers.Conv2DBatchNorm), chains)
+                self.assertEqual(kinds.count(tf_ucudnn.layers.BatchNormalization), recorded)
 
     def test_resnet50_nobias_is_resnet50_without_its_convolutions_biases(self):
         import keras

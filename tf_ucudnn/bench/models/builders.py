@@ -27,7 +27,10 @@ def build_model(name, input_size=None):
         convolution. Batch normalization follows each of them and absorbs a
         bias, so the model computes the same functions; it measures what a
         convolution's bias costs where it cannot join the convolution's
-        kernel (an XLA custom call), docs/benchmarks.md §5.
+        kernel (an XLA custom call), docs/benchmarks.md §5. Pre-activation
+        networks (BatchNormalization → ReLU → Conv2D): ``"resnet50v2"``
+        (``keras.applications.ResNet50V2(weights=None)``) and
+        ``"densenet121"`` (``keras.applications.DenseNet121(weights=None)``).
         Or a model whose activations, not its weights, fill a GPU's memory:
         ``"unet"`` (:func:`unet`: 512x512x3 in, 2 logits per pixel out),
         ``"unet-bn"`` (the same with batch normalization, 384x384x3 in),
@@ -60,6 +63,10 @@ def build_model(name, input_size=None):
         return keras.applications.ResNet50(weights=None, input_shape=shape)
     if name == "inceptionv3":
         return keras.applications.InceptionV3(weights=None, input_shape=shape)
+    if name == "resnet50v2":
+        return keras.applications.ResNet50V2(weights=None, input_shape=shape)
+    if name == "densenet121":
+        return keras.applications.DenseNet121(weights=None, input_shape=shape)
     if name == "resnet50-nobias":
         def without_bias(layer):
             config = layer.get_config()

@@ -35,6 +35,8 @@ MODEL_SPECS = {
     "resnet50": ModelSpec(224, "classification", batch=128, start_batch=64),
     "inceptionv3": ModelSpec(299, "classification", batch=64, start_batch=32),
     "resnet50-nobias": ModelSpec(224, "classification", batch=128, start_batch=64),
+    "resnet50v2": ModelSpec(224, "classification", batch=128, start_batch=64),
+    "densenet121": ModelSpec(224, "classification", batch=64, start_batch=32),
     "unet": ModelSpec(512, "segmentation", batch=8, start_batch=4),
     "unet-bn": ModelSpec(384, "segmentation", batch=8, start_batch=8),
     "resnet50-640": ModelSpec(640, "detection", batch=16, start_batch=8),
