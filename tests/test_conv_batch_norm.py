@@ -317,13 +317,14 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
 
     DEVICE = "/CPU:0"
 
-    def _layers(self, between, input_prologue, micro_batch_size=None):
+    def _layers(self, between, input_prologue, micro_batch_size=None, **geometry):
         first = tf_ucudnn.layers.Conv2DBatchNorm(
             6, 3, padding="same", activation="relu" if between == "activation" else None,
-            micro_batch_size=micro_batch_size, input_prologue=input_prologue)
+            micro_batch_size=micro_batch_size, input_prologue=input_prologue,
+            data_format=geometry.get("data_format"))
         second = tf_ucudnn.layers.Conv2DBatchNorm(
-            4, 3, padding="same", use_bias=True, micro_batch_size=micro_batch_size,
-            input_prologue=input_prologue)
+            4, 3, use_bias=True, micro_batch_size=micro_batch_size,
+            input_prologue=input_prologue, **{"padding": "same", **geometry})
 
         def forward(x):
             t = first(x, training=True)
@@ -332,11 +333,14 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
             return second(t, training=True)
         return first, second, forward
 
-    def _step(self, between, input_prologue, jit_compile=False, micro_batch_size=None):
+    def _step(self, between, input_prologue, jit_compile=False, micro_batch_size=None,
+              **geometry):
         rng = np.random.default_rng(29)
-        x = tf.constant(rng.standard_normal((5, 7, 8, 3)) * 2.0 + 0.5, tf.float32)
+        shape = (5, 7, 8, 3) if geometry.get("data_format") != "channels_first" else (5, 3, 7, 8)
+        x = tf.constant(rng.standard_normal(shape) * 2.0 + 0.5, tf.float32)
         keras.utils.set_random_seed(7)
-        first, second, forward = self._layers(between, input_prologue, micro_batch_size)
+        first, second, forward = self._layers(between, input_prologue, micro_batch_size,
+                                              **geometry)
         with tf.device(self.DEVICE):
             forward(x)  # build; moving statistics move once
         weights = [first.conv.kernel, first.batch_norm.gamma, first.batch_norm.beta,
@@ -374,6 +378,19 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
             assert_rel_l2(self, got, want, 1e-5, f"gradient of {name}")
         for got, want in zip(moving, moving_off):
             assert_rel_l2(self, got, want, 1e-5, "second layer's moving statistics")
+
+    @parameterized.parameters(
+        dict(data_format="channels_first", strides=2, padding="valid"),
+        dict(data_format="channels_last", strides=(2, 1), padding="same", dilation_rate=1),
+        dict(data_format="channels_last", padding="valid", dilation_rate=2))
+    def test_other_geometries(self, **geometry):
+        loss, grads, moving, ops, _ = self._step("layer", True, micro_batch_size=2, **geometry)
+        self.assertIn("Ucudnn>NormalizedConv2DWithStatistics", ops)
+        loss_off, grads_off, moving_off, _, _ = self._step("layer", False, micro_batch_size=2,
+                                                           **geometry)
+        assert_rel_l2(self, loss, loss_off, 1e-5, "loss")
+        for got, want in zip(grads + moving, grads_off + moving_off):
+            assert_rel_l2(self, got, want, 1e-5, "gradient or moving statistic")
 
     def test_under_jit_compile(self):
         loss, grads, _, ops, _ = self._step("layer", True, jit_compile=True)
