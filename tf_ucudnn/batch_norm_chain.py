@@ -1,20 +1,22 @@
 """Batch norms whose normalization the next convolution applies as its prologue.
 
 In a traced training step (``tf.function``, ``model.fit``, XLA's
-``jit_compile``), a batch norm computed from a convolution's statistics
-(``layers.batch_norm_from_statistics``) records its output here with what it
-was made of: the convolution's output ``y`` and the float32 per-channel
-``scale`` and ``offset`` with ``output = y * scale + offset``. A following
-convolution that also computes statistics (``layers.conv_statistics_call``)
-asks :func:`prologue_of` about its input: when the input is such an output, or
-a ReLU of one, the convolution reads ``y`` and applies the normalization (and
-the ReLU) as its prologue (``conv2d_with_statistics(input_scale=,
-input_offset=, input_relu=)``). The normalized tensor is then used by no one
-else in the step's graph unless another layer reads it (a residual
-shortcut), so the graph computes and keeps it only then: the memory of a
-Conv -> BatchNormalization -> ReLU -> Conv chain's middle tensor is not kept
-for the backward pass, whose gradient computes it again (μ-cuDNN's
-micro-batches apply it one micro-batch at a time inside the convolution).
+``jit_compile``), a batch norm records its output here with what it was made
+of: its input ``y`` and the float32 per-channel ``scale`` and ``offset`` with
+``output = y * scale + offset``. Two kinds record: a batch norm computed from
+a convolution's statistics (``layers.batch_norm_from_statistics``:
+``Conv2DBatchNorm``, ``enable_rewrite``'s chains) and a pre-activation batch
+norm (``layers.BatchNormalization``, whose input is a residual sum or a
+concatenation). A following tf_ucudnn convolution (``layers.conv_statistics_call``,
+``layers.conv2d_call``) asks :func:`prologue_of` about its input: when the
+input is such an output, or a ReLU of one, the convolution reads ``y`` and
+applies the normalization (and the ReLU) as its prologue
+(``Ucudnn>NormalizedConv2DWithStatistics``). The normalized tensor is then
+used by no one else in the step's graph unless another layer reads it (a
+residual shortcut), so the graph computes and keeps it only then: the memory
+of a BatchNormalization -> ReLU -> Conv chain's middle tensor is not kept for
+the backward pass, whose gradient computes it again (μ-cuDNN's micro-batches
+apply it one micro-batch at a time inside the convolution).
 
 Eagerly nothing is recorded: every tensor is computed as it is called, so the
 prologue would only add work.
@@ -31,7 +33,8 @@ def remember(output, y, scale, offset):
 
     Args:
       output: the normalized tensor, ``y``'s shape and dtype.
-      y: the convolution output it normalizes, NHWC or NCHW.
+      y: the tensor it normalizes (a convolution's output, a residual sum),
+        NHWC or NCHW.
       scale, offset: float32 ``[channels]``.
     """
     if tf.executing_eagerly() or not hasattr(output, "graph"):
@@ -64,6 +67,7 @@ def prologue_of(inputs):
     if op.type == "Relu" and op.inputs[0].name in table:
         return table[op.inputs[0].name] + (True,)
     return None
+
 
 def prologue_by_default(compute_dtype):
     """Whether a convolution takes the prologue unless told: in float16 only,

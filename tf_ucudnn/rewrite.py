@@ -402,9 +402,9 @@ def rewrite_stats():
       chains of Keras models run on the convolution's statistics, with
       ``enable_rewrite(fuse_batch_norm=True)``: counted each time a function
       of the model is traced with them, in training), and ``bn_prologue``
-      (convolutions that applied the previous batch norm as their prologue,
-      from ``enable_rewrite(fuse_batch_norm=True)`` and
-      ``tf_ucudnn.layers.Conv2DBatchNorm`` alike, counted per trace).
+      (convolutions that applied the batch norm before them as their
+      prologue, from ``enable_rewrite(fuse_batch_norm=True)`` and
+      tf_ucudnn's layers alike, counted per trace).
     """
     return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
                 bn_prologue=batch_norm_chain.prologues_taken[0])
@@ -537,11 +537,11 @@ def _route_layers(model):
     chains = _batch_norm_chains(model)  # their convolutions are among `layers`
     convs = {id(chains[id(layer)]): layer for layer in layers if id(layer) in chains}
     # Pre-activation batch norms: recorded for the next convolution's prologue.
-    recorded = [bn for key, bn in _preactivation_norms(model).items() if key not in convs]
+    recorded = {key: bn for key, bn in _preactivation_norms(model).items() if key not in convs}
     changed = False
-    for layer in layers + [chains[id(conv)] for conv in convs.values()] + recorded:
+    for layer in layers + [chains[id(conv)] for conv in convs.values()] + list(recorded.values()):
         is_batch_norm = id(layer) in convs
-        if any(layer is bn for bn in recorded):
+        if id(layer) in recorded:
             kind, wanted = "record", fused
         elif fused is not None and (is_batch_norm or id(layer) in chains):
             kind, wanted = "chain", fused

@@ -251,14 +251,16 @@ def _depth_to_space_layer():
 def batch_norm_fused(model, workspace_limit, input_prologue=True):
     """``tf_ucudnn.rewrite_model(model, workspace_limit, fuse_batch_norm=True)``
     (the ``ucudnn-bn`` modes of ``bench models`` and ``bench memory-cap``):
-    with ``input_prologue`` False, every ``Conv2DBatchNorm`` computes the
-    statistics only and reads its input as it is (the ``ucudnn-bnstats``
-    modes), so that the prologue's share can be measured apart."""
+    every tf_ucudnn convolution's ``input_prologue`` set to ``input_prologue``
+    in every precision: with False, a ``Conv2DBatchNorm`` computes the
+    statistics only and every convolution reads its input as it is (the
+    ``ucudnn-bnstats`` modes), so that the prologue's share can be measured
+    apart."""
     import tf_ucudnn
 
     model = tf_ucudnn.rewrite_model(model, workspace_limit=workspace_limit, verbose=0,
                                     fuse_batch_norm=True)
     for layer in model._flatten_layers(include_self=False):
-        if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm):
+        if isinstance(layer, (tf_ucudnn.layers.Conv2D, tf_ucudnn.layers.Conv2DBatchNorm)):
             layer.input_prologue = input_prologue
     return model
