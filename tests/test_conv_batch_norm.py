@@ -428,6 +428,22 @@ class PrologueChainGpuTest(OnGpuWithoutTf32, PrologueChainTest):
     DEVICE = "/GPU:0"
 
 
+def _assert_trained_as_stock(test, ours, stock, zero_gradient, refit):
+    """``ours``' weights after training under ``enable_rewrite`` against the
+    same model's trained stock (relative L2 1e-5); those named in
+    ``zero_gradient`` (biases read only through batch norms: zero gradient in
+    exact arithmetic, noise on both sides) within 1e-6. Then ``refit()``, with
+    the rewrite off, leaves no layer's ``call`` replaced."""
+    for got, want in zip(ours.weights, stock.weights):
+        if want.path in zero_gradient:
+            test.assertAllClose(got, want, rtol=0, atol=1e-6)
+            continue
+        assert_rel_l2(test, got, want, 1e-5, f"{want.path} after 2 steps")
+    with tf.device(test.DEVICE):
+        refit()
+    test.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
+
+
 def _preactivation_model():
     """Pre-activation blocks as ResNet v2 and DenseNet write them: a batch norm
     of a tensor that a residual sum also reads, read through a ReLU by a
@@ -535,14 +551,9 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
         # With XLA every convolution after a recorded batch norm; without, the chain's only
         # (Grappler's rewrite of the plain ones cannot take a prologue).
         self.assertTrue(taken > 0 and taken % (3 if jit_compile else 1) == 0, taken)
-        for got, want in zip(ours.weights, stock.weights):
-            if want.path in ("stem/bias", "after_chain/bias"):
-                self.assertAllClose(got, want, rtol=0, atol=1e-6)
-                continue
-            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
-        with tf.device(self.DEVICE):
-            ours.fit(x, target, batch_size=6, epochs=1, verbose=0, shuffle=False)
-        self.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
+        _assert_trained_as_stock(self, ours, stock, {"stem/bias", "after_chain/bias"},
+                                 lambda: ours.fit(x, target, batch_size=6, epochs=1, verbose=0,
+                                                  shuffle=False))
 
 
 @pytest.mark.gpu
@@ -582,15 +593,9 @@ class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
                        if isinstance(layer, keras.layers.Conv2D) and layer.use_bias
                        and layer._outbound_nodes and isinstance(layer._outbound_nodes[0].operation,
                                       keras.layers.BatchNormalization)}
-        for got, want in zip(ours.weights, stock.weights):
-            if want.path in before_norm:
-                # A bias before a batch norm: its gradient is zero in exact arithmetic.
-                self.assertAllClose(got, want, rtol=0, atol=1e-6)
-                continue
-            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
-        with tf.device(self.DEVICE):
-            ours.fit(x, targets, batch_size=6, epochs=1, verbose=0, shuffle=False)
-        self.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
+        _assert_trained_as_stock(self, ours, stock, before_norm,
+                                 lambda: ours.fit(x, targets, batch_size=6, epochs=1, verbose=0,
+                                                  shuffle=False))
 
     def test_flag_must_be_a_bool(self):
         with self.assertRaisesRegex(ValueError, "fuse_batch_norm must be True or False"):
