@@ -54,19 +54,20 @@ def prologue_of(inputs):
       ``(y, scale, offset, relu)`` when ``inputs`` is a recorded batch
       norm's output (``relu`` False) or ``tf.nn.relu`` of one (``relu``
       True; Keras' ``ReLU()``, ``Activation("relu")`` and ``activation="relu"``
-      trace to it), else None (eagerly always None).
+      trace to it), and ``y`` has ``inputs``' dtype; else None (eagerly
+      always None).
     """
     if tf.executing_eagerly() or not hasattr(inputs, "graph"):
         return None
     table = getattr(inputs.graph, _ATTRIBUTE, None)
     if not table:
         return None
+    found = None
     if inputs.name in table:
-        return table[inputs.name] + (False,)
-    op = inputs.op
-    if op.type == "Relu" and op.inputs[0].name in table:
-        return table[op.inputs[0].name] + (True,)
-    return None
+        found = table[inputs.name] + (False,)
+    elif inputs.op.type == "Relu" and inputs.op.inputs[0].name in table:
+        found = table[inputs.op.inputs[0].name] + (True,)
+    return found if found is not None and found[0].dtype == inputs.dtype else None
 
 
 def prologue_by_default(compute_dtype):

@@ -50,9 +50,9 @@ def conv2d_call(layer, inputs, attrs, input_prologue=False):
     applies the normalization and ReLU as its prologue
     (``Ucudnn>NormalizedConv2DWithStatistics``, its sums unused), then the
     bias and the activation."""
-    chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
-    if chain is not None and chain[0].dtype == inputs.dtype:
-        outputs = _normalized_conv(chain, tf.cast(layer.kernel, inputs.dtype), attrs).output
+    result = _normalized_conv(inputs, tf.cast(layer.kernel, inputs.dtype), attrs, input_prologue)
+    if result is not None:
+        outputs = result.output
         if layer.use_bias:
             outputs = tf.nn.bias_add(outputs, tf.cast(layer.bias, outputs.dtype),
                                      data_format=attrs["data_format"])
@@ -238,10 +238,14 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
-def _normalized_conv(chain, kernel, attrs):
-    """``Ucudnn>NormalizedConv2DWithStatistics`` on a recorded batch norm's
-    input, ``chain`` as ``batch_norm_chain.prologue_of`` returns it (counted
-    in ``rewrite_stats()["bn_prologue"]``)."""
+def _normalized_conv(inputs, kernel, attrs, input_prologue):
+    """With ``input_prologue``, where ``batch_norm_chain.prologue_of(inputs)``
+    finds the batch norm ``inputs`` came from,
+    ``Ucudnn>NormalizedConv2DWithStatistics`` on that batch norm's input
+    (counted in ``rewrite_stats()["bn_prologue"]``); else None."""
+    chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
+    if chain is None:
+        return None
     normalized, scale, offset, relu = chain
     batch_norm_chain.prologues_taken[0] += 1
     return nn._ops.ucudnn_normalized_conv2d_with_statistics(
@@ -269,10 +273,8 @@ def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     """
     fmt = attrs["data_format"]
     kernel = tf.cast(conv.kernel, conv.compute_dtype)
-    chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
-    if chain is not None and chain[0].dtype == inputs.dtype:
-        result = _normalized_conv(chain, kernel, attrs)
-    else:
+    result = _normalized_conv(inputs, kernel, attrs, input_prologue)
+    if result is None:
         result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
     y = result.output
     shape = tf.shape(y)
@@ -294,6 +296,15 @@ def batch_norm_from_statistics(batch_norm, y, statistics, data_format):
     """
     total, squares, count, conv_bias = statistics
     mean, variance = batch_norm_math.moments_from_sums(total, squares, count, conv_bias)
+    return _train_and_normalize(batch_norm, y, mean, variance, data_format, conv_bias)
+
+
+def _train_and_normalize(batch_norm, y, mean, variance, data_format, conv_bias=None):
+    """A batch norm's training step from its batch ``mean`` and ``variance``
+    (float32 ``[channels]``): the moving statistics updated as Keras does,
+    then ``y * scale + offset`` in float32 (``conv_bias``, float32 or None,
+    folded into the offset), in ``y``'s dtype, recorded for the next
+    convolution's prologue (``batch_norm_chain``)."""
     batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
     gamma, beta = batch_norm_math.gamma_beta(batch_norm)
     scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
@@ -559,14 +570,7 @@ def recording_batch_norm_call(batch_norm, inputs, training=None, mask=None):
     if not recordable:
         return keras.layers.BatchNormalization.call(batch_norm, inputs, training=training,
                                                     mask=mask)
-    x = tf.cast(inputs, tf.float32)
-    mean, variance = batch_norm._moments(x, None)
-    batch_norm_math.update_moving_statistics(batch_norm, mean, variance)
-    gamma, beta = batch_norm_math.gamma_beta(batch_norm)
-    scale, offset = batch_norm_math.scale_and_offset(mean, variance, gamma, beta,
-                                                     batch_norm.epsilon)
-    channels = nn.channel_shape("NHWC" if batch_norm.axis in (3, -1) else "NCHW")
-    outputs = tf.cast(x * tf.reshape(scale, channels) + tf.reshape(offset, channels),
-                      batch_norm.compute_dtype)
-    batch_norm_chain.remember(outputs, inputs, scale, offset)
-    return outputs
+    # Keras has cast inputs to the compute dtype, the dtype of its output.
+    mean, variance = batch_norm._moments(tf.cast(inputs, tf.float32), None)
+    return _train_and_normalize(batch_norm, inputs, mean, variance,
+                                "NHWC" if batch_norm.axis in (3, -1) else "NCHW")

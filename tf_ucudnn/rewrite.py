@@ -448,16 +448,6 @@ def _xla_call(layer, settings, inputs):
     return call(layer, inputs, attrs)
 
 
-def _recording_batch_norm_call(batch_norm, inputs, training=None, mask=None):
-    """A pre-activation ``keras.layers.BatchNormalization`` (a convolution
-    reads it, directly or through a ReLU) under ``fuse_batch_norm``: as
-    ``tf_ucudnn.layers.BatchNormalization``, its training output recorded
-    for that convolution's prologue."""
-    from tf_ucudnn import layers
-
-    return layers.recording_batch_norm_call(batch_norm, inputs, training, mask)
-
-
 # Conv2D -> BatchNormalization chains traced fused (rewrite_stats' bn_fused).
 _bn_fused_count = [0]
 
@@ -519,7 +509,7 @@ def _route_layers(model):
       run on the convolution's statistics (``_chain_conv_call``,
       ``_chain_batch_norm_call``), and pre-activation batch norms record
       their output for the next convolution's prologue
-      (``_recording_batch_norm_call``).
+      (``layers.recording_batch_norm_call``).
 
     When the rewrite is off again, or its settings change, the layers go
     back (or over)."""
@@ -528,7 +518,7 @@ def _route_layers(model):
         settings = None  # the rewrite is for the CPU only; XLA on the CPU is XLA's own conv
     xla = settings if settings is not None and getattr(model, "jit_compile", False) else None
     fused = settings if settings is not None and settings.fuse_batch_norm else None
-    from tf_ucudnn.layers import _COMPUTE_DTYPES
+    from tf_ucudnn.layers import _COMPUTE_DTYPES, recording_batch_norm_call
 
     stock = _stock_layer_classes()
     # Layers in other dtypes (float64) keep XLA's convolution.
@@ -558,7 +548,7 @@ def _route_layers(model):
             layer.__dict__.pop("_tf_ucudnn_route", None)
             continue
         if kind == "record":
-            layer.call = functools.partial(_recording_batch_norm_call, layer)
+            layer.call = functools.partial(recording_batch_norm_call, layer)
         elif kind == "chain" and is_batch_norm:
             layer.call = functools.partial(_chain_batch_norm_call, layer, convs[id(layer)])
         elif kind == "chain":
