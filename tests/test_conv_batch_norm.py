@@ -400,6 +400,34 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         for got, want in zip(grads, grads_off):
             assert_rel_l2(self, got, want, 1e-5, "gradient")
 
+    def test_output_kept_for_the_backward_pass_only_where_its_sums_are_read(self):
+        # The prologue convolution's output y enters its gradient only through the
+        # sum of squares' (2 y): a plain Conv2D's sums are read by no one, so its
+        # backward pass must not keep y (in a ResNet v2 block that is the widest
+        # tensor); a Conv2DBatchNorm's are, so it must.
+        def backward_reads_output(second):
+            first = tf_ucudnn.layers.Conv2DBatchNorm(6, 3, padding="same", input_prologue=True)
+            relu = keras.layers.ReLU()
+
+            @tf.function
+            def step(x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(second(relu(first(x, training=True)), training=True))
+                return tape.gradient(loss, tape.watched_variables())
+
+            with tf.device(self.DEVICE):
+                graph = step.get_concrete_function(tf.TensorSpec((2, 6, 6, 3))).graph
+            convs = [op for op in graph.get_operations()
+                     if op.type == "Ucudnn>NormalizedConv2DWithStatistics"]
+            self.assertLen(convs, 1)
+            return any(reader.name.startswith("gradient_tape/")
+                       for reader in convs[0].outputs[0].consumers())
+
+        self.assertFalse(backward_reads_output(
+            tf_ucudnn.layers.Conv2D(4, 3, padding="same", input_prologue=True)))
+        self.assertTrue(backward_reads_output(
+            tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)))
+
     def test_knob_must_be_a_bool(self):
         with self.assertRaisesRegex(ValueError, "input_prologue must be True, False or None"):
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, input_prologue="yes")

@@ -578,16 +578,35 @@ def _conv2d_with_bias_grad(op, grad):
     return dx, dw, db
 
 
+def _known_zero(gradient):
+    """Whether an output's gradient is None or, in a traced graph, a constant
+    zero: what TF passes for an output no one differentiates (a
+    convolution's sums that no batch norm reads). Eager tensors are not
+    looked at (that would wait for the GPU)."""
+    if gradient is None:
+        return True
+    if isinstance(gradient, tf.Tensor) and hasattr(gradient, "graph"):
+        value = tf.get_static_value(gradient)
+        return value is not None and not np.any(value)
+    return False
+
+
 def _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares):
     """The output's whole gradient of a statistics op: its own plus the
     sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
-    computed in float32, in the output's dtype."""
+    computed in float32, in the output's dtype. Sums whose gradient is
+    known to be zero add nothing, so a convolution whose sums no one reads
+    does not keep its output ``y`` for the backward pass."""
     y = op.outputs[0]
+    sum_used = not _known_zero(grad_sum)
+    squares_used = not _known_zero(grad_sum_of_squares)
+    if grad is not None and not sum_used and not squares_used:
+        return grad
     channels = channel_shape(_op_attrs(op)["data_format"])
-    total = tf.cast(grad, tf.float32) if grad is not None else tf.zeros_like(y, tf.float32)
-    if grad_sum is not None:
+    total = tf.cast(grad, tf.float32) if grad is not None else tf.zeros(tf.shape(y), tf.float32)
+    if sum_used:
         total += tf.reshape(grad_sum, channels)
-    if grad_sum_of_squares is not None:
+    if squares_used:
         total += 2.0 * tf.cast(y, tf.float32) * tf.reshape(grad_sum_of_squares, channels)
     return tf.cast(total, y.dtype)
 
