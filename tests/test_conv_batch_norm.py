@@ -328,8 +328,11 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
 
         def forward(x):
             t = first(x, training=True)
-            if between == "layer":
+            if between in ("layer", "padded"):
                 t = keras.layers.ReLU()(t)
+            if between == "padded":  # as before ResNet v2's 3x3 convolutions
+                t = keras.layers.ZeroPadding2D(((1, 2), (0, 1)),
+                                               data_format=geometry.get("data_format"))(t)
             return second(t, training=True)
         return first, second, forward
 
@@ -392,10 +395,31 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         for got, want in zip(grads + moving, grads_off + moving_off):
             assert_rel_l2(self, got, want, 1e-5, "gradient or moving statistic")
 
-    def test_under_jit_compile(self):
-        loss, grads, _, ops, _ = self._step("layer", True, jit_compile=True)
+    @parameterized.parameters(
+        dict(data_format="channels_last", padding="valid"),
+        dict(data_format="channels_first", padding="valid", strides=2),
+        dict(data_format="channels_last", padding="same"))
+    def test_through_zero_padding(self, **geometry):
+        # Zero padding after the prologue is the convolution's own padding: a
+        # "valid" convolution takes the prologue with the padding made explicit;
+        # a "same" one (its amounts depend on the padded size) reads the padded
+        # tensor. Either way the same step.
+        loss, grads, moving, ops, taken = self._step("padded", True, micro_batch_size=2,
+                                                     **geometry)
+        takes = geometry["padding"] == "valid"
+        self.assertEqual("Ucudnn>NormalizedConv2DWithStatistics" in ops, takes)
+        self.assertEqual(taken >= 1, takes)
+        loss_off, grads_off, moving_off, _, _ = self._step("padded", False, micro_batch_size=2,
+                                                           **geometry)
+        assert_rel_l2(self, loss, loss_off, 1e-5, "loss")
+        for got, want in zip(grads + moving, grads_off + moving_off):
+            assert_rel_l2(self, got, want, 1e-5, "gradient or moving statistic")
+
+    @parameterized.parameters(dict(between="layer"), dict(between="padded", padding="valid"))
+    def test_under_jit_compile(self, between, **geometry):
+        loss, grads, _, ops, _ = self._step(between, True, jit_compile=True, **geometry)
         self.assertIn("Ucudnn>NormalizedConv2DWithStatistics", ops)
-        loss_off, grads_off, _, _, _ = self._step("layer", False, jit_compile=False)
+        loss_off, grads_off, _, _, _ = self._step(between, False, jit_compile=False, **geometry)
         assert_rel_l2(self, loss, loss_off, 1e-5, "loss")
         for got, want in zip(grads, grads_off):
             assert_rel_l2(self, got, want, 1e-5, "gradient")

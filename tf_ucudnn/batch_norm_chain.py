@@ -46,28 +46,53 @@ def remember(output, y, scale, offset):
     table[output.name] = (y, scale, offset)
 
 
+def _zero_padding(tensor):
+    """``(inner, paddings)`` where ``tensor`` is a constant zero padding of
+    ``inner`` (a ``Pad`` op, or ``PadV2`` with value 0: Keras'
+    ``ZeroPadding2D``) by ``paddings``, 4 ``[before, after]`` pairs in
+    dimension order, known when traced; else ``(tensor, None)``."""
+    op = tensor.op
+    if op.type not in ("Pad", "PadV2"):
+        return tensor, None
+    paddings = tf.get_static_value(op.inputs[1])
+    if paddings is None or paddings.shape != (4, 2):
+        return tensor, None
+    if op.type == "PadV2":
+        value = tf.get_static_value(op.inputs[2])
+        if value is None or value != 0:
+            return tensor, None
+    return op.inputs[0], paddings.tolist()
+
+
 def prologue_of(inputs):
     """What a convolution on ``inputs`` may read instead, in the graph being
     traced.
 
     Returns:
-      ``(y, scale, offset, relu)`` when ``inputs`` is a recorded batch
-      norm's output (``relu`` False) or ``tf.nn.relu`` of one (``relu``
-      True; Keras' ``ReLU()``, ``Activation("relu")`` and ``activation="relu"``
-      trace to it), and ``y`` has ``inputs``' dtype; else None (eagerly
-      always None).
+      ``(y, scale, offset, relu, paddings)`` when ``inputs`` is a recorded
+      batch norm's output (``relu`` False) or ``tf.nn.relu`` of one
+      (``relu`` True; Keras' ``ReLU()``, ``Activation("relu")`` and
+      ``activation="relu"`` trace to it), either of them optionally padded
+      with zeros (Keras' ``ZeroPadding2D``, as before ResNet v2's 3×3
+      convolutions; ``paddings``: 4 ``[before, after]`` pairs in dimension
+      order, else None), and ``y`` has ``inputs``' dtype; else None
+      (eagerly always None). Zero padding after the prologue is the
+      convolution's own padding, so the convolution can take it.
     """
     if tf.executing_eagerly() or not hasattr(inputs, "graph"):
         return None
     table = getattr(inputs.graph, _ATTRIBUTE, None)
     if not table:
         return None
+    unpadded, paddings = _zero_padding(inputs)
     found = None
-    if inputs.name in table:
-        found = table[inputs.name] + (False,)
-    elif inputs.op.type == "Relu" and inputs.op.inputs[0].name in table:
-        found = table[inputs.op.inputs[0].name] + (True,)
-    return found if found is not None and found[0].dtype == inputs.dtype else None
+    if unpadded.name in table:
+        found = table[unpadded.name] + (False,)
+    elif unpadded.op.type == "Relu" and unpadded.op.inputs[0].name in table:
+        found = table[unpadded.op.inputs[0].name] + (True,)
+    if found is None or found[0].dtype != inputs.dtype:
+        return None
+    return found + (paddings,)
 
 
 def prologue_by_default(compute_dtype):

@@ -139,8 +139,10 @@ _INPUT_PROLOGUE_ARG = """      input_prologue: in a traced training step (``mode
         training output of a batch norm that records it (a
         ``Conv2DBatchNorm``, ``tf_ucudnn.layers.BatchNormalization``, or the
         batch norm of an ``enable_rewrite(fuse_batch_norm=True)`` chain), or
-        a ReLU of it, read the batch norm's input and apply its
-        normalization and ReLU as this convolution's prologue, so that the
+        a ReLU of it, either zero-padded (``ZeroPadding2D``; taken where
+        this layer's padding is "valid"), read the batch norm's input and
+        apply its normalization and ReLU as this convolution's prologue (the
+        zero padding as its own), so that the
         normalized tensor is not kept for the backward pass unless another
         layer reads it (the gradient computes it again). True, False, or
         None (default): True where the layer computes in float16, whose
@@ -238,15 +240,36 @@ class Conv2DTranspose(_Knobs, keras.layers.Conv2DTranspose):
         return conv2d_transpose_call(self, inputs, layer_attrs(self, **self._knobs()))
 
 
+def _with_input_padding(attrs, paddings):
+    """The attributes of the same convolution on the unpadded input of a zero
+    padding by ``paddings`` (4 ``[before, after]`` pairs in ``attrs``'
+    data format's dimension order): the padding added to the convolution's
+    own as explicit paddings; None where the padding touches the batch or
+    channels, or the convolution's padding is ``"SAME"`` (its amounts
+    depend on the padded size)."""
+    channels = 3 if attrs["data_format"] == "NHWC" else 1
+    if any(paddings[0]) or any(paddings[channels]) or attrs["padding"] == "SAME":
+        return None
+    explicit = [int(v) for pair in paddings for v in pair]
+    if attrs["padding"] == "EXPLICIT":
+        explicit = [a + b for a, b in zip(explicit, attrs["explicit_paddings"])]
+    return dict(attrs, padding="EXPLICIT", explicit_paddings=explicit)
+
+
 def _normalized_conv(inputs, kernel, attrs, input_prologue):
     """With ``input_prologue``, where ``batch_norm_chain.prologue_of(inputs)``
     finds the batch norm ``inputs`` came from,
-    ``Ucudnn>NormalizedConv2DWithStatistics`` on that batch norm's input
-    (counted in ``rewrite_stats()["bn_prologue"]``); else None."""
+    ``Ucudnn>NormalizedConv2DWithStatistics`` on that batch norm's input, a
+    zero padding between them added to the convolution's padding (counted
+    in ``rewrite_stats()["bn_prologue"]``); else None."""
     chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
     if chain is None:
         return None
-    normalized, scale, offset, relu = chain
+    normalized, scale, offset, relu, paddings = chain
+    if paddings is not None:
+        attrs = _with_input_padding(attrs, paddings)
+        if attrs is None:
+            return None
     batch_norm_chain.prologues_taken[0] += 1
     return nn._ops.ucudnn_normalized_conv2d_with_statistics(
         input=normalized, filter=kernel, scale=scale, offset=offset, input_relu=relu, **attrs)
