@@ -1,7 +1,7 @@
 """What a training step keeps for its backward pass: the forward tensors that
 gradient ops read, by their static size (any machine; no GPU needed).
 
-    python benchmarks/saved_activations.py [--models resnet50,resnet50v2]
+    python benchmarks/saved_activations.py [--models resnet50,resnet50v2,densenet121]
         [--size 64] [--batch 8] [--json PATH]
 
 Per model (``keras.applications``, ``size``² inputs, 10 classes, float32) and
@@ -38,7 +38,8 @@ _WAYS = ("stock", "statistics", "prologue")
 
 def _model(name, size):
     classes = {"resnet50": keras.applications.ResNet50,
-               "resnet50v2": keras.applications.ResNet50V2}
+               "resnet50v2": keras.applications.ResNet50V2,
+               "densenet121": keras.applications.DenseNet121}
     if name not in classes:
         raise SystemExit(f"--models: {name!r} is not one of {', '.join(classes)}")
     return classes[name](weights=None, input_shape=(size, size, 3), classes=10)
@@ -88,7 +89,7 @@ def measure(name, way, batch, size):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="resnet50,resnet50v2")
+    parser.add_argument("--models", default="resnet50,resnet50v2,densenet121")
     parser.add_argument("--size", type=int, default=64, help="input height and width")
     parser.add_argument("--batch", type=int, default=8, help="mini-batch size N")
     parser.add_argument("--json", help="also write the rows to this file")
