@@ -1,11 +1,11 @@
 """What a training step keeps for its backward pass: the forward tensors that
 gradient ops read, by their static size (any machine; no GPU needed).
 
-    python benchmarks/saved_activations.py [--models resnet50,resnet50v2,densenet121]
+    python benchmarks/saved_activations.py [--models resnet50,resnet50v2,densenet121,unet-bn]
         [--size 64] [--batch 8] [--json PATH]
 
-Per model (``keras.applications``, ``size``² inputs, 10 classes, float32) and
-way of running it:
+Per model (a ``tf-ucudnn bench`` model, ``size``² inputs, float32; loss: the
+mean square of its output) and way of running it:
 
 * ``stock``: the Keras model as it is;
 * ``statistics``: ``tf_ucudnn.rewrite_model(fuse_batch_norm=True)`` with
@@ -36,29 +36,16 @@ _NOT_ACTIVATIONS = ("Const", "ReadVariableOp", "Placeholder", "Shape", "Identity
 _WAYS = ("stock", "statistics", "prologue")
 
 
-def _model(name, size):
-    classes = {"resnet50": keras.applications.ResNet50,
-               "resnet50v2": keras.applications.ResNet50V2,
-               "densenet121": keras.applications.DenseNet121}
-    if name not in classes:
-        raise SystemExit(f"--models: {name!r} is not one of {', '.join(classes)}")
-    return classes[name](weights=None, input_shape=(size, size, 3), classes=10)
-
-
 def kept_tensors(model, batch, size):
     """``{tensor name: (bytes, producing op type)}`` of the forward tensors a
     traced training step of ``model`` reads in its backward pass."""
-    x = tf.TensorSpec((batch, size, size, 3), tf.float32)
-    labels = tf.TensorSpec((batch, 10), tf.float32)
-
     @tf.function
-    def step(x, labels):
+    def step(x):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(keras.losses.categorical_crossentropy(
-                labels, model(x, training=True)))
+            loss = tf.reduce_mean(tf.square(model(x, training=True)))
         return tape.gradient(loss, model.trainable_variables)
 
-    graph = step.get_concrete_function(x, labels).graph
+    graph = step.get_concrete_function(tf.TensorSpec((batch, size, size, 3), tf.float32)).graph
     kept = {}
     for op in graph.get_operations():
         if not op.name.startswith("gradient_tape/"):
@@ -76,7 +63,7 @@ def measure(name, way, batch, size):
     """One row: the model ``name`` run ``way`` (one of ``stock``,
     ``statistics``, ``prologue``); bytes kept, in total and per op type."""
     keras.utils.set_random_seed(0)
-    model = _model(name, size)
+    model = builders.build_model(name, input_size=size)
     if way != "stock":
         model = builders.batch_norm_fused(model, 64 << 20, input_prologue=(way == "prologue"))
     kept = kept_tensors(model, batch, size)
@@ -89,8 +76,10 @@ def measure(name, way, batch, size):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="resnet50,resnet50v2,densenet121")
-    parser.add_argument("--size", type=int, default=64, help="input height and width")
+    parser.add_argument("--models", default="resnet50,resnet50v2,densenet121,unet-bn",
+                        help="comma list of tf-ucudnn bench models")
+    parser.add_argument("--size", type=int, default=64,
+                        help="input height and width (U-Nets: a multiple of 16)")
     parser.add_argument("--batch", type=int, default=8, help="mini-batch size N")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
