@@ -247,10 +247,12 @@ def _with_input_padding(attrs, paddings):
     own as explicit paddings; None where the padding touches the batch or
     channels, or the convolution's padding is ``"SAME"`` (its amounts
     depend on the padded size)."""
-    channels = 3 if attrs["data_format"] == "NHWC" else 1
-    if any(paddings[0]) or any(paddings[channels]) or attrs["padding"] == "SAME":
+    if attrs["padding"] == "SAME":
         return None
-    explicit = [int(v) for pair in paddings for v in pair]
+    try:
+        _, explicit = nn._padding_attrs(paddings, attrs["data_format"])
+    except ValueError:  # padding of the batch or channels
+        return None
     if attrs["padding"] == "EXPLICIT":
         explicit = [a + b for a, b in zip(explicit, attrs["explicit_paddings"])]
     return dict(attrs, padding="EXPLICIT", explicit_paddings=explicit)
