@@ -70,7 +70,7 @@ class ArgumentsTest(tf.test.TestCase):
     def test_every_classifier_takes_its_input_size_and_gives_1000_logits(self):
         classifiers = [name for name, spec in bench_models.MODEL_SPECS.items()
                        if spec.task == "classification"]
-        self.assertLen(classifiers, 8)
+        self.assertLen(classifiers, 9)
         for name in classifiers:
             with self.subTest(model=name):
                 model = bench_models.build_model(name)

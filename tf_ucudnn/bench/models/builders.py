@@ -21,7 +21,8 @@ def build_model(name, input_size=None):
         1000 logits out: ``"alexnet"`` (the torchvision variant's
         convolutions), ``"resnet18"`` (basic blocks with batch
         normalization), ``"vgg16"`` (``keras.applications.VGG16(weights=None)``),
-        ``"resnet50"`` (``keras.applications.ResNet50(weights=None)``) or
+        ``"resnet50"`` (``keras.applications.ResNet50(weights=None)``),
+        ``"resnet101"`` (``keras.applications.ResNet101(weights=None)``) or
         ``"inceptionv3"`` (``keras.applications.InceptionV3(weights=None)``);
         or ``"resnet50-nobias"``: ResNet-50 with ``use_bias=False`` in every
         convolution. Batch normalization follows each of them and absorbs a
@@ -61,6 +62,8 @@ def build_model(name, input_size=None):
         return keras.applications.VGG16(weights=None, input_shape=shape)
     if name == "resnet50":
         return keras.applications.ResNet50(weights=None, input_shape=shape)
+    if name == "resnet101":
+        return keras.applications.ResNet101(weights=None, input_shape=shape)
     if name == "inceptionv3":
         return keras.applications.InceptionV3(weights=None, input_shape=shape)
     if name == "resnet50v2":

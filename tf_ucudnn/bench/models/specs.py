@@ -33,6 +33,7 @@ MODEL_SPECS = {
     "resnet18": ModelSpec(224, "classification", batch=256, start_batch=128),
     "vgg16": ModelSpec(224, "classification", batch=64, start_batch=32),
     "resnet50": ModelSpec(224, "classification", batch=128, start_batch=64),
+    "resnet101": ModelSpec(224, "classification", batch=128, start_batch=64),
     "inceptionv3": ModelSpec(299, "classification", batch=64, start_batch=32),
     "resnet50-nobias": ModelSpec(224, "classification", batch=128, start_batch=64),
     "resnet50v2": ModelSpec(224, "classification", batch=128, start_batch=64),
