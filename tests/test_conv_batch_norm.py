@@ -580,6 +580,47 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
             assert_rel_l2(self, loaded(x, training=False), model(x, training=False), 1e-6,
                           "loaded model's output")
 
+    def test_through_a_zero_padding_layer(self):
+        """BatchNormalization -> ReLU -> ZeroPadding2D -> Conv2D("valid"), as
+        before ResNet v2's 3x3 convolutions: the batch norm is recorded and the
+        convolution takes the prologue with the padding as its own; a "same"
+        convolution after the padding would keep reading the padded tensor, so
+        a batch norm read only that way stays Keras'."""
+        rng = np.random.default_rng(43)
+        x = tf.constant(rng.standard_normal((6, 8, 8, 3)) + 0.3, tf.float32)
+        target = tf.constant(rng.standard_normal((6, 8)), tf.float32)
+        L = keras.layers
+        inputs = keras.Input((8, 8, 3))
+        stem = L.Conv2D(6, 3, padding="same", name="stem")(inputs)
+        a = L.ZeroPadding2D(1)(L.ReLU()(L.BatchNormalization(name="read_valid")(stem)))
+        a = L.Conv2D(4, 3, name="valid")(a)
+        b = L.ZeroPadding2D(1)(L.BatchNormalization(name="read_same")(stem))
+        b = L.Conv2D(4, 3, padding="same", name="same")(b)
+        model = keras.Model(inputs, L.Concatenate()([L.GlobalAveragePooling2D()(a),
+                                                     L.GlobalAveragePooling2D()(b)]))
+        new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        recorded = [layer.name for layer in new.layers
+                    if isinstance(layer, tf_ucudnn.layers.BatchNormalization)]
+        self.assertEqual(recorded, ["read_valid"])
+        for layer in new.layers:
+            if hasattr(layer, "input_prologue"):
+                layer.input_prologue = True  # float32 would not take it by default
+        for m in (model, new):
+            m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
+        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+        with tf.device(self.DEVICE):
+            model.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+            new.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
+        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        self.assertGreaterEqual(taken, 1)  # the "valid" convolution, once per trace
+        stock = {w.path: w for w in model.weights}
+        for got in new.weights:
+            want = stock[got.path]
+            if want.path == "stem/bias":  # read only through batch norms
+                self.assertAllClose(got, want, rtol=0, atol=1e-6)
+                continue
+            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+
 
     @parameterized.parameters(False, True)
     def test_enable_rewrite_trains_as_the_stock_model(self, jit_compile):

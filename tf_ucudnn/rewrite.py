@@ -744,7 +744,10 @@ def _preactivation_norms(model):
     float16 or bfloat16, and read by a ``keras.layers.Conv2D`` directly or
     through a ReLU layer (``ReLU()`` with its defaults, ``Activation("relu")``)
     called once: the pre-activation order, whose normalization the
-    convolution can apply as its prologue."""
+    convolution can apply as its prologue. A ``ZeroPadding2D`` called once
+    may sit between them (as before ResNet v2's 3x3 convolutions) where the
+    convolution's padding is ``"valid"``: the padding then becomes the
+    convolution's own (:func:`tf_ucudnn.batch_norm_chain.prologue_of`)."""
     from tf_ucudnn.layers import _COMPUTE_DTYPES
 
     def consumers(layer):
@@ -767,7 +770,11 @@ def _preactivation_norms(model):
                 continue
             readers = consumers(bn)
             readers += [c for relu in readers if is_relu(relu) for c in consumers(relu)]
-            if any(type(c) is keras.layers.Conv2D for c in readers):
+            padded = [c for pad in readers if type(pad) is keras.layers.ZeroPadding2D
+                      and len(pad._inbound_nodes) == 1 for c in consumers(pad)]
+            if (any(type(c) is keras.layers.Conv2D for c in readers)
+                    or any(type(c) is keras.layers.Conv2D and c.padding == "valid"
+                           for c in padded)):
                 found[id(bn)] = bn
     return found
 
