@@ -514,6 +514,27 @@ def _preactivation_model():
     return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(c))
 
 
+def _force_prologue(model):
+    """Turns ``input_prologue`` on in ``model``'s layers that have it (float32,
+    as in these tests, would not take the prologue by default)."""
+    for layer in model.layers:
+        if hasattr(layer, "input_prologue"):
+            layer.input_prologue = True
+
+
+def _prologues_taken_training(test, stock, ours, x, target):
+    """Trains ``stock`` and then ``ours`` two epochs each on ``(x, target)``
+    (one batch, SGD, mean square, without XLA) on ``test.DEVICE``; returns
+    how many convolutions took a prologue while ``ours`` trained
+    (``rewrite_stats()["bn_prologue"]``)."""
+    for m in (stock, ours):
+        m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
+    with tf.device(test.DEVICE):
+        stock.fit(x, target, batch_size=len(x), epochs=2, verbose=0, shuffle=False)
+        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
+        ours.fit(x, target, batch_size=len(x), epochs=2, verbose=0, shuffle=False)
+    return tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+
 class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
     """``rewrite_model(fuse_batch_norm=True)`` on pre-activation blocks
     (BatchNormalization → ReLU → Conv2D): the batch norms become
@@ -534,22 +555,14 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
         kinds = [type(layer) for layer in new.layers]
         self.assertEqual(kinds.count(tf_ucudnn.layers.BatchNormalization), 2)
         self.assertEqual(kinds.count(tf_ucudnn.layers.Conv2DBatchNorm), 1)
-        for layer in new.layers:
-            if hasattr(layer, "input_prologue"):
-                layer.input_prologue = True  # float32 would not take it by default
+        _force_prologue(new)
         with tf.device(self.DEVICE):
             for training in (False, True):
                 assert_rel_l2(self, new(x, training=training), model(x, training=training),
                               1e-5, f"eager output, training={training}")
-        for m in (model, new):
-            m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
-        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
-        with tf.device(self.DEVICE):
-            model.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
-            new.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
         # Two convolutions after a recorded batch norm (one of them Conv2DBatchNorm's)
         # and one after a chain's, in each trace.
-        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        taken = _prologues_taken_training(self, model, new, x, target)
         self.assertTrue(taken >= 3 and taken % 3 == 0, taken)
         stock = {w.path.split("/")[0] + "/" + w.name: w for w in model.weights}
         for layer in new.layers:
@@ -602,16 +615,8 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
         recorded = [layer.name for layer in new.layers
                     if isinstance(layer, tf_ucudnn.layers.BatchNormalization)]
         self.assertEqual(recorded, ["read_valid"])
-        for layer in new.layers:
-            if hasattr(layer, "input_prologue"):
-                layer.input_prologue = True  # float32 would not take it by default
-        for m in (model, new):
-            m.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
-        before = tf_ucudnn.rewrite_stats()["bn_prologue"]
-        with tf.device(self.DEVICE):
-            model.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
-            new.fit(x, target, batch_size=6, epochs=2, verbose=0, shuffle=False)
-        taken = tf_ucudnn.rewrite_stats()["bn_prologue"] - before
+        _force_prologue(new)
+        taken = _prologues_taken_training(self, model, new, x, target)
         self.assertGreaterEqual(taken, 1)  # the "valid" convolution, once per trace
         stock = {w.path: w for w in model.weights}
         for got in new.weights:
