@@ -256,14 +256,11 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
                  if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)]
         self.assertLen(fused, 2)
         for layer in fused:
-            for got, want in zip(layer.conv.weights + layer.batch_norm.weights,
-                                 stock[layer.conv.name].weights +
-                                 stock[layer.batch_norm.name].weights):
-                if want is getattr(stock[layer.conv.name], "bias", None):
-                    # Its gradient is zero in exact arithmetic: noise near 0.
-                    self.assertAllClose(got, want, rtol=0, atol=1e-6)
-                    continue
-                assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+            conv = stock[layer.conv.name]
+            _assert_weights_as_stock(
+                self, zip(layer.conv.weights + layer.batch_norm.weights,
+                          conv.weights + stock[layer.batch_norm.name].weights),
+                {conv.bias.path} if conv.use_bias else set())
 
     def test_sequential_and_nested(self):
         rng = np.random.default_rng(13)
@@ -480,17 +477,23 @@ class PrologueChainGpuTest(OnGpuWithoutTf32, PrologueChainTest):
     DEVICE = "/GPU:0"
 
 
-def _assert_trained_as_stock(test, ours, stock, zero_gradient, refit):
-    """``ours``' weights after training under ``enable_rewrite`` against the
-    same model's trained stock (relative L2 1e-5); those named in
-    ``zero_gradient`` (biases read only through batch norms: zero gradient in
-    exact arithmetic, noise on both sides) within 1e-6. Then ``refit()``, with
-    the rewrite off, leaves no layer's ``call`` replaced."""
-    for got, want in zip(ours.weights, stock.weights):
+def _assert_weights_as_stock(test, pairs, zero_gradient):
+    """Each ``(ours, stock)`` weight pair of ``pairs`` after training: relative
+    L2 1e-5; stock weights whose path is in ``zero_gradient`` (biases read
+    only through batch norms: zero gradient in exact arithmetic, noise on
+    both sides) within 1e-6."""
+    for got, want in pairs:
         if want.path in zero_gradient:
             test.assertAllClose(got, want, rtol=0, atol=1e-6)
             continue
         assert_rel_l2(test, got, want, 1e-5, f"{want.path} after 2 steps")
+
+
+def _assert_trained_as_stock(test, ours, stock, zero_gradient, refit):
+    """``ours``' weights after training under ``enable_rewrite`` against the
+    same model's trained stock (:func:`_assert_weights_as_stock`). Then
+    ``refit()``, with the rewrite off, leaves no layer's ``call`` replaced."""
+    _assert_weights_as_stock(test, zip(ours.weights, stock.weights), zero_gradient)
     with tf.device(test.DEVICE):
         refit()
     test.assertFalse([layer.name for layer in ours.layers if "call" in layer.__dict__])
@@ -535,6 +538,7 @@ def _prologues_taken_training(test, stock, ours, x, target):
         ours.fit(x, target, batch_size=len(x), epochs=2, verbose=0, shuffle=False)
     return tf_ucudnn.rewrite_stats()["bn_prologue"] - before
 
+
 class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
     """``rewrite_model(fuse_batch_norm=True)`` on pre-activation blocks
     (BatchNormalization → ReLU → Conv2D): the batch norms become
@@ -573,12 +577,7 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
                              for w in layer.batch_norm.weights])
             else:
                 pairs = zip(layer.weights, [stock[f"{layer.name}/{w.name}"] for w in layer.weights])
-            for got, want in pairs:
-                if want.path in ("stem/bias", "after_chain/bias"):
-                    # Read only through batch norms: zero gradient in exact arithmetic.
-                    self.assertAllClose(got, want, rtol=0, atol=1e-6)
-                    continue
-                assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
+            _assert_weights_as_stock(self, pairs, {"stem/bias", "after_chain/bias"})
 
     def test_saves_and_loads(self):
         model = tf_ucudnn.rewrite_model(_preactivation_model(), fuse_batch_norm=True, verbose=0)
@@ -619,13 +618,8 @@ class PreactivationTest(parameterized.TestCase, tf.test.TestCase):
         taken = _prologues_taken_training(self, model, new, x, target)
         self.assertGreaterEqual(taken, 1)  # the "valid" convolution, once per trace
         stock = {w.path: w for w in model.weights}
-        for got in new.weights:
-            want = stock[got.path]
-            if want.path == "stem/bias":  # read only through batch norms
-                self.assertAllClose(got, want, rtol=0, atol=1e-6)
-                continue
-            assert_rel_l2(self, got, want, 1e-5, f"{want.path} after 2 steps")
-
+        _assert_weights_as_stock(self, [(got, stock[got.path]) for got in new.weights],
+                                 {"stem/bias"})
 
     @parameterized.parameters(False, True)
     def test_enable_rewrite_trains_as_the_stock_model(self, jit_compile):
