@@ -17,7 +17,7 @@ import tensorflow as tf
 from tf_ucudnn import bench
 from tf_ucudnn.bench import figures as bench_figures, models as bench_models
 from tf_ucudnn.bench.models import runner as models_runner, summary as models_summary
-from tf_ucudnn.bench import overhead as bench_overhead, report as bench_report
+from tf_ucudnn.bench import memory_cap, overhead as bench_overhead, report as bench_report
 from testing_utils import rel_l2
 
 
@@ -618,6 +618,43 @@ class ProfileKindsTest(tf.test.TestCase):
             "Memset 3": "copy / set",
         }
         self.assertEqual({name: xla_profile.kind_of(name) for name in kinds}, kinds)
+
+
+class FitProfileTest(tf.test.TestCase):
+    """benchmarks/fit_profile.py: one profiled worker per cap, steps_per_execution
+    and input pipeline, the batch's host-to-device copies summed apart."""
+
+    def test_every_combination_runs_and_only_host_to_device_copies_count_as_the_batch_s(self):
+        fit_profile = _benchmark_script(self, "fit_profile")
+        import xla_profile  # on the path once fit_profile is loaded
+
+        launched = []
+
+        def launch(sweep, batch, **kwargs):
+            launched.append((sweep["cap"], kwargs["steps_per_execution"],
+                             kwargs["prefetch_to_device"], sweep["limit"], batch))
+            return dict(status="ok", step_ms=40.0, images_per_s=4800.0, peak_bytes=6 << 30)
+
+        top = [dict(name="MemcpyH2D", ms=16.0, count=3, kind="copy / set"),
+               dict(name="MemcpyD2H", ms=0.1, count=1, kind="copy / set"),
+               dict(name="MemcpyD2D", ms=0.2, count=4, kind="copy / set"),
+               dict(name="input_scatter_fusion", ms=1.0, count=1, kind="XLA fusion")]
+        trace = dict(span_ms=48.0, busy_ms=39.0, idle_ms=9.0, kernel_sum_ms=17.3,
+                     kinds={"copy / set": dict(ms=16.3, count=8)}, top=top)
+        out = self.get_temp_dir()
+        with mock.patch.object(memory_cap, "launch", launch), \
+                mock.patch.object(xla_profile, "read_trace", lambda d, per: dict(trace)), \
+                mock.patch.dict(os.environ, {"OUT": out}), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            fit_profile.main(["resnet50v2", "ucudnn-bn-xla", "384", "--caps", "8GiB,96GiB",
+                              "--steps-per-execution", "1,5", "--prefetch-to-device", "on"])
+        self.assertEqual(launched, [(c, k, True, 64 << 20, 384) for c in (8 << 30, 96 << 30)
+                                    for k in (1, 5)])
+        with open(os.path.join(out, "fit_profile_resnet50v2_ucudnn-bn-xla_n384_mixed_float16"
+                                    ".json")) as f:
+            runs = json.load(f)["runs"]
+        self.assertEqual([r["trace"]["host_to_device_ms"] for r in runs], [16.0] * 4)
+        self.assertIn("96 GiB, x5, on device", printed.getvalue())
 
 
 class PlanningProfileTest(tf.test.TestCase):

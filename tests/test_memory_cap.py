@@ -3,6 +3,7 @@ bookkeeping, the summary, the JSON and its figure, parallel sweeps over GPUs,
 the options, and one real run of the worker on the CPU."""
 
 import contextlib
+import glob
 import io
 import json
 import os
@@ -193,6 +194,7 @@ class FailureBookkeepingTest(tf.test.TestCase):
         self.assertEqual(seen["env"]["CUDA_VISIBLE_DEVICES"], "1")
         spec = json.loads(seen["cmd"][-1])
         self.assertEqual((spec["limit"], spec["cap"], spec["batch"]), ("auto", 8 * GiB, 32))
+        self.assertEqual((spec["steps_per_execution"], spec["prefetch_to_device"]), (1, False))
 
         def done(cmd, env, **kwargs):
             return subprocess.CompletedProcess(cmd, 0, "RESULT " + json.dumps(fake_run(8, 16)),
@@ -428,7 +430,8 @@ class ParallelSweepsTest(tf.test.TestCase):
         lock = threading.Lock()
         busy, overlap, launched = set(), [], []
 
-        def launcher(sweep, batch, *, gpu, timeout, steps_per_epoch, epochs, precision):
+        def launcher(sweep, batch, *, gpu, timeout, steps_per_epoch, epochs, precision,
+                     steps_per_execution, prefetch_to_device):
             key = (sweep["model"], sweep["cap"], sweep["mode"], sweep["limit"])
             with lock:
                 self.assertNotIn(gpu, busy, "two processes at once on one GPU")
@@ -491,6 +494,28 @@ class OptionsTest(tf.test.TestCase):
                          ["ucudnn-bn", "ucudnn-bn-xla"])
         self.assertEqual(bench.parse_args(["layers"]).limits, [64 * MiB, 256 * MiB])
 
+    def test_the_input_pipeline_options_reach_every_worker_and_the_report(self):
+        args = bench.parse_args(["memory-cap", "--models", "edsr", "--caps", "8GiB"])
+        self.assertEqual((args.steps_per_execution, args.prefetch_to_device), (1, False))
+        path = os.path.join(tempfile.mkdtemp(), "cap.json")
+        seen = []
+
+        def launcher(sweep, batch, **kwargs):
+            seen.append((kwargs["steps_per_execution"], kwargs["prefetch_to_device"]))
+            return fake_run(batch, 48)
+
+        with mock.patch.object(memory_cap_runner, "launch", launcher):
+            rc = quietly(bench.main, ["memory-cap", "--models", "vgg16", "--caps", "8GiB",
+                                      "--modes", "stock", "--steps-per-epoch", "10",
+                                      "--steps-per-execution", "5", "--prefetch-to-device",
+                                      "--json", path, "--allow-cpu"])
+        self.assertEqual(rc, 0)
+        self.assertNotEqual(seen, [])
+        self.assertEqual(set(seen), {(5, True)})
+        with open(path) as f:
+            saved = json.load(f)["args"]
+        self.assertEqual((saved["steps_per_execution"], saved["prefetch_to_device"]), (5, True))
+
     def test_options_of_one_mode_are_refused_in_the_other(self):
         cap = ["memory-cap", "--models", "vgg16", "--caps", "8GiB"]
         for bad in ([*cap, "--modes", "rewrite"],
@@ -500,7 +525,10 @@ class OptionsTest(tf.test.TestCase):
                     ["memory-cap", "--caps", "8GiB"], ["memory-cap", "--models", "vgg16"],
                     ["memory-cap", "--models", "vgg16", "--caps", "1.5MiB"],
                     [*cap, "--gpus", "0,0"], [*cap, "--limits", "auto,1.5MiB"],
-                    [*cap, "--totals", "256MiB"], [*cap, "--set", "alexnet"]):
+                    [*cap, "--totals", "256MiB"], [*cap, "--set", "alexnet"],
+                    # Timed epochs must be whole calls of the training function.
+                    [*cap, "--steps-per-execution", "2"],
+                    [*cap, "--steps-per-epoch", "4", "--steps-per-execution", "3"]):
             with self.subTest(bad=bad), self.assertRaises(SystemExit), \
                     contextlib.redirect_stderr(io.StringIO()):
                 bench.parse_args(bad)
@@ -618,6 +646,21 @@ class RealWorkerTest(tf.test.TestCase):
         self.assertIsNone(result["peak_bytes"])
         self.assertLess(time.perf_counter() - start, 30)
         json.dumps(result)  # what the worker prints
+
+    def test_steps_per_execution_prefetch_to_device_and_a_profile(self):
+        if tf.config.list_physical_devices("GPU"):
+            self.skipTest("a GPU is visible: the cap would start it in this process")
+        trace = tempfile.mkdtemp()
+        result = memory_cap.run_worker("edsr", "stock", None, 8 * GiB, 2, steps_per_epoch=4,
+                                       epochs=2, input_size=8, steps_per_execution=2,
+                                       prefetch_to_device=True, profile_dir=trace)
+        self.assertEqual(result["status"], "ok", result.get("message"))
+        self.assertLen(result["step_ms_repeats"], 2)
+        self.assertTrue(glob.glob(os.path.join(trace, "**", "*.xplane.pb"), recursive=True))
+        with self.assertRaisesRegex(ValueError, "steps_per_execution=3 must divide "
+                                                "steps_per_epoch=4"):
+            memory_cap.run_worker("edsr", "stock", None, 8 * GiB, 2, steps_per_epoch=4,
+                                  steps_per_execution=3)
 
 
 def test_the_worker_entry_point_refuses_other_arguments(capsys):

@@ -265,6 +265,15 @@ def _add_memory_cap(commands):
     parser.add_argument("--epochs", type=positive_int, default=memory_cap.DEFAULT_EPOCHS,
                         help="timed epochs, R; the step time is the median epoch / S (default "
                              f"{memory_cap.DEFAULT_EPOCHS})")
+    parser.add_argument("--steps-per-execution", type=positive_int, default=1,
+                        help="Keras' compile(steps_per_execution=): steps per call of the "
+                             "training function; it must divide --steps-per-epoch (default 1, "
+                             "Keras': fit waits for each step's loss)")
+    parser.add_argument("--prefetch-to-device", action="store_true",
+                        help="end the tf.data pipeline with tf.data.experimental."
+                             "prefetch_to_device, so that the next batch's copy to the GPU runs "
+                             "during the step (default: prefetch on the host; each step copies "
+                             "its batch first)")
     parser.add_argument("--runs", type=positive_int, default=1,
                         help="processes per mini-batch size; it trains if all do (default 1)")
     parser.add_argument("--gpus", type=_gpu_list, default=None,
@@ -363,6 +372,10 @@ def parse_args(argv=None):
             args.batch = layer_bench.QUICK_BATCH if args.quick else 256
         if args.iters is None:
             args.iters = QUICK_ITERS if args.quick else DEFAULT_ITERS
+    if args.mode == "memory-cap" and args.steps_per_epoch % args.steps_per_execution:
+        parser.error(f"memory-cap: --steps-per-execution {args.steps_per_execution} must divide "
+                     f"--steps-per-epoch {args.steps_per_epoch}, so that each timed epoch is "
+                     "whole calls of Keras' training function")
     if args.mode == "models" and args.limits is None:
         # Only --totals given: no per-kernel limits.
         args.limits = [] if args.totals else _limit_list(DEFAULT_LIMITS)
@@ -539,14 +552,18 @@ def _run_memory_cap(args, on_gpu, argv):
           f"TensorFlow {environment['tensorflow']}, cuDNN {environment.get('cudnn', '-')}; caps "
           f"{', '.join(format_bytes(c) for c in args.caps)}; modes "
           f"{', '.join(modes)}; tf_ucudnn at {', '.join(map(memory_cap.limit_label, limits))}; "
-          f"model.fit, {args.epochs} x {args.steps_per_epoch} timed steps per run; "
+          f"model.fit, {args.epochs} x {args.steps_per_epoch} timed steps per run"
+          + (f", {args.steps_per_execution} per execution" if args.steps_per_execution > 1 else "")
+          + (", batches prefetched to the GPU" if args.prefetch_to_device else "") + "; "
           + (f"sweeps in parallel on GPUs {', '.join(gpus)}" if len(gpus) > 1 else
              "one sweep at a time"), flush=True)
     settings = dict(
         models=args.models, caps=args.caps, modes=modes, limits=limits,
         start_batch=args.start_batch, max_batch=args.max_batch, bisect_steps=args.bisect_steps,
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
-        precision=args.precision, worker_timeout=args.worker_timeout, argv=list(argv))
+        precision=args.precision, worker_timeout=args.worker_timeout,
+        steps_per_execution=args.steps_per_execution,
+        prefetch_to_device=args.prefetch_to_device, argv=list(argv))
 
     def save_so_far(done):  # an interrupted run keeps every run that finished
         harness.write_json(args.json, memory_cap.report(done, environment=environment,
@@ -557,6 +574,7 @@ def _run_memory_cap(args, on_gpu, argv):
         max_batch=args.max_batch, bisect_steps=args.bisect_steps,
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs, runs=args.runs, gpus=gpus,
         timeout=args.worker_timeout, precision=args.precision,
+        steps_per_execution=args.steps_per_execution, prefetch_to_device=args.prefetch_to_device,
         on_sweep=save_so_far if args.json else None)
     result = memory_cap.report(sweeps, environment=environment, args=settings)
     from tf_ucudnn.bench import figures

@@ -29,7 +29,13 @@ mini-batch (:func:`tf_ucudnn.bench.models.synthetic_batch`), SGD, the model's
 loss. The first ``fit`` of one step (tracing, compiling, planning) is timed
 as the first step; then ``fit(steps_per_epoch=S, epochs=R)`` with the
 device synced at each epoch's start and end gives R epoch times, and the
-step time is the median epoch over S. Peak memory is TF's allocator's
+step time is the median epoch over S. By default each step waits for the
+previous one's loss (Keras' ``steps_per_execution=1``) and then copies its
+batch to the GPU; ``--steps-per-execution K`` runs K steps per call of the
+training function and ``--prefetch-to-device`` ends the pipeline with
+``tf.data.experimental.prefetch_to_device``, so that the copy runs during
+the previous step (``benchmarks/fit_profile.py`` shows where a step's time
+goes). Peak memory is TF's allocator's
 (``tf.config.experimental.get_memory_info``).
 
 A sweep (one model, cap and setting) starts at ``--start-batch`` (default

@@ -16,7 +16,8 @@ _LOG_LINES = 400  # tf_ucudnn's stderr lines that a run keeps (plans are one lin
 
 
 def launch(sweep, batch, *, gpu=None, timeout=1800, steps_per_epoch=DEFAULT_STEPS_PER_EPOCH,
-           epochs=DEFAULT_EPOCHS, precision="float32"):
+           epochs=DEFAULT_EPOCHS, precision="float32", steps_per_execution=1,
+           prefetch_to_device=False, profile_dir=None):
     """Runs :func:`run_worker` in a new Python process; returns its run dict.
 
     Args:
@@ -24,7 +25,9 @@ def launch(sweep, batch, *, gpu=None, timeout=1800, steps_per_epoch=DEFAULT_STEP
       batch: the mini-batch size N.
       gpu: a ``CUDA_VISIBLE_DEVICES`` value for the process (None: inherited).
       timeout: seconds before the process is killed.
-      steps_per_epoch, epochs, precision: as :func:`run_worker`'s.
+      steps_per_epoch, epochs, precision, steps_per_execution,
+      prefetch_to_device, profile_dir:
+        as :func:`run_worker`'s.
 
     Returns:
       The worker's run dict (it reports a ``ResourceExhaustedError`` and
@@ -34,7 +37,9 @@ def launch(sweep, batch, *, gpu=None, timeout=1800, steps_per_epoch=DEFAULT_STEP
       stderr). ``wall_s``: the process's seconds, start-up included.
     """
     spec = dict(model=sweep["model"], mode=sweep["mode"], limit=sweep["limit"], cap=sweep["cap"],
-                batch=batch, steps_per_epoch=steps_per_epoch, epochs=epochs, precision=precision)
+                batch=batch, steps_per_epoch=steps_per_epoch, epochs=epochs, precision=precision,
+                steps_per_execution=steps_per_execution, prefetch_to_device=prefetch_to_device,
+                profile_dir=profile_dir)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.setdefault("UCUDNN_DATABASE", "off")  # each run plans afresh, as the model mode's
     if gpu is not None:

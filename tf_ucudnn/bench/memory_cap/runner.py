@@ -101,8 +101,8 @@ def _step_downs(r):
 def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
                    start_batch=None, max_batch=DEFAULT_MAX_BATCH, bisect_steps=DEFAULT_BISECT_STEPS,
                    steps_per_epoch=DEFAULT_STEPS_PER_EPOCH, epochs=DEFAULT_EPOCHS, runs=1,
-                   gpus=None, timeout=1800, precision="float32", launcher=None,
-                   progress=True, on_sweep=None):
+                   gpus=None, timeout=1800, precision="float32", steps_per_execution=1,
+                   prefetch_to_device=False, launcher=None, progress=True, on_sweep=None):
     """Runs every sweep, in parallel over ``gpus``; prints progress and the table.
 
     Args:
@@ -111,12 +111,14 @@ def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
       modes, limits: the settings (:func:`sweeps_of`).
       start_batch: every sweep's first N; None: each model's own.
       max_batch, bisect_steps, runs: the search (:func:`run_sweep`).
-      steps_per_epoch, epochs, precision: each run's (:func:`run_worker`).
+      steps_per_epoch, epochs, precision, steps_per_execution, prefetch_to_device:
+        each run's (:func:`run_worker`).
       gpus: ``CUDA_VISIBLE_DEVICES`` values to share the sweeps out over, one
         sweep per GPU at a time; None or empty: one sweep at a time, unpinned.
       timeout: seconds per process.
       launcher: runs one process: ``launcher(sweep, batch, gpu=, timeout=,
-        steps_per_epoch=, epochs=, precision=)`` returns a run dict; None:
+        steps_per_epoch=, epochs=, precision=, steps_per_execution=,
+        prefetch_to_device=)`` returns a run dict; None:
         :func:`launch` (tests pass a fake).
       progress: show a progress bar over the sweeps (``keras.utils.Progbar``).
       on_sweep: called after each run with the sweeps so far: the finished
@@ -129,6 +131,9 @@ def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
     """
     for model in models:
         model_spec(model)
+    if steps_per_epoch % steps_per_execution:
+        raise ValueError(f"steps_per_execution={steps_per_execution} must divide "
+                         f"steps_per_epoch={steps_per_epoch}")
     launcher = launcher or launch
     sweeps = sweeps_of(models, caps, modes, limits)
     lock = threading.Lock()
@@ -156,7 +161,8 @@ def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
             try:
                 return launcher(s, batch, gpu=gpu, timeout=timeout,
                                 steps_per_epoch=steps_per_epoch, epochs=epochs,
-                                precision=precision)
+                                precision=precision, steps_per_execution=steps_per_execution,
+                                prefetch_to_device=prefetch_to_device)
             except Exception as e:  # noqa: BLE001: the parent's own fault ends this run only
                 return dict(status="error", gpu=gpu,
                             message=f"launching the worker: {type(e).__name__}: {e}"[-600:])

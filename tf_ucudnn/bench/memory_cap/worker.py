@@ -47,7 +47,8 @@ def _memory_info(key):
 
 
 def run_worker(model, mode, limit, cap, batch, *, steps_per_epoch=DEFAULT_STEPS_PER_EPOCH,
-               epochs=DEFAULT_EPOCHS, precision="float32", input_size=None):
+               epochs=DEFAULT_EPOCHS, precision="float32", input_size=None,
+               steps_per_execution=1, prefetch_to_device=False, profile_dir=None):
     """One run in this process: trains ``model`` at ``batch`` under ``cap``.
 
     Caps the GPU first (:func:`cap_gpu_memory`), so it must run before
@@ -64,6 +65,18 @@ def run_worker(model, mode, limit, cap, batch, *, steps_per_epoch=DEFAULT_STEPS_
       epochs: timed epochs (R): the step time is the median epoch / S.
       precision: a Keras dtype policy (``float32``, ``mixed_float16``, ...).
       input_size: the model's input height and width (None: its own; tests).
+      steps_per_execution: Keras' ``compile(steps_per_execution=)``: steps per
+        call of the training function. At 1 (Keras' default) ``fit`` waits
+        for every step's loss before it starts the next, so the next batch's
+        copy to the GPU cannot overlap the step; it must divide
+        ``steps_per_epoch``.
+      prefetch_to_device: end the ``tf.data`` pipeline with
+        ``tf.data.experimental.prefetch_to_device`` (the GPU, else the CPU),
+        so that the next batch's copy to the GPU runs during the step, as
+        TensorFlow's input-pipeline guide advises; False: ``prefetch`` on the
+        host, and each step copies its batch before it starts.
+      profile_dir: where one more epoch after the timed ones runs under
+        TensorFlow's profiler (its trace; CUPTI on a GPU); None: no profile.
 
     Returns:
       The run dict: ``status`` (``"ok"``, or ``"oom"`` / ``"error"`` with
@@ -75,11 +88,17 @@ def run_worker(model, mode, limit, cap, batch, *, steps_per_epoch=DEFAULT_STEPS_
     """
     import tensorflow as tf
 
+    if steps_per_epoch % steps_per_execution:
+        raise ValueError(f"steps_per_execution={steps_per_execution} must divide "
+                         f"steps_per_epoch={steps_per_epoch}: the timed epochs would not be "
+                         "whole calls of the training function")
     result = dict(status="ok")
     try:
         result["note"] = cap_gpu_memory(cap)
         result.update(_train(model, mode, limit, batch, steps_per_epoch=steps_per_epoch,
-                             epochs=epochs, precision=precision, input_size=input_size))
+                             epochs=epochs, precision=precision, input_size=input_size,
+                             steps_per_execution=steps_per_execution,
+                             prefetch_to_device=prefetch_to_device, profile_dir=profile_dir))
     except tf.errors.ResourceExhaustedError as e:
         result.update(status="oom", message=_message_end(e))
     except Exception as e:  # noqa: BLE001: a run's failure is a result, never a crash
@@ -92,7 +111,8 @@ def _message_end(exception):
     return f"{type(exception).__name__}: {exception}".strip()[-_MESSAGE_CHARS:]
 
 
-def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision, input_size):
+def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision, input_size,
+           steps_per_execution, prefetch_to_device, profile_dir):
     """:func:`run_worker`'s training; returns the timings."""
     import keras
     import tensorflow as tf
@@ -109,9 +129,14 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
         model = models.batch_norm_fused(model, limit, input_prologue="bnstats" not in mode)
     # Keras wraps SGD in a LossScaleOptimizer itself under mixed_float16.
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss=models.loss_for(model_name),
-                  jit_compile=mode.endswith("xla"))
+                  jit_compile=mode.endswith("xla"), steps_per_execution=steps_per_execution)
     x, y = models.synthetic_batch(model_name, batch, model.output_shape, input_size=input_size)
-    data = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
+    data = tf.data.Dataset.from_tensors((x, y)).repeat()
+    if prefetch_to_device:
+        device = (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[0]
+        data = data.apply(tf.data.experimental.prefetch_to_device(device.name))
+    else:
+        data = data.prefetch(tf.data.AUTOTUNE)
     del x, y
 
     start = time.perf_counter()
@@ -127,6 +152,11 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
                         shuffle=False, callbacks=[timer])
     step_ms = [1e3 * t / steps_per_epoch for t in timer.seconds]
     steady_peak = _memory_info("peak")
+    if profile_dir:
+        tf.profiler.experimental.start(profile_dir)
+        model.fit(data, steps_per_epoch=steps_per_epoch, epochs=1, verbose=0, shuffle=False)
+        harness.sync_devices()
+        tf.profiler.experimental.stop()
     median_ms = statistics.median(step_ms)
     result = dict(first_step_s=first_step_s, step_ms=median_ms, step_ms_repeats=step_ms,
                   images_per_s=1e3 * batch / median_ms, steady_peak_bytes=steady_peak,
@@ -167,7 +197,10 @@ def _worker_main(argv):
     spec = json.loads(argv[1])
     result = run_worker(spec["model"], spec["mode"], spec["limit"], spec["cap"], spec["batch"],
                         steps_per_epoch=spec["steps_per_epoch"], epochs=spec["epochs"],
-                        precision=spec["precision"])
+                        precision=spec["precision"],
+                        steps_per_execution=spec.get("steps_per_execution", 1),
+                        prefetch_to_device=spec.get("prefetch_to_device", False),
+                        profile_dir=spec.get("profile_dir"))
     print("RESULT " + json.dumps(result), flush=True)
     sys.stderr.flush()
     os._exit(0)
