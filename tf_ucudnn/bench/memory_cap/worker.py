@@ -66,10 +66,10 @@ def run_worker(model, mode, limit, cap, batch, *, steps_per_epoch=DEFAULT_STEPS_
       precision: a Keras dtype policy (``float32``, ``mixed_float16``, ...).
       input_size: the model's input height and width (None: its own; tests).
       steps_per_execution: Keras' ``compile(steps_per_execution=)``: steps per
-        call of the training function. At 1 (Keras' default) ``fit`` waits
-        for every step's loss before it starts the next, so the next batch's
-        copy to the GPU cannot overlap the step; it must divide
-        ``steps_per_epoch``.
+        call of the training function; it must divide ``steps_per_epoch``.
+        At 1 (Keras' default) ``fit`` waits for every step's loss before it
+        starts the next, so that, without ``prefetch_to_device``, the next
+        batch's copy to the GPU cannot overlap the step.
       prefetch_to_device: end the ``tf.data`` pipeline with
         ``tf.data.experimental.prefetch_to_device`` (the GPU, else the CPU),
         so that the next batch's copy to the GPU runs during the step, as
