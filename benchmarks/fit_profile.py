@@ -98,7 +98,10 @@ def main(argv=None):
             row("profiled span per step ms", lambda r: f"{r['trace']['span_ms']:.2f}"),
             row("GPU busy ms", lambda r: f"{r['trace']['busy_ms']:.2f}"),
             row("GPU idle within span ms", lambda r: f"{r['trace']['idle_ms']:.2f}"),
-            row("host-to-device copies ms", lambda r: f"{r['trace']['host_to_device_ms']:.2f}")]
+            row("host-to-device copies ms", lambda r: f"{r['trace']['host_to_device_ms']:.2f}"),
+            row("kernels, copies and sets left out ms", lambda r: "{:.2f}".format(
+                r["trace"]["kernel_sum_ms"]
+                - r["trace"]["kinds"].get("copy / set", dict(ms=0))["ms"]))]
     for kind in sorted({k for r in ok for k in r["trace"]["kinds"]}):
         rows.append(row(f"  {kind} ms", lambda r, kind=kind: "{:.2f}".format(
             r["trace"]["kinds"].get(kind, dict(ms=0))["ms"])))
