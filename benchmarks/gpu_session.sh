@@ -17,7 +17,7 @@
 #   2  misses|stock_engine|transposed|speakerid
 #   3  models_targets|step_profile     4  wd_vs_wr|models
 #   5  xla_pair|xla_search|xla_profile 6  overhead_legacy|overhead_graph   7  model_planning
-#   10 memory_cap|memory_cap_gpus      11 new_batch_size|plan_spread      12 bn_pair
+#   10 memory_cap|memory_cap_gpus|fit_profile 11 new_batch_size|plan_spread      12 bn_pair
 #   setup (the GPUs), compare OLD_DIR MODE [ARGS] (this checkout against an older one, side by
 #   side), bench MODE [ARGS] (tf-ucudnn bench of the tf_ucudnn on PYTHONPATH)
 set -u
@@ -248,13 +248,15 @@ for l in sys.stdin:
                # MEMCAP_TAG=T adds _T to the files' names (e.g. for a run under other XLA_FLAGS);
                # MEMCAP_PROCESSES=K: K processes per N, medians (--runs); MEMCAP_STEPS=S timed
                # steps per epoch; MEMCAP_WORKER_TIMEOUT=s per process (default 240; stock XLA's
-               # first step at high resolution takes 170 s and more)
+               # first step at high resolution takes 170 s and more); MEMCAP_PIPELINE="OPTIONS"
+               # adds the input pipeline's options (--steps-per-execution K,
+               # --prefetch-to-device; name the files apart with MEMCAP_TAG)
     model=$2; cap=$3; start=${4:-32}; max=${5:-512}; budget=${6:-540}; t0=$SECONDS
     precision=${MEMCAP_PRECISION:-float32}
     common=(--models "$model" --caps "$cap" --start-batch "$start" --max-batch "$max"
             --bisect-steps 1 --worker-timeout "${MEMCAP_WORKER_TIMEOUT:-240}"
             --precision "$precision" --runs "${MEMCAP_PROCESSES:-1}"
-            ${MEMCAP_STEPS:+--steps-per-epoch "$MEMCAP_STEPS"})
+            ${MEMCAP_STEPS:+--steps-per-epoch "$MEMCAP_STEPS"} ${MEMCAP_PIPELINE:-})
     IFS=';' read -ra runs <<< "${MEMCAP_RUNS:-stock-xla;ucudnn,ucudnn-xla auto;ucudnn 64MiB;stock}"
     for run in "${runs[@]}"; do
       set -- $run; left=$((budget - (SECONDS - t0)))
@@ -265,6 +267,12 @@ for l in sys.stdin:
       timeout "$left" bash "$SCRIPT" bench memory-cap "${common[@]}" --modes "$1" ${2:+--limits "$2"} \
         --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
     done ;;
+  fit_profile)  # where a capped model.fit step goes: MODEL MODE N [fit_profile.py's options]
+                # (TF's profiler; CUPTI 12 from the nvidia-cuda-cupti-cu12 wheel sent in .whl)
+    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    log="$OUT/fit_profile_$2_$3_n$4.log"
+    timeout 560 python3 benchmarks/fit_profile.py "${@:2}" 2>&1 | grep -v "WARNING\|^I0000\|^W0000" \
+      | tee "$log" ;;
   memory_cap_gpus)  # CAP SECONDS CELL...: memory_cap of several cells at once, the i-th on the
                     # i-th GPU (0, 1, ...; of GPUS where it names them); the JSON, logs and
                     # figures of all in one tarball. CELL:
