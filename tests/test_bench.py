@@ -659,6 +659,83 @@ class FitProfileTest(tf.test.TestCase):
         self.assertRegex(printed.getvalue(), r"kernels, copies and sets left out ms +1\.00 ")
 
 
+class XlaPeakTest(tf.test.TestCase):
+    """benchmarks/xla_memory.py's replay of XLA's heap simulator trace: what is
+    live at the temp allocation's peak."""
+
+    def test_a_trace_s_peak_counts_a_shared_group_once(self):
+        xla_memory = _benchmark_script(self, "xla_memory")
+        from tensorflow.compiler.xla import xla_data_pb2
+        from tensorflow.compiler.xla.service import hlo_pb2
+
+        proto = hlo_pb2.HloProto()
+        computation = proto.hlo_module.computations.add()
+        ops = {"conv": ("custom-call", "resnet/conv2_block1_1_conv/Conv2D", [8, 4]),
+               "bn": ("fusion", "resnet/conv2_block1_1_bn/FusedBatchNormV3", [8, 2]),
+               "add": ("add", "resnet/conv2_block1_add/add", [4]),
+               "grad": ("fusion", "gradient_tape/resnet/conv2_block1_1_conv/Conv2DBackpropInput",
+                        [16])}
+        for i, (name, (opcode, op_name, dims)) in enumerate(ops.items()):
+            instruction = computation.instructions.add(name=name, opcode=opcode, id=100 + i)
+            instruction.metadata.op_name = op_name
+            instruction.shape.element_type = xla_data_pb2.F16
+            instruction.shape.dimensions.extend(dims)
+            if opcode == "custom-call":
+                instruction.custom_call_target = "ucudnn_conv2d"
+        assignment = proto.buffer_assignment
+        for buffer_id, (instruction_id, size) in enumerate(
+                [(100, 100), (101, 50), (102, 50), (103, 80)]):
+            assignment.logical_buffers.add(id=buffer_id, size=size).defined_at.instruction_id = \
+                instruction_id
+        assignment.buffer_allocations.add(index=0, size=256)
+        trace = assignment.heap_simulator_traces.add(buffer_allocation_index=0)
+        event = hlo_pb2.HeapSimulatorTrace.Event
+        for kind, buffer, shared in [(event.ALLOC, 0, 0), (event.ALLOC, 1, 0),
+                                     (event.SHARE_WITH, 2, 1),  # in place: no new bytes
+                                     (event.FREE, 1, 0),  # the group lives on in 2
+                                     (event.ALLOC, 3, 0),  # 100 + 50 + 80: the peak
+                                     (event.FREE, 0, 0), (event.FREE, 2, 0), (event.FREE, 3, 0)]:
+            trace.events.add(kind=kind, buffer_id=buffer, share_with_canonical_id=shared)
+        peak = xla_memory.peak_live(proto, top=2)
+        self.assertEqual((peak["allocation_bytes"], peak["peak_bytes"], peak["buffers"]),
+                         (256, 230, 3))
+        self.assertEqual([(b["instruction"], b["bytes"], b["kind"], b["layer"], b["shape"])
+                          for b in peak["largest"]],
+                         [("conv", 100, "custom-call ucudnn_conv2d", "conv2_block1_1_conv",
+                           "f16[8,4]"),
+                          ("grad", 80, "fusion", "gradient_tape/conv2_block1_1_conv",
+                           "f16[16]")])
+        self.assertEqual(peak["by_kind"], {"custom-call ucudnn_conv2d": 100, "fusion": 130})
+        self.assertEqual(peak["by_pass"], {"forward": 150, "backward": 80})
+
+    def test_the_peak_of_a_real_cpu_module(self):
+        """A small convolution step compiled by XLA on the CPU, dumped as a proto
+        in a process of its own (XLA reads XLA_FLAGS once per process)."""
+        xla_memory = _benchmark_script(self, "xla_memory")
+        dump = self.get_temp_dir()
+        code = ("import tensorflow as tf\n"
+                "@tf.function(jit_compile=True)\n"
+                "def step(x, w):\n"
+                "    with tf.GradientTape() as tape:\n"
+                "        tape.watch(w)\n"
+                "        y = tf.nn.relu(tf.nn.conv2d(x, w, 1, 'SAME'))\n"
+                "        loss = tf.reduce_sum(tf.nn.conv2d(y, w, 1, 'SAME') ** 2)\n"
+                "    return tape.gradient(loss, w)\n"
+                "step(tf.ones([2, 8, 8, 4]), tf.ones([3, 3, 4, 4]))\n")
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
+                   XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_proto")
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        peak = xla_memory.read_proto(dump)
+        self.assertIsNotNone(peak)
+        self.assertBetween(peak["peak_bytes"], 1, peak["allocation_bytes"])
+        self.assertEqual(sum(b["bytes"] for b in peak["largest"]), peak["peak_bytes"])
+        # The forward convolution's output (f32 2x8x8x4: 2 KiB) is kept for the gradient.
+        self.assertIn(("convolution", "f32[2,8,8,4]", 2048),
+                      [(b["kind"], b["shape"], b["bytes"]) for b in peak["largest"]])
+
+
 class PlanningProfileTest(tf.test.TestCase):
     """benchmarks/planning_profile.py sums the host lines of old and new logs,
     and the gates that opened by themselves where the log counts them."""
