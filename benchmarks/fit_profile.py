@@ -1,20 +1,22 @@
 """Where a ``model.fit`` step goes under a memory cap (GPU machine).
 
     python benchmarks/fit_profile.py MODEL MODE BATCH [--caps 8GiB,96GiB]
-        [--steps-per-execution 1,5] [--prefetch-to-device off,on] [--precision mixed_float16] [--limit 64MiB]
+        [--steps-per-execution 1,5] [--prefetch-to-device off,on]
+        [--precision mixed_float16] [--limit 64MiB]
 
 Runs the memory-cap benchmark's worker (tf_ucudnn.bench.memory_cap: the
 GPU's allocator capped, ``model.fit`` on a host-side ``tf.data`` batch) once
-per cap, Keras ``steps_per_execution`` and input pipeline, each in its own process, and
-profiles one epoch after the timed ones (CUPTI: ``libcupti.so.12`` must be on
-``LD_LIBRARY_PATH``). A cap far above the step's peak shows what the cap
-costs at the same N; ``steps_per_execution`` above 1 shows what ``fit``'s
-wait for each step's loss costs (at 1, the next batch's copy to the GPU
-starts only after the step ends); ``--prefetch-to-device on`` ends the
-``tf.data`` pipeline with ``prefetch_to_device``, so that the copy runs during
-the previous step. Per step: the timed wall time, the GPU's
-busy and idle time within the profiled span, the host-to-device copies, and
-kernel time by kind (``benchmarks/xla_profile.py``'s kinds).
+per cap, Keras ``steps_per_execution`` and input pipeline, each in its own
+process, and profiles one epoch after the timed ones (CUPTI:
+``libcupti.so.12`` must be on ``LD_LIBRARY_PATH``). A cap far above the
+step's peak shows what the cap costs at the same N; ``steps_per_execution``
+above 1 shows what ``fit``'s wait for each step's loss costs (at 1, the next
+batch's copy to the GPU starts only after the step ends);
+``--prefetch-to-device on`` ends the ``tf.data`` pipeline with
+``prefetch_to_device``, so that the copy runs during the previous step. Per
+step: the timed wall time, the GPU's busy and idle time within the profiled
+span, the host-to-device copies, and kernel time by kind
+(``benchmarks/xla_profile.py``'s kinds).
 
 Prints one table and writes fit_profile_MODEL_MODE_nBATCH_PRECISION.json into
 $OUT (or the working directory).
