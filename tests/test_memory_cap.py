@@ -515,6 +515,10 @@ class OptionsTest(tf.test.TestCase):
         with open(path) as f:
             saved = json.load(f)["args"]
         self.assertEqual((saved["steps_per_execution"], saved["prefetch_to_device"]), (5, True))
+        with self.assertRaisesRegex(ValueError, "steps_per_execution=2 must divide "
+                                                "steps_per_epoch=5"):
+            memory_cap.run_memory_cap(["vgg16"], [8 * GiB], steps_per_execution=2,
+                                      launcher=launcher, progress=False)
 
     def test_options_of_one_mode_are_refused_in_the_other(self):
         cap = ["memory-cap", "--models", "vgg16", "--caps", "8GiB"]
