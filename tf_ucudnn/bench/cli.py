@@ -372,10 +372,11 @@ def parse_args(argv=None):
             args.batch = layer_bench.QUICK_BATCH if args.quick else 256
         if args.iters is None:
             args.iters = QUICK_ITERS if args.quick else DEFAULT_ITERS
-    if args.mode == "memory-cap" and args.steps_per_epoch % args.steps_per_execution:
-        parser.error(f"memory-cap: --steps-per-execution {args.steps_per_execution} must divide "
-                     f"--steps-per-epoch {args.steps_per_epoch}, so that each timed epoch is "
-                     "whole calls of Keras' training function")
+    if args.mode == "memory-cap":
+        try:
+            memory_cap.check_steps_per_execution(args.steps_per_execution, args.steps_per_epoch)
+        except ValueError as e:
+            parser.error(f"memory-cap: {e}")
     if args.mode == "models" and args.limits is None:
         # Only --totals given: no per-kernel limits.
         args.limits = [] if args.totals else _limit_list(DEFAULT_LIMITS)

@@ -67,7 +67,8 @@ from tf_ucudnn._lazy import lazy_exports
 _EXPORTS = {
     "settings": ("AUTO", "DEFAULT_BISECT_STEPS", "DEFAULT_EPOCHS", "DEFAULT_LIMITS",
                  "DEFAULT_MAX_BATCH", "DEFAULT_MODES", "DEFAULT_STEPS_PER_EPOCH", "MODES", "STATUSES",
-                 "STOCK_MODES", "failure_status", "limit_label", "setting_label", "sweeps_of"),
+                 "STOCK_MODES", "check_steps_per_execution", "failure_status", "limit_label",
+                 "setting_label", "sweeps_of"),
     "search": ("run_sweep", "search_batch"),
     "worker": ("cap_gpu_memory", "run_worker"),
     "launcher": ("launch", "parse_worker_output", "ucudnn_log"),

@@ -14,7 +14,8 @@ from tf_ucudnn.bench.memory_cap.search import run_sweep
 from tf_ucudnn.bench.memory_cap.settings import (DEFAULT_BISECT_STEPS, DEFAULT_EPOCHS,
                                                  DEFAULT_LIMITS, DEFAULT_MAX_BATCH,
                                                  DEFAULT_MODES, DEFAULT_STEPS_PER_EPOCH,
-                                                 setting_label, sweeps_of)
+                                                 check_steps_per_execution, setting_label,
+                                                 sweeps_of)
 from tf_ucudnn.bench.memory_cap.summary import print_table, summarize
 from tf_ucudnn.bench.models.specs import model_spec
 from tf_ucudnn.units import format_bytes
@@ -131,9 +132,7 @@ def run_memory_cap(models, caps, *, modes=DEFAULT_MODES, limits=DEFAULT_LIMITS,
     """
     for model in models:
         model_spec(model)
-    if steps_per_epoch % steps_per_execution:
-        raise ValueError(f"steps_per_execution={steps_per_execution} must divide "
-                         f"steps_per_epoch={steps_per_epoch}")
+    check_steps_per_execution(steps_per_execution, steps_per_epoch)
     launcher = launcher or launch
     sweeps = sweeps_of(models, caps, modes, limits)
     lock = threading.Lock()

@@ -32,6 +32,16 @@ def failure_status(message):
     return "oom" if _OOM_PATTERN.search(message or "") else "error"
 
 
+def check_steps_per_execution(steps_per_execution, steps_per_epoch):
+    """Raises ``ValueError`` unless ``steps_per_execution`` divides
+    ``steps_per_epoch``: a timed epoch must be whole calls of Keras' training
+    function."""
+    if steps_per_epoch % steps_per_execution:
+        raise ValueError(f"steps_per_execution={steps_per_execution} must divide "
+                         f"steps_per_epoch={steps_per_epoch}: each timed epoch must be whole "
+                         "calls of Keras' training function")
+
+
 def limit_label(limit):
     """A workspace limit as the table and figure show it: ``64 MiB``, ``auto``; ``-`` for None."""
     if limit is None:

@@ -11,7 +11,8 @@ import time
 
 from tf_ucudnn.bench import harness
 from tf_ucudnn.bench.memory_cap.settings import (_MESSAGE_CHARS, DEFAULT_EPOCHS,
-                                                 DEFAULT_STEPS_PER_EPOCH, failure_status)
+                                                 DEFAULT_STEPS_PER_EPOCH,
+                                                 check_steps_per_execution, failure_status)
 from tf_ucudnn.units import format_bytes
 
 
@@ -88,10 +89,7 @@ def run_worker(model, mode, limit, cap, batch, *, steps_per_epoch=DEFAULT_STEPS_
     """
     import tensorflow as tf
 
-    if steps_per_epoch % steps_per_execution:
-        raise ValueError(f"steps_per_execution={steps_per_execution} must divide "
-                         f"steps_per_epoch={steps_per_epoch}: the timed epochs would not be "
-                         "whole calls of the training function")
+    check_steps_per_execution(steps_per_execution, steps_per_epoch)
     result = dict(status="ok")
     try:
         result["note"] = cap_gpu_memory(cap)
