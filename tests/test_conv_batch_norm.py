@@ -449,6 +449,46 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         self.assertTrue(backward_reads_output(
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)))
 
+    def test_recomputed_prologue_waits_for_the_gradient_under_xla(self):
+        # The backward pass computes the prologue's result again from the
+        # convolution's input. Under XLA that input goes through an optimization
+        # barrier with the incoming gradient, so that XLA cannot schedule the
+        # recomputation into the forward pass and keep its result until the
+        # backward pass (which took back the memory the prologue saves). Outside
+        # XLA there is no barrier (TF has no kernel for it there).
+        def barriers(jit_compile):
+            first = tf_ucudnn.layers.Conv2DBatchNorm(6, 3, padding="same", input_prologue=True)
+            second = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)
+            relu = keras.layers.ReLU()
+
+            @tf.function(jit_compile=jit_compile)
+            def step(x):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    loss = tf.reduce_sum(tf.sin(second(relu(first(x, training=True)),
+                                                       training=True)))
+                return tape.gradient(loss, [x, *tape.watched_variables()])
+
+            with tf.device(self.DEVICE):
+                x = tf.random.stateless_normal((3, 6, 6, 3), seed=(1, 2))
+                graph = step.get_concrete_function(x).graph
+                step(x)  # compiles and runs
+            conv, = [op for op in graph.get_operations()
+                     if op.type == "Ucudnn>NormalizedConv2DWithStatistics"]
+            backward = [op for op in graph.get_operations()
+                        if op.type in ("Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter")]
+            found = [op for op in graph.get_operations() if op.type == "XlaOptimizationBarrier"]
+            for barrier in found:
+                self.assertIs(barrier.inputs[0], conv.inputs[0])
+                # The gradient: what the prologue convolution's backward passes read as dy.
+                readers = [op for op in backward if op.inputs[2] is barrier.inputs[-1]]
+                self.assertEqual(sorted(op.type for op in readers),
+                                 ["Ucudnn>Conv2DBackpropFilter", "Ucudnn>Conv2DBackpropInput"])
+            return len(found)
+
+        self.assertEqual(barriers(jit_compile=True), 1)
+        self.assertEqual(barriers(jit_compile=False), 0)
+
     def test_knob_must_be_a_bool(self):
         with self.assertRaisesRegex(ValueError, "input_prologue must be True, False or None"):
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, input_prologue="yes")

@@ -618,6 +618,45 @@ def _conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
     return _conv2d_grad(op, _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares))
 
 
+def _in_xla_function():
+    """Whether ops built now go into a function XLA compiles (``jit_compile``,
+    Keras' default ``model.fit`` on a GPU). TF keeps that as an XLA control
+    flow context on the graph or an outer one; if that private module ever
+    moves, False (the caller then does without what needs XLA)."""
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:
+        return False
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def _when_gradient_arrives(forward, gradient):
+    """``forward`` (tensors of the forward pass), passed under XLA through an
+    optimization barrier together with ``gradient``, so that what the backward
+    pass computes again from them waits for the gradient.
+
+    XLA schedules an instruction anywhere its operands allow, and its
+    scheduler placed the prologue's result and ReLU mask, recomputed for the
+    backward pass from forward tensors only, right after the forward
+    convolution: kept from there to the backward pass, they took back the
+    memory that not storing the normalized tensor had freed. A barrier's
+    results exist only once all its operands do (XLA's
+    ``OptimizationBarrier``, the means JAX's rematerialization uses). Outside
+    XLA, or where TF lacks the op, ``forward`` as it is: TF runs the
+    gradient's ops when their inputs are ready anyway.
+
+    Returns:
+      a list of tensors, one per element of ``forward``, equal to them.
+    """
+    if not _in_xla_function():
+        return list(forward)
+    try:
+        from tensorflow.compiler.tf2xla.ops import gen_xla_ops
+    except ImportError:
+        return list(forward)
+    return list(gen_xla_ops.xla_optimization_barrier(list(forward) + [gradient]))[:-1]
+
+
 @tf.RegisterGradient("Ucudnn>NormalizedConv2DWithStatistics")
 def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squares):
     """Gradients of Ucudnn>NormalizedConv2DWithStatistics: the prologue's
@@ -633,6 +672,7 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     channels = channel_shape(attrs["data_format"])
     axes = [0, 1, 2] if attrs["data_format"] == "NHWC" else [0, 2, 3]
     dy = _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares)
+    x, = _when_gradient_arrives([x], dy)
     x32 = tf.cast(x, tf.float32)
     # As the forward pass used them: rounded to x's dtype.
     scale32, offset32 = (tf.reshape(tf.cast(tf.cast(v, x.dtype), tf.float32), channels)
