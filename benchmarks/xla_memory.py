@@ -75,41 +75,19 @@ def _layer(op_name):
     return ("gradient_tape/" if backward else "") + layer
 
 
-def peak_live(proto, top=15):
-    """What is live at the peak of a module's largest heap-simulated allocation.
+def _replay(trace, sizes, stop=None):
+    """XLA's heap simulator trace replayed as XLA's own peak computation does:
+    a buffer shared with a canonical one (``SHARE_WITH``) adds no bytes while
+    the canonical one is live, and a group is freed when its last member is.
 
-    Replays XLA's heap simulator trace (``HloProto.buffer_assignment``) as
-    XLA's own peak computation does: a buffer shared with a canonical one
-    (``SHARE_WITH``) adds no bytes while the canonical one is live, and a
-    group is freed when its last member is.
-
-    Args:
-      proto: an ``HloProto`` with its buffer assignment (``--xla_dump_hlo_as_proto``).
-      top: how many of the largest live buffers to list.
-
-    Returns:
-      None where the proto has no trace; else a dict: ``allocation_bytes``
-      (the allocation's size, fragmentation included), ``peak_bytes`` (the
-      live bytes at the peak), ``buffers`` (live at the peak), ``largest``
-      (the ``top`` largest: ``bytes``, ``instruction``, ``kind`` (opcode, or
-      ``custom-call TARGET``), ``layer`` (:func:`_layer` of its op name),
-      ``shape``), ``by_kind`` and ``by_pass`` (``forward``, ``backward``,
-      or ``unnamed`` where the instruction has no op name) bytes.
-    """
+    Returns (peak bytes, index of the event that reached it, live set: canonical
+    buffer id -> bytes after event ``stop``, or after the last event)."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
-    assignment = proto.buffer_assignment
-    if not assignment.heap_simulator_traces:
-        return None
-    sizes = {b.id: b.size for b in assignment.logical_buffers}
-    defined = {b.id: b.defined_at for b in assignment.logical_buffers}
-    allocations = {a.index: a.size for a in assignment.buffer_allocations}
-    trace = max(assignment.heap_simulator_traces,
-                key=lambda t: allocations.get(t.buffer_allocation_index, 0))
     kinds = hlo_pb2.HeapSimulatorTrace.Event
-    canonical, members, live = {}, {}, {}  # live: canonical id -> bytes
-    live_bytes, peak_bytes, at_peak = 0, 0, {}
-    for event in trace.events:
+    canonical, members, live = {}, {}, {}
+    live_bytes, peak_bytes, peak_index = 0, 0, -1
+    for index, event in enumerate(trace.events):
         buffer = event.buffer_id
         if event.kind == kinds.ALLOC:
             members[buffer] = 1
@@ -127,7 +105,46 @@ def peak_live(proto, top=15):
             if members[group] == 0:
                 live_bytes -= live.pop(group)
         if live_bytes > peak_bytes:
-            peak_bytes, at_peak = live_bytes, dict(live)
+            peak_bytes, peak_index = live_bytes, index
+        if index == stop:
+            break
+    return peak_bytes, peak_index, live
+
+
+def peak_live(proto, top=15):
+    """What is live at the peak of a module's largest heap-simulated allocation.
+
+    Replays each of XLA's heap simulator traces (``HloProto.buffer_assignment``;
+    :func:`_replay`) and takes the one with the highest peak (the temp
+    allocation's: the proto does not always say which allocation a trace is
+    of), then replays it again up to that peak for what is live there.
+
+    Args:
+      proto: an ``HloProto`` with its buffer assignment (``--xla_dump_hlo_as_proto``).
+      top: how many of the largest live buffers to list.
+
+    Returns:
+      None where the proto has no trace; else a dict: ``allocation_bytes``
+      (the size of the trace's allocation, fragmentation included; None where
+      the trace names no allocation that large), ``peak_bytes`` (the live
+      bytes at the peak), ``buffers`` (live at the peak), ``largest`` (the
+      ``top`` largest: ``bytes``, ``instruction``, ``kind`` (opcode, or
+      ``custom-call TARGET``), ``layer`` (:func:`_layer` of its op name),
+      ``shape``), ``by_kind`` and ``by_pass`` (``forward``, ``backward``, or
+      ``unnamed`` where the instruction has no op name) bytes.
+    """
+    assignment = proto.buffer_assignment
+    if not assignment.heap_simulator_traces:
+        return None
+    sizes = {b.id: b.size for b in assignment.logical_buffers}
+    defined = {b.id: b.defined_at for b in assignment.logical_buffers}
+    allocations = {a.index: a.size for a in assignment.buffer_allocations}
+    peaks = [(_replay(t, sizes)[:2], t) for t in assignment.heap_simulator_traces]
+    (peak_bytes, peak_index), trace = max(peaks, key=lambda p: p[0][0])
+    at_peak = _replay(trace, sizes, stop=peak_index)[2]
+    allocation_bytes = allocations.get(trace.buffer_allocation_index)
+    if allocation_bytes is not None and allocation_bytes < peak_bytes:
+        allocation_bytes = None
 
     instructions = _instructions(proto.hlo_module)
     rows = []
@@ -149,9 +166,9 @@ def peak_live(proto, top=15):
         direction = ("backward" if r["layer"].startswith("gradient_tape/") else
                      "forward" if r["layer"] not in ("", "?") else "unnamed")
         by_pass[direction] = by_pass.get(direction, 0) + r["bytes"]
-    return dict(allocation_bytes=allocations.get(trace.buffer_allocation_index),
-                peak_bytes=peak_bytes, buffers=len(rows), largest=rows[:top],
-                by_kind=dict(sorted(by_kind.items(), key=lambda kv: -kv[1])), by_pass=by_pass)
+    return dict(allocation_bytes=allocation_bytes, peak_bytes=peak_bytes, buffers=len(rows),
+                largest=rows[:top], by_pass=by_pass,
+                by_kind=dict(sorted(by_kind.items(), key=lambda kv: -kv[1])))
 
 
 def read_proto(directory, top=15):

@@ -696,9 +696,23 @@ class XlaPeakTest(tf.test.TestCase):
                                      (event.ALLOC, 3, 0),  # 100 + 50 + 80: the peak
                                      (event.FREE, 0, 0), (event.FREE, 2, 0), (event.FREE, 3, 0)]:
             trace.events.add(kind=kind, buffer_id=buffer, share_with_canonical_id=shared)
+        # Before it, a trace with a lower peak, of an allocation too small for the
+        # first: the trace with the highest peak is the one read.
+        assignment.buffer_allocations.add(index=1, size=100)
+        small = hlo_pb2.HeapSimulatorTrace(buffer_allocation_index=1)
+        for kind in (event.ALLOC, event.FREE):
+            small.events.add(kind=kind, buffer_id=0)
+        big = hlo_pb2.HeapSimulatorTrace()
+        big.CopyFrom(trace)
+        del assignment.heap_simulator_traces[:]
+        assignment.heap_simulator_traces.extend([small, big])
         peak = xla_memory.peak_live(proto, top=2)
         self.assertEqual((peak["allocation_bytes"], peak["peak_bytes"], peak["buffers"]),
                          (256, 230, 3))
+        # A trace that names an allocation smaller than its peak: no allocation size.
+        assignment.heap_simulator_traces[1].buffer_allocation_index = 1
+        unnamed = xla_memory.peak_live(proto)
+        self.assertEqual((unnamed["allocation_bytes"], unnamed["peak_bytes"]), (None, 230))
         self.assertEqual([(b["instruction"], b["bytes"], b["kind"], b["layer"], b["shape"])
                           for b in peak["largest"]],
                          [("conv", 100, "custom-call ucudnn_conv2d", "conv2_block1_1_conv",
