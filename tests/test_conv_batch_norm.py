@@ -449,45 +449,95 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         self.assertTrue(backward_reads_output(
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)))
 
-    def test_recomputed_prologue_waits_for_the_gradient_under_xla(self):
+    def _chain_step(self, first_kernel, jit_compile, recompute="off"):
+        """A Conv2DBatchNorm (``first_kernel`` square), a ReLU layer and a second
+        Conv2DBatchNorm taking the prologue, in float32 on DEVICE: the traced
+        step's graph and what it returns (loss, gradients of the input and every
+        weight, the second batch norm's moving statistics)."""
+        keras.utils.set_random_seed(11)
+        first = tf_ucudnn.layers.Conv2DBatchNorm(6, first_kernel, padding="same",
+                                                 input_prologue=True)
+        second = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)
+        relu = keras.layers.ReLU()
+
+        @tf.function(jit_compile=jit_compile)
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(tf.sin(second(relu(first(x, training=True)),
+                                                   training=True)))
+            return loss, tape.gradient(loss, [x, *tape.watched_variables()])
+
+        with mock.patch.dict(os.environ, {"UCUDNN_RECOMPUTE": recompute}), \
+                tf.device(self.DEVICE):
+            x = tf.random.stateless_normal((3, 6, 6, 3), seed=(1, 2))
+            graph = step.get_concrete_function(x).graph
+            loss, grads = step(x)  # compiles and runs
+        moving = [second.batch_norm.moving_mean, second.batch_norm.moving_variance]
+        return graph, [loss, *grads, *moving]
+
+    def test_recomputed_prologue_waits_for_the_gradient(self):
         # The backward pass computes the prologue's result again from the
-        # convolution's input. Under XLA that input goes through an optimization
-        # barrier with the incoming gradient, so that XLA cannot schedule the
-        # recomputation into the forward pass and keep its result until the
-        # backward pass (which took back the memory the prologue saves). Outside
-        # XLA there is no barrier (TF has no kernel for it there).
-        def barriers(jit_compile):
-            first = tf_ucudnn.layers.Conv2DBatchNorm(6, 3, padding="same", input_prologue=True)
-            second = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)
-            relu = keras.layers.ReLU()
-
-            @tf.function(jit_compile=jit_compile)
-            def step(x):
-                with tf.GradientTape() as tape:
-                    tape.watch(x)
-                    loss = tf.reduce_sum(tf.sin(second(relu(first(x, training=True)),
-                                                       training=True)))
-                return tape.gradient(loss, [x, *tape.watched_variables()])
-
-            with tf.device(self.DEVICE):
-                x = tf.random.stateless_normal((3, 6, 6, 3), seed=(1, 2))
-                graph = step.get_concrete_function(x).graph
-                step(x)  # compiles and runs
+        # convolution's input. That input first waits for the incoming gradient,
+        # so that neither XLA's scheduler nor TF's executor computes it in the
+        # forward pass and keeps it until the backward pass (which took back the
+        # memory the prologue saves): under XLA through an optimization barrier
+        # with the gradient, elsewhere an identity with a control dependency on it.
+        for jit_compile in (True, False):
+            graph, _ = self._chain_step(3, jit_compile)
             conv, = [op for op in graph.get_operations()
                      if op.type == "Ucudnn>NormalizedConv2DWithStatistics"]
             backward = [op for op in graph.get_operations()
                         if op.type in ("Ucudnn>Conv2DBackpropInput", "Ucudnn>Conv2DBackpropFilter")]
-            found = [op for op in graph.get_operations() if op.type == "XlaOptimizationBarrier"]
-            for barrier in found:
-                self.assertIs(barrier.inputs[0], conv.inputs[0])
-                # The gradient: what the prologue convolution's backward passes read as dy.
-                readers = [op for op in backward if op.inputs[2] is barrier.inputs[-1]]
-                self.assertEqual(sorted(op.type for op in readers),
-                                 ["Ucudnn>Conv2DBackpropFilter", "Ucudnn>Conv2DBackpropInput"])
-            return len(found)
+            # What the prologue convolution's backward passes read as dy.
+            dy, = {op.inputs[2].ref() for op in backward
+                   if op.name.startswith("gradient_tape/" + conv.name.rsplit("/", 2)[0])}
+            barriers = [op for op in graph.get_operations() if op.type == "XlaOptimizationBarrier"]
+            waits = [op for op in graph.get_operations() if op.type == "Identity"
+                     and op.inputs[0] is conv.inputs[0]
+                     and dy.deref().op in op.control_inputs]
+            if jit_compile:
+                self.assertLen(barriers, 1)
+                self.assertIs(barriers[0].inputs[0], conv.inputs[0])
+                self.assertIs(barriers[0].inputs[-1], dy.deref())
+                self.assertEmpty(waits)
+            else:
+                self.assertEmpty(barriers)  # TF has no kernel for it outside XLA
+                self.assertLen(waits, 1)
 
-        self.assertEqual(barriers(jit_compile=True), 1)
-        self.assertEqual(barriers(jit_compile=False), 0)
+    @parameterized.parameters(False, True)
+    def test_recomputed_1x1_output_same_step_and_not_kept(self, jit_compile):
+        # UCUDNN_RECOMPUTE=1x1: the first convolution's output, which the second
+        # reads through its prologue, is computed again in the backward pass by
+        # the same op, so the forward pass's output has no reader there; the step
+        # is the same. Not for a 3x3 convolution.
+        def backward_readers(graph):
+            conv, = [op for op in graph.get_operations()
+                     if op.type == "Ucudnn>Conv2DWithStatistics"
+                     and not op.name.startswith("gradient_tape/")]
+            return [r.name for r in conv.outputs[0].consumers()
+                    if r.name.startswith("gradient_tape/")]
+
+        def recomputations(graph):
+            return [op.name for op in graph.get_operations()
+                    if op.type == "Ucudnn>Conv2DWithStatistics"
+                    and op.name.startswith("gradient_tape/")]
+
+        graph_off, off = self._chain_step(1, jit_compile)
+        graph_on, on = self._chain_step(1, jit_compile, recompute="1x1")
+        self.assertNotEmpty(backward_readers(graph_off))
+        self.assertEmpty(recomputations(graph_off))
+        self.assertEmpty(backward_readers(graph_on))
+        self.assertLen(recomputations(graph_on), 1)
+        for got, want in zip(on, off):
+            assert_rel_l2(self, got, want, 1e-6, "loss, gradient or moving statistic")
+        graph_3x3, _ = self._chain_step(3, jit_compile, recompute="1x1")
+        self.assertEmpty(recomputations(graph_3x3))
+        self.assertNotEmpty(backward_readers(graph_3x3))
+
+    def test_recompute_bad_value_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "UCUDNN_RECOMPUTE must be one of off, 1x1"):
+            self._chain_step(1, False, recompute="all")
 
     def test_knob_must_be_a_bool(self):
         with self.assertRaisesRegex(ValueError, "input_prologue must be True, False or None"):

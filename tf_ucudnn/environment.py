@@ -24,6 +24,26 @@ def debug_output():
     return os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0")
 
 
+RECOMPUTE_CHOICES = ("off", "1x1")
+
+
+def recompute():
+    """``UCUDNN_RECOMPUTE``: which forward convolution outputs a traced
+    training step computes again in its backward pass instead of keeping them
+    (``tf_ucudnn.nn``'s gradients): ``"off"`` (unset or ``""``: none) or
+    ``"1x1"`` (a 1x1 convolution's output whose batch norm the next
+    convolution applies as its prologue).
+
+    Raises:
+      ValueError: any other value, naming the allowed ones.
+    """
+    value = os.environ.get("UCUDNN_RECOMPUTE", "") or "off"
+    if value not in RECOMPUTE_CHOICES:
+        raise ValueError(f"UCUDNN_RECOMPUTE must be one of {', '.join(RECOMPUTE_CHOICES)} "
+                         f"(unset: off), got {value!r}")
+    return value
+
+
 def ucudnn_variables():
     """Every ``UCUDNN_*`` variable that is set, as ``{name: value}``, sorted by name
     (what a benchmark report records of tf_ucudnn's settings)."""

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 import tensorflow as tf
 
-from tf_ucudnn import database_link
+from tf_ucudnn import database_link, environment
 from tf_ucudnn._engine import ops as _ops
 from tf_ucudnn.planner import POLICIES, check_int
 from tf_ucudnn.units import to_workspace_limit
@@ -607,7 +607,9 @@ def _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares):
     if sum_used:
         total += tf.reshape(grad_sum, channels)
     if squares_used:
-        total += 2.0 * tf.cast(y, tf.float32) * tf.reshape(grad_sum_of_squares, channels)
+        again = _recomputed_output(y)  # where the prologue's gradient computed y again
+        y32 = tf.cast(y if again is None else again, tf.float32)
+        total += 2.0 * y32 * tf.reshape(grad_sum_of_squares, channels)
     return tf.cast(total, y.dtype)
 
 
@@ -631,30 +633,79 @@ def _in_xla_function():
 
 
 def _when_gradient_arrives(forward, gradient):
-    """``forward`` (tensors of the forward pass), passed under XLA through an
-    optimization barrier together with ``gradient``, so that what the backward
-    pass computes again from them waits for the gradient.
+    """``forward`` (tensors of the forward pass), made to wait for
+    ``gradient``, so that what the backward pass computes again from them is
+    computed when the gradient is there, not in the forward pass.
 
     XLA schedules an instruction anywhere its operands allow, and its
     scheduler placed the prologue's result and ReLU mask, recomputed for the
     backward pass from forward tensors only, right after the forward
     convolution: kept from there to the backward pass, they took back the
-    memory that not storing the normalized tensor had freed. A barrier's
-    results exist only once all its operands do (XLA's
-    ``OptimizationBarrier``, the means JAX's rematerialization uses). Outside
-    XLA, or where TF lacks the op, ``forward`` as it is: TF runs the
-    gradient's ops when their inputs are ready anyway.
+    memory that not storing the normalized tensor had freed. TF's executor
+    runs an op as soon as its inputs are ready, which for those is in the
+    forward pass too. So under XLA the tensors pass an optimization barrier
+    with ``gradient`` (a barrier's results exist only once all its operands
+    do: XLA's ``OptimizationBarrier``, the means JAX's rematerialization
+    uses); in other traced graphs they are ``tf.identity``s with a control
+    dependency on ``gradient``; eagerly the backward pass runs after the
+    forward pass anyway, and they are returned as they are.
 
     Returns:
       a list of tensors, one per element of ``forward``, equal to them.
     """
-    if not _in_xla_function():
+    if tf.executing_eagerly():
         return list(forward)
-    try:
-        from tensorflow.compiler.tf2xla.ops import gen_xla_ops
-    except ImportError:
-        return list(forward)
-    return list(gen_xla_ops.xla_optimization_barrier(list(forward) + [gradient]))[:-1]
+    if _in_xla_function():
+        try:
+            from tensorflow.compiler.tf2xla.ops import gen_xla_ops
+        except ImportError:
+            return list(forward)
+        return list(gen_xla_ops.xla_optimization_barrier(list(forward) + [gradient]))[:-1]
+    with tf.control_dependencies([gradient]):
+        return [tf.identity(t) for t in forward]
+
+
+# Where a traced graph keeps the convolution outputs computed again for its
+# backward pass: {output name: the output computed again}.
+_RECOMPUTED = "_tf_ucudnn_recomputed_outputs"
+
+
+def _recomputed_output(y, gradient=None):
+    """``y``, a forward convolution's output that a prologue convolution reads,
+    computed again for the backward pass where ``UCUDNN_RECOMPUTE``
+    (:func:`tf_ucudnn.environment.recompute`) allows it, so that the
+    forward pass's ``y`` is freed after the next convolution has read it.
+    ``"1x1"``: the output of a ``Ucudnn>Conv2DWithStatistics`` with a 1x1
+    filter (ResNet v1's reducing convolution before the 3x3), whose
+    recomputation costs one more 1x1 convolution; computed by the same op
+    and knobs (so the same plan and the same values), from its input and
+    filter made to wait for ``gradient`` (:func:`_when_gradient_arrives`),
+    once per traced graph.
+
+    Returns:
+      the recomputed tensor, or None where ``y`` is not recomputed (or,
+      without ``gradient``, not recomputed yet in this graph).
+
+    Raises:
+      ValueError: ``UCUDNN_RECOMPUTE`` is neither ``off`` nor ``1x1``.
+    """
+    if environment.recompute() == "off" or tf.executing_eagerly():
+        return None
+    op = y.op
+    if op.type != "Ucudnn>Conv2DWithStatistics" or y is not op.outputs[0]:
+        return None
+    if tuple(op.inputs[1].shape[:2]) != (1, 1):
+        return None
+    graph = tf.compat.v1.get_default_graph()
+    table = getattr(graph, _RECOMPUTED, None)
+    if table is None:
+        table = {}
+        setattr(graph, _RECOMPUTED, table)
+    if y.name not in table and gradient is not None:
+        x, w = _when_gradient_arrives(op.inputs[:2], gradient)
+        table[y.name] = _ops.ucudnn_conv2d_with_statistics(input=x, filter=w,
+                                                           **_op_attrs(op)).output
+    return table.get(y.name)
 
 
 @tf.RegisterGradient("Ucudnn>NormalizedConv2DWithStatistics")
@@ -672,7 +723,8 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     channels = channel_shape(attrs["data_format"])
     axes = [0, 1, 2] if attrs["data_format"] == "NHWC" else [0, 2, 3]
     dy = _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares)
-    x, = _when_gradient_arrives([x], dy)
+    again = _recomputed_output(x, dy)
+    x = again if again is not None else _when_gradient_arrives([x], dy)[0]
     x32 = tf.cast(x, tf.float32)
     # As the forward pass used them: rounded to x's dtype.
     scale32, offset32 = (tf.reshape(tf.cast(tf.cast(v, x.dtype), tf.float32), channels)
