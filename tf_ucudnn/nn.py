@@ -596,7 +596,9 @@ def _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares):
     sums' (d sum / dy = 1, d sum_of_squares / dy = 2 y, per channel),
     computed in float32, in the output's dtype. Sums whose gradient is
     known to be zero add nothing, so a convolution whose sums no one reads
-    does not keep its output ``y`` for the backward pass."""
+    does not keep its output ``y`` for the backward pass; where the next
+    convolution's prologue gradient computed ``y`` again
+    (:func:`_recomputed_output`), that copy is read instead."""
     y = op.outputs[0]
     sum_used = not _known_zero(grad_sum)
     squares_used = not _known_zero(grad_sum_of_squares)
@@ -713,7 +715,9 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     """Gradients of Ucudnn>NormalizedConv2DWithStatistics: the prologue's
     result ``z = relu(x * scale + offset)`` computed again (scale and offset
     rounded to x's dtype as the forward pass used them, in float32, z rounded
-    to x's dtype; the forward pass kept none), backward-filter on
+    to x's dtype; the forward pass kept none) once the incoming gradient is
+    there (:func:`_when_gradient_arrives`; ``x`` itself computed again where
+    :func:`_recomputed_output` allows it), backward-filter on
     it, backward-data to dz, and through the prologue: ``da = dz`` where
     ``x * scale + offset > 0`` (everywhere without the ReLU), ``dx = da *
     scale``, ``dscale = sum(da * x)``, ``doffset = sum(da)`` over all but
