@@ -37,6 +37,18 @@ export TF_CPP_MIN_LOG_LEVEL=2
 # gpu I: the I-th GPU of GPUS=A,B,... (default 0,1), else GPU I. Two-GPU modes use gpu 0 and 1, so
 # on a machine of four, GPUS=2,3 runs a second such mode beside one on GPUs 0 and 1.
 gpu() { local ids; IFS=, read -ra ids <<< "${GPUS:-0,1}"; echo "${ids[$1]:-$1}"; }
+# TF's profiler loads CUPTI: the nvidia-cuda-cupti-cu12 wheel's (sent in .whl), else the
+# machine's CUDA's (for the profiling modes).
+cupti_on_path() {
+  local dir
+  for dir in /tmp/site/nvidia/cuda_cupti/lib /usr/local/cuda/targets/x86_64-linux/lib \
+             /usr/local/cuda-*/targets/x86_64-linux/lib; do
+    if compgen -G "$dir/libcupti.so*" > /dev/null; then
+      export LD_LIBRARY_PATH=$dir:${LD_LIBRARY_PATH:-}; return
+    fi
+  done
+  echo "gpu_session.sh: no libcupti.so found; TF's profiler will record no GPU activity" >&2
+}
 # DeepBench's layer set in two halves, for runs that exceed one device call's 10 minutes.
 DEEPBENCH_A=ocr_08_3x3,ocr_09_3x3,ocr_10_3x3,ocr_11_3x3,facerec_12_3x3,facerec_13_3x3,facerec_14_3x3,facerec_15_3x3,facerec_16_3x3,vision_17_3x3,vision_18_3x3,vision_19_3x3,vision_20_3x3,vision_21_3x3,vision_22_3x3
 DEEPBENCH_B=vision_30_5x5,vision_32_5x5,vision_35_5x5,facerec_36_3x3,facerec_38_3x3,facerec_41_3x3,speakerid_54_5x5,speakerid_55_3x3,speakerid_56_5x5,speakerid_57_3x3,speakerid_58_5x5,speakerid_59_3x3,speakerid_60_5x5,speakerid_61_3x3
@@ -116,7 +128,7 @@ case "$1" in
   pass_gpu)  # wall and GPU kernel time per pass (pass_times.py --profile): TAG DTYPE LAYERS
              # [CALLS] ["STOCK_MIBS"] [TIMEOUT]; stock TF at 64 MiB, then at 8 GiB (default
              # "64 8192"), each against tf_ucudnn at 64 MiB
-    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    cupti_on_path
     for mib in ${6:-64 8192}; do
       CUDA_MODULE_LOADING=EAGER TF_CUDNN_WORKSPACE_LIMIT_IN_MB=$mib timeout "${7:-280}" \
         python3 benchmarks/pass_times.py --profile --dtype "$3" --layers "$4" --calls "${5:-20}" \
@@ -174,7 +186,7 @@ case "$1" in
       --json "$OUT/models_targets_$2_${3:-float32}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/models_targets_$2_${3:-float32}.log" ;;
   step_profile)  # the same without XLA: stock TF at 8 GiB against the rewrite at 64 MiB
-    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+    cupti_on_path
     timeout "${5:-400}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
       stock,rewrite 2>&1 | grep -v "WARNING\|^I0000\|^W0000" \
       | tee "$OUT/step_profile_${2:-resnet50}.log" ;;
@@ -210,8 +222,8 @@ case "$1" in
       --json $OUT/xla_search_$2_${3:-float32}_${4:-wide}.json" 2>&1 | grep -v WARNING \
       | tee "$OUT/xla_search_$2_${3:-float32}.log" ;;
   xla_profile)  # where an XLA step's GPU time goes: MODEL [BATCH] [PRECISION] (TF's profiler;
-                # CUPTI 12 from the nvidia-cuda-cupti-cu12 wheel sent in .whl)
-    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+                # CUPTI: cupti_on_path)
+    cupti_on_path
     timeout "${5:-560}" python3 benchmarks/xla_profile.py "${2:-resnet50}" ${3:-128} "${4:-float32}" \
       2>&1 | grep -v "WARNING\|^I0000\|^W0000" | tee "$OUT/xla_profile_${2:-resnet50}.log" ;;
   overhead_legacy)  # the 29-layer table under the conditions of the first one (legacy
@@ -268,8 +280,8 @@ for l in sys.stdin:
         --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
     done ;;
   fit_profile)  # where a capped model.fit step goes: MODEL MODE N [fit_profile.py's options]
-                # (TF's profiler; CUPTI 12 from the nvidia-cuda-cupti-cu12 wheel sent in .whl)
-    export LD_LIBRARY_PATH=/tmp/site/nvidia/cuda_cupti/lib:${LD_LIBRARY_PATH:-}
+                # (TF's profiler; CUPTI: cupti_on_path)
+    cupti_on_path
     log="$OUT/fit_profile_$2_$3_n$4.log"
     timeout 560 python3 benchmarks/fit_profile.py "${@:2}" 2>&1 | grep -v "WARNING\|^I0000\|^W0000" \
       | tee "$log" ;;
