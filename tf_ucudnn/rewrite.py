@@ -753,8 +753,11 @@ def _preactivation_norms(model):
     def consumers(layer):
         return [node.operation for node in layer._outbound_nodes]
 
+    def called_once(layer):
+        return len(layer._inbound_nodes) == 1
+
     def is_relu(layer):
-        if len(layer._inbound_nodes) != 1:
+        if not called_once(layer):
             return False
         if type(layer) is keras.layers.ReLU:
             return (layer.negative_slope == 0 and layer.max_value is None
@@ -765,13 +768,13 @@ def _preactivation_norms(model):
     found = {}
     for outer in [model] + _nested_models(model):
         for bn in outer.layers:
-            if (type(bn) is not keras.layers.BatchNormalization or len(bn._inbound_nodes) != 1
+            if (type(bn) is not keras.layers.BatchNormalization or not called_once(bn)
                     or bn.compute_dtype not in _COMPUTE_DTYPES):
                 continue
             readers = consumers(bn)
             readers += [c for relu in readers if is_relu(relu) for c in consumers(relu)]
             padded = [c for pad in readers if type(pad) is keras.layers.ZeroPadding2D
-                      and len(pad._inbound_nodes) == 1 for c in consumers(pad)]
+                      and called_once(pad) for c in consumers(pad)]
             if (any(type(c) is keras.layers.Conv2D for c in readers)
                     or any(type(c) is keras.layers.Conv2D and c.padding == "valid"
                            for c in padded)):
