@@ -230,6 +230,8 @@ def run(model, batch, modes, precision="float32", keep_hlo=False, top=15):
 def main(argv):
     import argparse
 
+    from tf_ucudnn import table
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?", default="vgg16")
     parser.add_argument("batch", nargs="?", type=int, default=64)
@@ -272,9 +274,7 @@ def main(argv):
     row("tf_ucudnn custom calls", get(("dump", "ucudnn_custom_calls")))
     row("copies / transposes / fusions", lambda r: "{} / {} / {}".format(
         *[r.get("dump", {}).get(k, "-") for k in ("copies", "transposes", "fusions")]))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    print(table.render(rows[0], rows[1:]))
     for mode in modes:
         peak = results[mode].get("peak")
         if not peak:
