@@ -214,6 +214,16 @@ def _residual_model():
     return keras.Model(inputs, [keras.layers.Concatenate()(pooled), last])
 
 
+def _reducing_block(dtype=None):
+    """ResNet v1's reducing pattern: a 1x1 Conv2D -> BatchNormalization ->
+    ReLU, then a 3x3 Conv2D -> BatchNormalization, on 8x8x3 inputs."""
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(4, 1, use_bias=False, dtype=dtype)(inputs)
+    x = keras.layers.ReLU(dtype=dtype)(keras.layers.BatchNormalization(dtype=dtype)(x))
+    x = keras.layers.Conv2D(4, 3, padding="same", use_bias=False, dtype=dtype)(x)
+    return keras.Model(inputs, keras.layers.BatchNormalization(dtype=dtype)(x))
+
+
 class RewriteModelBatchNormTest(tf.test.TestCase):
     """``rewrite_model(..., fuse_batch_norm=True)`` on Sequential, functional and
     nested models: which chains it fuses, and the same outputs, training and
@@ -295,6 +305,21 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
             for got, want in zip(loaded(x, training=False), new(x, training=False)):
                 assert_rel_l2(self, got, want, 1e-6, "loaded model's output")
 
+
+    def test_recompute_sets_each_fused_layers_recompute_output(self):
+        model = _reducing_block()
+
+        def chosen(recompute):
+            new = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0,
+                                          recompute=recompute)
+            return [layer.recompute_output for layer in new.layers
+                    if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)]
+
+        self.assertEqual(chosen("1x1"), [True, False])
+        self.assertEqual(chosen("off"), [False, False])
+        self.assertEqual(chosen(None), [None, None])
+        with self.assertRaisesRegex(ValueError, "recompute must be one of off, 1x1, got 'all'"):
+            chosen("all")
 
 @pytest.mark.gpu
 class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
@@ -449,14 +474,16 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         self.assertTrue(backward_reads_output(
             tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)))
 
-    def _chain_step(self, first_kernel, jit_compile, recompute="off"):
-        """A Conv2DBatchNorm (``first_kernel`` square), a ReLU layer and a second
-        Conv2DBatchNorm taking the prologue, in float32 on DEVICE: the traced
-        step's graph and what it returns (loss, gradients of the input and every
-        weight, the second batch norm's moving statistics)."""
+    def _chain_step(self, first_kernel, jit_compile, recompute="off", recompute_output=None):
+        """A Conv2DBatchNorm (``first_kernel`` square, ``recompute_output``), a
+        ReLU layer and a second Conv2DBatchNorm taking the prologue, in float32
+        on DEVICE, under ``UCUDNN_RECOMPUTE=recompute``: the traced step's graph
+        and what it returns (loss, gradients of the input and every weight, the
+        second batch norm's moving statistics)."""
         keras.utils.set_random_seed(11)
         first = tf_ucudnn.layers.Conv2DBatchNorm(6, first_kernel, padding="same",
-                                                 input_prologue=True)
+                                                 input_prologue=True,
+                                                 recompute_output=recompute_output)
         second = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same", input_prologue=True)
         relu = keras.layers.ReLU()
 
@@ -505,35 +532,62 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
                 self.assertEmpty(barriers)  # TF has no kernel for it outside XLA
                 self.assertLen(waits, 1)
 
+    @staticmethod
+    def _backward_readers(graph):
+        """The backward-pass readers of the forward Conv2DWithStatistics' output."""
+        conv, = [op for op in graph.get_operations()
+                 if op.type == "Ucudnn>Conv2DWithStatistics"
+                 and not op.name.startswith("gradient_tape/")]
+        return [r.name for r in conv.outputs[0].consumers()
+                if r.name.startswith("gradient_tape/")]
+
+    @staticmethod
+    def _recomputations(graph):
+        """The Conv2DWithStatistics ops of the backward pass."""
+        return [op.name for op in graph.get_operations()
+                if op.type == "Ucudnn>Conv2DWithStatistics"
+                and op.name.startswith("gradient_tape/")]
+
+    def _assert_recomputed(self, graph, values, want_values):
+        self.assertEmpty(self._backward_readers(graph))
+        self.assertLen(self._recomputations(graph), 1)
+        for got, want in zip(values, want_values):
+            assert_rel_l2(self, got, want, 1e-6, "loss, gradient or moving statistic")
+
+    def _assert_kept(self, graph):
+        self.assertNotEmpty(self._backward_readers(graph))
+        self.assertEmpty(self._recomputations(graph))
+
     @parameterized.parameters(False, True)
     def test_recomputed_1x1_output_same_step_and_not_kept(self, jit_compile):
         # UCUDNN_RECOMPUTE=1x1: the first convolution's output, which the second
         # reads through its prologue, is computed again in the backward pass by
         # the same op, so the forward pass's output has no reader there; the step
         # is the same. Not for a 3x3 convolution.
-        def backward_readers(graph):
-            conv, = [op for op in graph.get_operations()
-                     if op.type == "Ucudnn>Conv2DWithStatistics"
-                     and not op.name.startswith("gradient_tape/")]
-            return [r.name for r in conv.outputs[0].consumers()
-                    if r.name.startswith("gradient_tape/")]
-
-        def recomputations(graph):
-            return [op.name for op in graph.get_operations()
-                    if op.type == "Ucudnn>Conv2DWithStatistics"
-                    and op.name.startswith("gradient_tape/")]
-
         graph_off, off = self._chain_step(1, jit_compile)
+        self._assert_kept(graph_off)
         graph_on, on = self._chain_step(1, jit_compile, recompute="1x1")
-        self.assertNotEmpty(backward_readers(graph_off))
-        self.assertEmpty(recomputations(graph_off))
-        self.assertEmpty(backward_readers(graph_on))
-        self.assertLen(recomputations(graph_on), 1)
-        for got, want in zip(on, off):
-            assert_rel_l2(self, got, want, 1e-6, "loss, gradient or moving statistic")
+        self._assert_recomputed(graph_on, on, off)
         graph_3x3, _ = self._chain_step(3, jit_compile, recompute="1x1")
-        self.assertEmpty(recomputations(graph_3x3))
-        self.assertNotEmpty(backward_readers(graph_3x3))
+        self._assert_kept(graph_3x3)
+
+    @parameterized.parameters(False, True)
+    def test_layer_recompute_output_wins_over_the_variable(self, jit_compile):
+        # recompute_output=True recomputes a 3x3 convolution's output that
+        # UCUDNN_RECOMPUTE (off) would keep; False keeps a 1x1's that "1x1"
+        # would recompute.
+        graph_kept, kept = self._chain_step(3, jit_compile)
+        graph_on, on = self._chain_step(3, jit_compile, recompute_output=True)
+        self._assert_recomputed(graph_on, on, kept)
+        graph_off, _ = self._chain_step(1, jit_compile, recompute="1x1", recompute_output=False)
+        self._assert_kept(graph_off)
+
+    def test_recompute_output_must_be_a_bool_and_is_in_the_config(self):
+        with self.assertRaisesRegex(ValueError, "recompute_output must be True, False or None"):
+            tf_ucudnn.layers.Conv2DBatchNorm(4, 1, recompute_output="1x1")
+        config = tf_ucudnn.layers.Conv2DBatchNorm(4, 1, recompute_output=True).get_config()
+        self.assertIs(config["recompute_output"], True)
+        self.assertIs(tf_ucudnn.layers.Conv2DBatchNorm.from_config(config).recompute_output, True)
 
     def test_recompute_bad_value_is_a_value_error(self):
         with self.assertRaisesRegex(ValueError, "UCUDNN_RECOMPUTE must be one of off, 1x1"):
@@ -782,6 +836,34 @@ class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
     def test_flag_must_be_a_bool(self):
         with self.assertRaisesRegex(ValueError, "fuse_batch_norm must be True or False"):
             tf_ucudnn.enable_rewrite(fuse_batch_norm=1)
+
+    def test_recompute_1x1_recomputes_the_reducing_convolution(self):
+        # In float16 the 3x3 chain takes the 1x1 chain's batch norm and ReLU as
+        # its prologue; recompute="1x1" then computes the 1x1 output again in
+        # the backward pass (one Conv2DWithStatistics there), "off" keeps it.
+        model = _reducing_block("mixed_float16")
+        model.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
+        x = tf.random.stateless_normal((2, 8, 8, 3), seed=(3, 4))
+
+        def backward_statistics_convs(recompute):
+            @tf.function
+            def step(x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(tf.cast(model(x, training=True), tf.float32))
+                return tape.gradient(loss, model.trainable_variables)
+
+            with tf_ucudnn.enable_rewrite(fuse_batch_norm=True, recompute=recompute), \
+                    tf.device(self.DEVICE):
+                model.make_train_function(force=True)  # where the rewrite routes the layers
+                graph = step.get_concrete_function(x).graph
+            return [op.name for op in graph.get_operations()
+                    if op.type == "Ucudnn>Conv2DWithStatistics"
+                    and op.name.startswith("gradient_tape/")]
+
+        self.assertLen(backward_statistics_convs("1x1"), 1)
+        self.assertEmpty(backward_statistics_convs("off"))
+        with self.assertRaisesRegex(ValueError, "recompute must be one of off, 1x1"):
+            tf_ucudnn.enable_rewrite(fuse_batch_norm=True, recompute="3x3")
 
 
 @pytest.mark.gpu

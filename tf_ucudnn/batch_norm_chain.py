@@ -24,6 +24,8 @@ prologue would only add work.
 
 import tensorflow as tf
 
+from tf_ucudnn import nn
+
 _ATTRIBUTE = "_tf_ucudnn_normalized_outputs"
 
 
@@ -39,11 +41,7 @@ def remember(output, y, scale, offset):
     """
     if tf.executing_eagerly() or not hasattr(output, "graph"):
         return
-    table = getattr(output.graph, _ATTRIBUTE, None)
-    if table is None:
-        table = {}
-        setattr(output.graph, _ATTRIBUTE, table)
-    table[output.name] = (y, scale, offset)
+    nn.graph_table(output.graph, _ATTRIBUTE)[output.name] = (y, scale, offset)
 
 
 def _zero_padding(tensor):

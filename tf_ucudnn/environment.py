@@ -27,21 +27,31 @@ def debug_output():
 RECOMPUTE_CHOICES = ("off", "1x1")
 
 
+def checked_recompute(value, name="recompute"):
+    """``value`` if it is a recompute policy (:data:`RECOMPUTE_CHOICES`).
+
+    Raises:
+      ValueError: anything else, naming ``name`` and the allowed values.
+    """
+    if value not in RECOMPUTE_CHOICES:
+        unset = " (unset: off)" if name.startswith(PREFIX) else ""
+        raise ValueError(f"{name} must be one of {', '.join(RECOMPUTE_CHOICES)}{unset}, "
+                         f"got {value!r}")
+    return value
+
+
 def recompute():
     """``UCUDNN_RECOMPUTE``: which forward convolution outputs a traced
     training step computes again in its backward pass instead of keeping them
-    (``tf_ucudnn.nn``'s gradients): ``"off"`` (unset or ``""``: none) or
-    ``"1x1"`` (a 1x1 convolution's output whose batch norm the next
-    convolution applies as its prologue).
+    (``tf_ucudnn.nn``'s gradients), where no layer chose
+    (``Conv2DBatchNorm``'s ``recompute_output``): ``"off"`` (unset or
+    ``""``: none) or ``"1x1"`` (a 1x1 convolution's output whose batch norm
+    the next convolution applies as its prologue).
 
     Raises:
       ValueError: any other value, naming the allowed ones.
     """
-    value = os.environ.get("UCUDNN_RECOMPUTE", "") or "off"
-    if value not in RECOMPUTE_CHOICES:
-        raise ValueError(f"UCUDNN_RECOMPUTE must be one of {', '.join(RECOMPUTE_CHOICES)} "
-                         f"(unset: off), got {value!r}")
-    return value
+    return checked_recompute(os.environ.get("UCUDNN_RECOMPUTE", "") or "off", "UCUDNN_RECOMPUTE")
 
 
 def ucudnn_variables():

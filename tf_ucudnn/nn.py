@@ -667,42 +667,83 @@ def _when_gradient_arrives(forward, gradient):
         return [tf.identity(t) for t in forward]
 
 
+def graph_table(graph, attribute):
+    """The dict a traced ``graph`` keeps under ``attribute`` (made empty on
+    first use): per-graph records of the trace, such as the batch norms a
+    next convolution may take as its prologue (``batch_norm_chain``). TF's
+    ``Graph`` has no ``__dict__``, hence an attribute set on it."""
+    table = getattr(graph, attribute, None)
+    if table is None:
+        table = {}
+        setattr(graph, attribute, table)
+    return table
+
+
 # Where a traced graph keeps the convolution outputs computed again for its
-# backward pass: {output name: the output computed again}.
+# backward pass: {output name: the output computed again}; and the layers'
+# own choices (:func:`choose_recompute`): {output name: bool}.
 _RECOMPUTED = "_tf_ucudnn_recomputed_outputs"
+_RECOMPUTE_CHOSEN = "_tf_ucudnn_recompute_chosen"
+
+
+def recompute_1x1(kernel_size, policy=None):
+    """Whether the ``"1x1"`` recompute policy covers a convolution of
+    ``kernel_size`` (``(kh, kw)``): ``policy`` (``"off"`` or ``"1x1"``; None:
+    ``UCUDNN_RECOMPUTE``, :func:`tf_ucudnn.environment.recompute`) is
+    ``"1x1"`` and the filter is 1x1.
+
+    Raises:
+      ValueError: ``policy`` (or ``UCUDNN_RECOMPUTE``) is neither ``off`` nor ``1x1``.
+    """
+    policy = environment.recompute() if policy is None else environment.checked_recompute(policy)
+    return policy == "1x1" and tuple(kernel_size) == (1, 1)
+
+
+def choose_recompute(y, recompute):
+    """Records, in the graph being traced, whether the backward pass computes
+    ``y`` (a ``Ucudnn>Conv2DWithStatistics`` output) again where the next
+    convolution's prologue gradient needs it (:func:`_recomputed_output`),
+    instead of following ``UCUDNN_RECOMPUTE``: ``recompute`` True or False.
+    Eagerly nothing."""
+    if not tf.executing_eagerly() and hasattr(y, "graph"):
+        graph_table(y.graph, _RECOMPUTE_CHOSEN)[y.name] = bool(recompute)
 
 
 def _recomputed_output(y, gradient=None):
     """``y``, a forward convolution's output that a prologue convolution reads,
-    computed again for the backward pass where ``UCUDNN_RECOMPUTE``
-    (:func:`tf_ucudnn.environment.recompute`) allows it, so that the
-    forward pass's ``y`` is freed after the next convolution has read it.
-    ``"1x1"``: the output of a ``Ucudnn>Conv2DWithStatistics`` with a 1x1
-    filter (ResNet v1's reducing convolution before the 3x3), whose
-    recomputation costs one more 1x1 convolution; computed by the same op
-    and knobs (so the same plan and the same values), from its input and
-    filter made to wait for ``gradient`` (:func:`_when_gradient_arrives`),
-    once per traced graph.
+    computed again for the backward pass where chosen, so that the forward
+    pass's ``y`` is freed after the next convolution has read it. Chosen:
+    by the layer that made ``y`` (:func:`choose_recompute`: a
+    ``Conv2DBatchNorm``'s ``recompute_output``, ``rewrite_model``'s and
+    ``enable_rewrite``'s ``recompute``), else by ``UCUDNN_RECOMPUTE``
+    (:func:`recompute_1x1`: ``"1x1"``, ResNet v1's reducing convolutions
+    before the 3x3, whose recomputation costs one more 1x1 convolution).
+    Only the output of a ``Ucudnn>Conv2DWithStatistics`` (a convolution
+    without a prologue of its own) is computed again: by the same op and
+    knobs (so the same plan and the same values), from its input and filter
+    made to wait for ``gradient`` (:func:`_when_gradient_arrives`), once per
+    traced graph.
 
     Returns:
       the recomputed tensor, or None where ``y`` is not recomputed (or,
       without ``gradient``, not recomputed yet in this graph).
 
     Raises:
-      ValueError: ``UCUDNN_RECOMPUTE`` is neither ``off`` nor ``1x1``.
+      ValueError: ``UCUDNN_RECOMPUTE`` is neither ``off`` nor ``1x1`` (read
+        where no layer chose).
     """
-    if environment.recompute() == "off" or tf.executing_eagerly():
+    if tf.executing_eagerly():
         return None
     op = y.op
     if op.type != "Ucudnn>Conv2DWithStatistics" or y is not op.outputs[0]:
         return None
-    if tuple(op.inputs[1].shape[:2]) != (1, 1):
-        return None
     graph = tf.compat.v1.get_default_graph()
-    table = getattr(graph, _RECOMPUTED, None)
-    if table is None:
-        table = {}
-        setattr(graph, _RECOMPUTED, table)
+    chosen = graph_table(y.graph, _RECOMPUTE_CHOSEN).get(y.name)
+    if chosen is None:
+        chosen = recompute_1x1(op.inputs[1].shape[:2])
+    if not chosen:
+        return None
+    table = graph_table(graph, _RECOMPUTED)
     if y.name not in table and gradient is not None:
         x, w = _when_gradient_arrives(op.inputs[:2], gradient)
         table[y.name] = _ops.ucudnn_conv2d_with_statistics(input=x, filter=w,

@@ -50,7 +50,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import _engine, batch_norm_chain, database_link, nn
+from tf_ucudnn import _engine, batch_norm_chain, database_link, environment, nn
 from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -84,6 +84,8 @@ class RewriteSettings:
         rewritten functions.
       fuse_batch_norm: whether Keras models' Conv2D -> BatchNormalization
         chains train on the convolution's statistics.
+      recompute: ``"off"``, ``"1x1"``, or None (``UCUDNN_RECOMPUTE``): which
+        chain convolutions' outputs the backward pass computes again.
     """
 
     workspace_limit: int = None
@@ -92,6 +94,7 @@ class RewriteSettings:
     devices: tuple = None
     layout_optimizer: bool = False
     fuse_batch_norm: bool = False
+    recompute: str = None
 
 
 class _Enabled:
@@ -239,7 +242,8 @@ def _rewriting_here():
 
 
 def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
-                   devices=None, *, layout_optimizer=False, fuse_batch_norm=False):
+                   devices=None, *, layout_optimizer=False, fuse_batch_norm=False,
+                   recompute=None):
     """Runs the convolutions of every ``tf.function`` executed from now on through tf_ucudnn.
 
     While enabled, graphs have their ``Conv2D``, ``Conv2DBackpropInput`` and
@@ -314,6 +318,11 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         after either.
         :func:`rewrite_stats` counts the chains as ``bn_fused`` and the
         prologues as ``bn_prologue``. Default False.
+      recompute: with ``fuse_batch_norm``, ``"1x1"`` computes a 1x1 chain
+        convolution's output again in the backward pass where the next
+        convolution reads it through its prologue, instead of keeping it;
+        ``"off"`` keeps every one; None (default): ``UCUDNN_RECOMPUTE``
+        decides (as ``Conv2DBatchNorm``'s ``recompute_output``).
 
     Returns:
       A context manager that restores the previous state on exit.
@@ -323,13 +332,16 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         ``total_workspace``, ``batch_size_policy``), both limits given, a
         ``devices`` of another form (an int, say) or naming a device type
         other than CPU and GPU, a device this process does not have
-        (``"GPU:9"``; the message lists those it has), or a
-        ``layout_optimizer`` or ``fuse_batch_norm`` that is not a bool.
+        (``"GPU:9"``; the message lists those it has), a
+        ``layout_optimizer`` or ``fuse_batch_norm`` that is not a bool, or
+        a ``recompute`` other than ``"off"``, ``"1x1"`` and None.
     """
     for name, value in (("layout_optimizer", layout_optimizer),
                         ("fuse_batch_norm", fuse_batch_norm)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be True or False, got {value!r}")
+    if recompute is not None:
+        environment.checked_recompute(recompute)
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
                          "(bytes shared by all kernels), not both")
@@ -347,7 +359,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         batch_size_policy=knobs["batch_size_policy"] or None,
         devices=_normalize_devices(devices),
         layout_optimizer=layout_optimizer,
-        fuse_batch_norm=fuse_batch_norm)
+        fuse_batch_norm=fuse_batch_norm,
+        recompute=recompute)
     # The substituted kernels plan from (and save to) the benchmark database too.
     database_link.load()
     previous = _settings()
@@ -463,6 +476,8 @@ def _chain_conv_call(layer, settings, inputs):
                                total_workspace=settings.total_workspace)
     y, statistics = layers.conv_statistics_call(
         layer, inputs, attrs, batch_norm_chain.prologue_by_default(layer.compute_dtype))
+    if settings.recompute is not None:
+        nn.choose_recompute(y, nn.recompute_1x1(layer.kernel_size, settings.recompute))
     outputs = y
     if layer.use_bias:
         outputs = tf.nn.bias_add(y, tf.cast(layer.bias, y.dtype),
@@ -574,7 +589,7 @@ def _route_layers(model):
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1,
-                  fuse_batch_norm=False):
+                  fuse_batch_norm=False, recompute=None):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
     ``tf_ucudnn.layers.Conv2D``, and each ``keras.layers.Conv2DTranspose`` by
     ``tf_ucudnn.layers.Conv2DTranspose``, of the same configuration and weights.
@@ -615,6 +630,11 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         DenseNet) becomes ``tf_ucudnn.layers.BatchNormalization``, whose
         normalization and ReLU that convolution applies as its prologue
         alike. Default False.
+      recompute: with ``fuse_batch_norm``, each ``Conv2DBatchNorm``'s
+        ``recompute_output``: ``"1x1"`` True for 1x1 convolutions (ResNet
+        v1's reducing convolutions, whose output the 3x3 after them reads
+        through its prologue) and False for the others, ``"off"`` False for
+        all, None (default) None: ``UCUDNN_RECOMPUTE`` decides.
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -622,11 +642,13 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     Raises:
       ValueError: ``model`` is not a ``keras.Model`` (the message names the
         type given), is a subclassed model, or is not built; or a knob is
-        out of range.
+        out of range (``recompute``: not ``"off"``, ``"1x1"`` or None).
     """
     from tf_ucudnn import layers
 
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+    if recompute is not None:
+        environment.checked_recompute(recompute)
     if not isinstance(model, keras.Model):
         raise ValueError(f"rewrite_model needs a keras.Model (Sequential or functional), got "
                          f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
@@ -660,7 +682,9 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
             return layers.Conv2DBatchNorm.from_layers(
                 keras.layers.Conv2D.from_config(layer.get_config()),
                 keras.layers.BatchNormalization.from_config(bn.get_config()),
-                workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
+                workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
+                recompute_output=(None if recompute is None
+                                  else nn.recompute_1x1(layer.kernel_size, recompute)))
         if id(layer) in fused_norms:
             return layers.BatchNormInConv(name=layer.name, dtype=layer.dtype_policy)
         if id(layer) in recorded_norms:
