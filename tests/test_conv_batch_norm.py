@@ -860,8 +860,11 @@ class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
                     if op.type == "Ucudnn>Conv2DWithStatistics"
                     and op.name.startswith("gradient_tape/")]
 
+        before = tf_ucudnn.rewrite_stats()["bn_recomputed"]
         self.assertLen(backward_statistics_convs("1x1"), 1)
+        self.assertEqual(tf_ucudnn.rewrite_stats()["bn_recomputed"] - before, 1)
         self.assertEmpty(backward_statistics_convs("off"))
+        self.assertEqual(tf_ucudnn.rewrite_stats()["bn_recomputed"] - before, 1)
         with self.assertRaisesRegex(ValueError, "recompute must be one of off, 1x1"):
             tf_ucudnn.enable_rewrite(fuse_batch_norm=True, recompute="3x3")
 

@@ -684,6 +684,9 @@ def graph_table(graph, attribute):
 # own choices (:func:`choose_recompute`): {output name: bool}.
 _RECOMPUTED = "_tf_ucudnn_recomputed_outputs"
 _RECOMPUTE_CHOSEN = "_tf_ucudnn_recompute_chosen"
+# How many outputs the backward passes traced in this process compute again:
+# ``tf_ucudnn.rewrite_stats()["bn_recomputed"]``.
+recomputed_outputs = [0]
 
 
 def recompute_1x1(kernel_size, policy=None):
@@ -748,6 +751,7 @@ def _recomputed_output(y, gradient=None):
         x, w = _when_gradient_arrives(op.inputs[:2], gradient)
         table[y.name] = _ops.ucudnn_conv2d_with_statistics(input=x, filter=w,
                                                            **_op_attrs(op)).output
+        recomputed_outputs[0] += 1
     return table.get(y.name)
 
 

@@ -417,10 +417,16 @@ def rewrite_stats():
       of the model is traced with them, in training), and ``bn_prologue``
       (convolutions that applied the batch norm before them as their
       prologue, from ``enable_rewrite(fuse_batch_norm=True)`` and
-      tf_ucudnn's layers alike, counted per trace).
+      tf_ucudnn's layers alike, counted per trace), and ``bn_recomputed``
+      (convolution outputs read through such a prologue that the backward
+      pass computes again instead of keeping them: ``recompute`` of
+      ``enable_rewrite`` and ``rewrite_model``, ``Conv2DBatchNorm``'s
+      ``recompute_output``, ``UCUDNN_RECOMPUTE``; counted per traced
+      gradient).
     """
     return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
-                bn_prologue=batch_norm_chain.prologues_taken[0])
+                bn_prologue=batch_norm_chain.prologues_taken[0],
+                bn_recomputed=nn.recomputed_outputs[0])
 
 
 def _install_xla_warning():
