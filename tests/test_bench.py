@@ -90,6 +90,23 @@ class ArgumentsTest(tf.test.TestCase):
                 self.assertEqual(kinds.count(tf_ucudnn.layers.Conv2DBatchNorm), chains)
                 self.assertEqual(kinds.count(tf_ucudnn.layers.BatchNormalization), recorded)
 
+    def test_recompute_modes_recompute_resnet50s_1x1_outputs(self):
+        # The ucudnn-bnrecompute modes: rewrite_model(recompute="1x1") through
+        # batch_norm_fused, which marks the fused 1x1 convolutions only.
+        import tf_ucudnn
+
+        model = bench_models.build_model("resnet50", 32)
+        for recompute, want in ((None, {None}), ("1x1", {True, False})):
+            with self.subTest(recompute=recompute):
+                fused = bench_models.batch_norm_fused(model, 64 << 20, recompute=recompute)
+                chains = [layer for layer in fused.layers
+                          if isinstance(layer, tf_ucudnn.layers.Conv2DBatchNorm)]
+                self.assertEqual({layer.recompute_output for layer in chains}, want)
+                self.assertTrue(all(layer.recompute_output is not True
+                                    or layer.conv.kernel_size == (1, 1) for layer in chains))
+        self.assertEqual(sum(layer.recompute_output is True for layer in chains),
+                         sum(layer.conv.kernel_size == (1, 1) for layer in chains))
+
     def test_resnet50_nobias_is_resnet50_without_its_convolutions_biases(self):
         import keras
 
@@ -489,6 +506,10 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
     bench_models.run_models(["vgg16"], [64 << 20], [], xla=True,
                             modes=["stock-xla", "ucudnn-xla", "ucudnn-xla-buffer"])
     assert [m for _, m, _ in launched] == ["stock-xla", "ucudnn-xla", "ucudnn-xla-buffer"]
+    launched.clear()  # and the batch-norm modes
+    bench_models.run_models(["resnet50"], [64 << 20], [], xla=True,
+                            modes=["stock-xla", "ucudnn-bn-xla", "ucudnn-bnrecompute-xla"])
+    assert [m for _, m, _ in launched] == ["stock-xla", "ucudnn-bn-xla", "ucudnn-bnrecompute-xla"]
 
 
 def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):

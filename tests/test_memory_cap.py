@@ -490,8 +490,9 @@ class OptionsTest(tf.test.TestCase):
                                           ).modes, ["stock", "stock-xla", "ucudnn", "ucudnn-xla"])
         # The batch-norm modes run when asked for.
         self.assertEqual(bench.parse_args(["memory-cap", "--models", "unet-bn", "--caps", "8GiB",
-                                           "--modes", "ucudnn-bn,ucudnn-bn-xla"]).modes,
-                         ["ucudnn-bn", "ucudnn-bn-xla"])
+                                           "--modes", "ucudnn-bn,ucudnn-bn-xla,"
+                                           "ucudnn-bnrecompute-xla"]).modes,
+                         ["ucudnn-bn", "ucudnn-bn-xla", "ucudnn-bnrecompute-xla"])
         self.assertEqual(bench.parse_args(["layers"]).limits, [64 * MiB, 256 * MiB])
 
     def test_the_input_pipeline_options_reach_every_worker_and_the_report(self):

@@ -17,7 +17,10 @@ limit of ``--limits`` for tf_ucudnn's):
   BatchNormalization chains as ``Conv2DBatchNorm``, each applying the
   previous one's normalization as its prologue; under XLA its convolution
   and statistics are one custom call); ``ucudnn-bnstats`` and
-  ``ucudnn-bnstats-xla`` the same without the prologue.
+  ``ucudnn-bnstats-xla`` the same without the prologue;
+  ``ucudnn-bnrecompute`` and ``ucudnn-bnrecompute-xla`` the same with it and
+  ``recompute="1x1"`` (1x1 outputs read through a prologue computed again in
+  the backward pass).
 
 A limit is a byte count or ``auto`` (passed to ``enable_rewrite`` as it is).
 

@@ -6,7 +6,7 @@ import re
 from tf_ucudnn.units import format_bytes
 
 MODES = ("stock", "stock-xla", "ucudnn", "ucudnn-xla", "ucudnn-bn", "ucudnn-bn-xla",
-         "ucudnn-bnstats", "ucudnn-bnstats-xla")
+         "ucudnn-bnstats", "ucudnn-bnstats-xla", "ucudnn-bnrecompute", "ucudnn-bnrecompute-xla")
 DEFAULT_MODES = MODES[:4]  # the batch-norm modes run when asked for
 STOCK_MODES = ("stock", "stock-xla")
 AUTO = "auto"  # a workspace limit that follows the free memory

@@ -33,7 +33,10 @@ mean squared error on its head; ``edsr`` 128x128x3 crops and L1 on a
   convolution computes the batch norm's statistics, and applies the previous
   one's normalization as its prologue); ``ucudnn-bn-xla`` the same compiled
   with XLA (asked for only, with ``--xla``); ``ucudnn-bnstats`` and
-  ``ucudnn-bnstats-xla`` (asked for only) the same without the prologue.
+  ``ucudnn-bnstats-xla`` (asked for only) the same without the prologue;
+  ``ucudnn-bnrecompute`` and ``ucudnn-bnrecompute-xla`` (asked for only) the
+  same with it and ``recompute="1x1"`` (1x1 outputs read through a prologue
+  computed again in the backward pass).
 
 Per run: median step time (ms) over 5 repeats of 5 steps after warm-up, the
 first step's time (planning included, s), and the peak GPU memory of the

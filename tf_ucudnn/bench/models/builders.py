@@ -251,18 +251,19 @@ def _depth_to_space_layer():
     return DepthToSpace
 
 
-def batch_norm_fused(model, workspace_limit, input_prologue=True):
-    """``tf_ucudnn.rewrite_model(model, workspace_limit, fuse_batch_norm=True)``
-    (the ``ucudnn-bn`` modes of ``bench models`` and ``bench memory-cap``):
-    every tf_ucudnn convolution's ``input_prologue`` set to ``input_prologue``
-    in every precision: with False, a ``Conv2DBatchNorm`` computes the
-    statistics only and every convolution reads its input as it is (the
-    ``ucudnn-bnstats`` modes), so that the prologue's share can be measured
-    apart."""
+def batch_norm_fused(model, workspace_limit, input_prologue=True, recompute=None):
+    """``tf_ucudnn.rewrite_model(model, workspace_limit, fuse_batch_norm=True,
+    recompute=recompute)`` (the ``ucudnn-bn`` modes of ``bench models`` and
+    ``bench memory-cap``; ``recompute="1x1"``: the ``ucudnn-bnrecompute``
+    modes): every tf_ucudnn convolution's ``input_prologue`` set to
+    ``input_prologue`` in every precision: with False, a ``Conv2DBatchNorm``
+    computes the statistics only and every convolution reads its input as it
+    is (the ``ucudnn-bnstats`` modes), so that the prologue's share can be
+    measured apart."""
     import tf_ucudnn
 
     model = tf_ucudnn.rewrite_model(model, workspace_limit=workspace_limit, verbose=0,
-                                    fuse_batch_norm=True)
+                                    fuse_batch_norm=True, recompute=recompute)
     for layer in model._flatten_layers(include_self=False):
         if isinstance(layer, (tf_ucudnn.layers.Conv2D, tf_ucudnn.layers.Conv2DBatchNorm)):
             layer.input_prologue = input_prologue

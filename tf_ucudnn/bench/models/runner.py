@@ -42,7 +42,7 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
 
 MODES = ("stock", "rewrite", "rewrite-layout", "rewrite-wd", "stock-xla", "ucudnn-xla",
          "ucudnn-xla-buffer", "ucudnn-bn", "ucudnn-bn-xla", "ucudnn-bnstats",
-         "ucudnn-bnstats-xla")
+         "ucudnn-bnstats-xla", "ucudnn-bnrecompute", "ucudnn-bnrecompute-xla")
 
 
 def run_models(models, limits, totals, batch=None, planning=False, timeout=600, xla=False,
@@ -80,14 +80,14 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         if modes and "rewrite-layout" in modes:  # a comparison, not run by default
             settings += [("rewrite-layout", b) for b in limits]
         settings += [("rewrite-wd", b) for b in totals]
-        for mode in ("ucudnn-bn", "ucudnn-bnstats"):  # asked for only
+        for mode in ("ucudnn-bn", "ucudnn-bnstats", "ucudnn-bnrecompute"):  # asked for only
             if modes and mode in modes:
                 settings += [(mode, b) for b in limits]
         if xla:
             settings += [("stock-xla", REFERENCE_LIMIT)] + [("ucudnn-xla", b) for b in limits]
             if modes and "ucudnn-xla-buffer" in modes:  # a comparison, not run by default
                 settings += [("ucudnn-xla-buffer", b) for b in limits]
-            for mode in ("ucudnn-bn-xla", "ucudnn-bnstats-xla"):
+            for mode in ("ucudnn-bn-xla", "ucudnn-bnstats-xla", "ucudnn-bnrecompute-xla"):
                 if modes and mode in modes:
                     settings += [(mode, b) for b in limits]
         if modes:

@@ -17,8 +17,12 @@ def _label(r):
             "ucudnn-bn": "tf_ucudnn, batch norm on its statistics and as prologue",
             "ucudnn-bn-xla": "tf_ucudnn under XLA, batch norm on its statistics and as prologue",
             "ucudnn-bnstats": "tf_ucudnn, batch norm on its statistics",
-            "ucudnn-bnstats-xla": "tf_ucudnn under XLA, batch norm on its statistics"}.get(r["mode"],
-                                                                                 r["mode"])
+            "ucudnn-bnstats-xla": "tf_ucudnn under XLA, batch norm on its statistics",
+            "ucudnn-bnrecompute": "tf_ucudnn, batch norm on its statistics and as prologue, "
+                                  "1x1 outputs recomputed",
+            "ucudnn-bnrecompute-xla": "tf_ucudnn under XLA, batch norm on its statistics and "
+                                      "as prologue, 1x1 outputs recomputed"}.get(r["mode"],
+                                                                                  r["mode"])
     label = kind if r["mode"] == "stock-xla" else f"{kind} at {where}"  # XLA: no limit
     precision = r.get("precision", "float32")
     return label if precision == "float32" else f"{label}, {precision}"

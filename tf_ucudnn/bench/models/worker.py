@@ -48,7 +48,8 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
     if mode.startswith("ucudnn-bn"):
-        model = batch_norm_fused(model, bytes_, input_prologue="bnstats" not in mode)
+        model = batch_norm_fused(model, bytes_, input_prologue="bnstats" not in mode,
+                                 recompute="1x1" if "bnrecompute" in mode else None)
     elif mode.startswith("ucudnn-xla"):
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
     if mode.startswith("ucudnn-xla") or mode.startswith("ucudnn-bn"):
