@@ -305,7 +305,6 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
             for got, want in zip(loaded(x, training=False), new(x, training=False)):
                 assert_rel_l2(self, got, want, 1e-6, "loaded model's output")
 
-
     def test_recompute_sets_each_fused_layers_recompute_output(self):
         model = _reducing_block()
 
@@ -320,6 +319,7 @@ class RewriteModelBatchNormTest(tf.test.TestCase):
         self.assertEqual(chosen(None), [None, None])
         with self.assertRaisesRegex(ValueError, "recompute must be one of off, 1x1, got 'all'"):
             chosen("all")
+
 
 @pytest.mark.gpu
 class RewriteModelBatchNormGpuTest(OnGpuWithoutTf32, RewriteModelBatchNormTest):
@@ -577,6 +577,7 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         # UCUDNN_RECOMPUTE (off) would keep; False keeps a 1x1's that "1x1"
         # would recompute.
         graph_kept, kept = self._chain_step(3, jit_compile)
+        self._assert_kept(graph_kept)
         graph_on, on = self._chain_step(3, jit_compile, recompute_output=True)
         self._assert_recomputed(graph_on, on, kept)
         graph_off, _ = self._chain_step(1, jit_compile, recompute="1x1", recompute_output=False)
