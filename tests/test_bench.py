@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from unittest import mock
 
 import numpy as np
@@ -677,6 +678,53 @@ class FitProfileTest(tf.test.TestCase):
         self.assertIn("96 GiB, x5, on device", printed.getvalue())
         # The step's own kernels: 17.3 ms in all, 16.3 of them copies and sets.
         self.assertRegex(printed.getvalue(), r"kernels, copies and sets left out ms +1\.00 ")
+
+
+class LargestBatchTest(tf.test.TestCase):
+    """benchmarks/largest_batch.py: concurrent step searches, then each cell timed alone at
+    its largest N, with ratios to the stock cell of the same model, precision and cap."""
+
+    def test_searches_then_times_each_cell_at_its_largest_n(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        largest = {"stock-xla": 400, "ucudnn-bnrecompute-xla": 530}
+        launched, lock = [], threading.Lock()
+
+        def launch(sweep, batch, **kwargs):
+            with lock:
+                launched.append((sweep["mode"], batch, kwargs.get("epochs"), sweep["limit"],
+                                 sweep["cap"]))
+            if batch > largest.get(sweep["mode"], 64):
+                return dict(status="oom", message="RESOURCE_EXHAUSTED: Out of memory")
+            return dict(status="ok", images_per_s=10.0 * batch, step_ms=100.0,
+                        peak_bytes=batch << 25)
+
+        out = os.path.join(self.get_temp_dir(), "largest.json")
+        with mock.patch.object(memory_cap, "launch", launch), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            largest_batch.main(["resnet50:stock-xla:mixed_float16:16GiB:400:16",
+                                "resnet50:ucudnn-bnrecompute-xla:mixed_float16:16GiB:528:16",
+                                "vgg16:ucudnn-xla:float32:8GiB:64", "--time", "--json", out])
+        searches = sorted((m, n) for m, n, epochs, _, _ in launched if epochs == 1)
+        self.assertEqual(searches, [("stock-xla", 400), ("stock-xla", 416),
+                                    ("ucudnn-bnrecompute-xla", 528),
+                                    ("ucudnn-bnrecompute-xla", 544)])
+        timed = [(m, n, limit, cap) for m, n, epochs, limit, cap in launched if epochs is None]
+        self.assertEqual(timed, [("stock-xla", 400, None, 16 << 30),
+                                 ("ucudnn-bnrecompute-xla", 528, 64 << 20, 16 << 30),
+                                 ("ucudnn-xla", 64, 64 << 20, 8 << 30)])
+        # N 528 / 400 and img/s 5280 / 4000: both 1.32x.
+        self.assertRegex(printed.getvalue(), r"528 \(544\) +1\.32x +5280\.0 +100\.0 +16\.50 "
+                                             r"+1\.32x")
+        with open(out) as f:
+            cells = json.load(f)["cells"]
+        self.assertEqual([(c["largest"], c["failed"]) for c in cells],
+                         [(400, 416), (528, 544), (64, None)])
+
+    def test_a_bad_cell_is_refused_with_the_forms_allowed(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            largest_batch.main(["resnet50:nosuch:float32:8GiB:96"])
+        self.assertIn("MODEL:MODE:PRECISION:CAP:START:STEP", err.getvalue())
 
 
 class XlaPeakTest(tf.test.TestCase):

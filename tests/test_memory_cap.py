@@ -102,6 +102,43 @@ class BatchSearchTest(tf.test.TestCase):
                 memory_cap.search_batch(trains, **kwargs)
 
 
+class StepSearchTest(tf.test.TestCase):
+    """step_batch: fixed steps up from a start that trains, or down from one that fails."""
+
+    def test_steps_up_until_a_size_fails(self):
+        trains, tried = threshold_trains(420)
+        self.assertEqual(memory_cap.step_batch(trains, start=384, step=16), (416, 432))
+        self.assertEqual(tried, [384, 400, 416, 432])
+
+    def test_steps_down_until_a_size_trains(self):
+        trains, tried = threshold_trains(258)
+        self.assertEqual(memory_cap.step_batch(trains, start=288, step=16), (256, 272))
+        self.assertEqual(tried, [288, 272, 256])
+        trains, tried = threshold_trains(3, status="timeout")
+        self.assertEqual(memory_cap.step_batch(trains, start=9, step=4), (1, 5))
+        trains, tried = threshold_trains(0)
+        self.assertEqual(memory_cap.step_batch(trains, start=9, step=4), (None, 1))
+        self.assertEqual(tried, [9, 5, 1])
+
+    def test_an_error_on_the_way_down_ends_the_search(self):
+        trains, tried = threshold_trains(3, status="error")
+        self.assertEqual(memory_cap.step_batch(trains, start=9, step=4), (None, 9))
+        self.assertEqual(tried, [9])
+
+    def test_max_batch_bounds_the_steps(self):
+        trains, tried = threshold_trains(10_000)
+        self.assertEqual(memory_cap.step_batch(trains, start=64, step=16, max_batch=90),
+                         (90, None))
+        self.assertEqual(tried, [64, 80, 90])
+
+    def test_bad_arguments_are_refused(self):
+        trains, _ = threshold_trains(1)
+        for kwargs in (dict(start=0, step=1), dict(start=1, step=0),
+                       dict(start=1, step=1, max_batch=0)):
+            with self.subTest(**kwargs), self.assertRaisesRegex(ValueError, "need start"):
+                memory_cap.step_batch(trains, **kwargs)
+
+
 class FailureBookkeepingTest(tf.test.TestCase):
     """oom, error and timeout: from the worker's exception, its output, or its clock."""
 

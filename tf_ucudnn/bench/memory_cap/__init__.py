@@ -72,7 +72,7 @@ _EXPORTS = {
                  "DEFAULT_MAX_BATCH", "DEFAULT_MODES", "DEFAULT_STEPS_PER_EPOCH", "MODES", "STATUSES",
                  "STOCK_MODES", "check_steps_per_execution", "failure_status", "limit_label",
                  "setting_label", "sweeps_of"),
-    "search": ("run_sweep", "search_batch"),
+    "search": ("run_sweep", "search_batch", "step_batch"),
     "worker": ("cap_gpu_memory", "run_worker"),
     "launcher": ("launch", "parse_worker_output", "ucudnn_log"),
     "summary": ("KIND", "compare_limits", "merge_reports", "print_limit_comparison",

@@ -1,6 +1,7 @@
 """The memory-cap sweep's search for the largest mini-batch that trains:
 doubling, then bisection (:func:`search_batch`), with several processes per
-mini-batch size (:func:`run_sweep`)."""
+mini-batch size (:func:`run_sweep`); or fixed steps from a known N
+(:func:`step_batch`)."""
 
 from tf_ucudnn.bench.memory_cap.settings import DEFAULT_BISECT_STEPS, DEFAULT_MAX_BATCH
 from tf_ucudnn.bench.models.specs import model_spec
@@ -62,6 +63,52 @@ def search_batch(trains, *, start, max_batch=DEFAULT_MAX_BATCH,
         else:
             bad = middle
     return good, bad
+
+
+def step_batch(trains, *, start, step, max_batch=DEFAULT_MAX_BATCH):
+    """The largest mini-batch size that trains, in steps of ``step`` from a known N.
+
+    For a cap near one already measured (twice the cap: about twice the N),
+    where ``search_batch``'s doubling would overshoot: from ``start``, N goes up
+    by ``step`` while it trains (up to ``max_batch``); if ``start`` fails with
+    ``oom`` or ``timeout``, N goes down by ``step`` until one trains. An
+    ``error`` at the start or on the way down ends the search, as in
+    :func:`search_batch`. The answer is good to ``step``.
+
+    Args:
+      trains: ``trains(n)`` runs N and returns its status (:data:`STATUSES`).
+      start: the first N, >= 1.
+      step: the distance between sizes tried, >= 1.
+      max_batch: the largest N tried, >= 1.
+
+    Returns:
+      ``(largest, failed)`` as :func:`search_batch`'s: the largest N that
+      trained (None if none did) and the N one step above it that failed
+      (None if none did).
+
+    Raises:
+      ValueError: ``start``, ``step`` or ``max_batch`` below 1.
+    """
+    if start < 1 or step < 1 or max_batch < 1:
+        raise ValueError(f"need start, step and max_batch >= 1, got {start}, {step} and "
+                         f"{max_batch}")
+    n = min(start, max_batch)
+    status = trains(n)
+    if status == "ok":
+        while n < max_batch:
+            up = min(n + step, max_batch)
+            if trains(up) != "ok":
+                return n, up
+            n = up
+        return n, None
+    failed = n
+    while status in ("oom", "timeout") and failed - step >= 1:
+        n = failed - step
+        status = trains(n)
+        if status == "ok":
+            return n, failed
+        failed = n
+    return None, failed
 
 
 def run_sweep(sweep, measure, *, start_batch=None, max_batch=DEFAULT_MAX_BATCH,
