@@ -92,7 +92,7 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
             if prologue:
                 # Rounded to the input's dtype on the way forward only (a
                 # cast's gradient would round, and overflow, the gradient too).
-                channels = tf_ucudnn.nn.channel_shape(data_format)
+                channels = tf_ucudnn.batch_norm.channel_shape(data_format)
                 s32, o32 = (tf.reshape(v + tf.stop_gradient(
                     tf.cast(tf.cast(v, dtype), tf.float32) - v), channels) for v in (scale, offset))
                 conv_input = x32 * s32 + o32

@@ -13,6 +13,12 @@ Keras does. The C++ reference of the same finalize is
 import tensorflow as tf
 
 
+def channel_shape(data_format):
+    """The shape that broadcasts a ``[channels]`` vector over a 4-D tensor's
+    channel dimension: ``[1, 1, 1, -1]`` for NHWC, ``[1, -1, 1, 1]`` for NCHW."""
+    return [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
+
+
 def moments_from_sums(total, squares, count, bias=None):
     """The batch mean and biased variance, per channel, from a convolution
     output's sums.

@@ -24,9 +24,19 @@ prologue would only add work.
 
 import tensorflow as tf
 
-from tf_ucudnn import nn
-
 _ATTRIBUTE = "_tf_ucudnn_normalized_outputs"
+
+
+def graph_table(graph, attribute):
+    """The dict a traced ``graph`` keeps under ``attribute`` (made empty on
+    first use): per-graph records of the trace, such as the batch norms a
+    next convolution may take as its prologue (:func:`remember`). TF's
+    ``Graph`` has no ``__dict__``, hence an attribute set on it."""
+    table = getattr(graph, attribute, None)
+    if table is None:
+        table = {}
+        setattr(graph, attribute, table)
+    return table
 
 
 def remember(output, y, scale, offset):
@@ -41,7 +51,7 @@ def remember(output, y, scale, offset):
     """
     if tf.executing_eagerly() or not hasattr(output, "graph"):
         return
-    nn.graph_table(output.graph, _ATTRIBUTE)[output.name] = (y, scale, offset)
+    graph_table(output.graph, _ATTRIBUTE)[output.name] = (y, scale, offset)
 
 
 def _zero_padding(tensor):

@@ -10,7 +10,7 @@ from keras.src.backend.common.backend_utils import compute_conv_transpose_output
 
 from tf_ucudnn import batch_norm as batch_norm_math
 from tf_ucudnn import batch_norm_chain
-from tf_ucudnn import nn
+from tf_ucudnn import gradients, nn
 
 
 def conv2d_arguments(layer):
@@ -349,7 +349,7 @@ def _train_and_normalize(batch_norm, y, mean, variance, data_format, conv_bias=N
                                                      batch_norm.epsilon)
     if conv_bias is not None:
         offset = offset + conv_bias * scale
-    channels = nn.channel_shape(data_format)
+    channels = batch_norm_math.channel_shape(data_format)
     outputs = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels) +
                       tf.reshape(offset, channels), y.dtype)
     batch_norm_chain.remember(outputs, y, scale, offset)
@@ -367,7 +367,7 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs,
     batch norm's input where ``inputs`` is its output), then
     :func:`batch_norm_from_statistics`; ``recompute_output`` True or False
     decides whether the backward pass computes the convolution's output
-    again (``nn.choose_recompute``), None leaves it to ``UCUDNN_RECOMPUTE``.
+    again (``gradients.choose_recompute``), None leaves it to ``UCUDNN_RECOMPUTE``.
     Otherwise the batch norm is folded into the convolution: the filter
     scaled per output channel and the offset as its bias, with a ReLU
     activation in the same op (``Ucudnn>Conv2DWithBias``).
@@ -380,7 +380,7 @@ def conv_batch_norm_call(conv, batch_norm, activation, inputs, training, attrs,
     if training and batch_norm.trainable:
         y, statistics = conv_statistics_call(conv, inputs, attrs, input_prologue)
         if recompute_output is not None:
-            nn.choose_recompute(y, recompute_output)
+            gradients.choose_recompute(y, recompute_output)
         outputs = batch_norm_from_statistics(batch_norm, y, statistics, attrs["data_format"])
         return outputs if activation is None else activation(outputs)
     dtype = conv.compute_dtype

@@ -50,7 +50,7 @@ import keras
 import tensorflow as tf
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import _engine, batch_norm_chain, database_link, environment, nn
+from tf_ucudnn import _engine, batch_norm_chain, database_link, environment, gradients, nn
 from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -426,7 +426,7 @@ def rewrite_stats():
     """
     return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
                 bn_prologue=batch_norm_chain.prologues_taken[0],
-                bn_recomputed=nn.recomputed_outputs[0])
+                bn_recomputed=gradients.recomputed_outputs[0])
 
 
 def _install_xla_warning():
@@ -483,7 +483,8 @@ def _chain_conv_call(layer, settings, inputs):
     y, statistics = layers.conv_statistics_call(
         layer, inputs, attrs, batch_norm_chain.prologue_by_default(layer.compute_dtype))
     if settings.recompute is not None:
-        nn.choose_recompute(y, nn.recompute_1x1(layer.kernel_size, settings.recompute))
+        gradients.choose_recompute(
+            y, gradients.recompute_1x1(layer.kernel_size, settings.recompute))
     outputs = y
     if layer.use_bias:
         outputs = tf.nn.bias_add(y, tf.cast(layer.bias, y.dtype),
@@ -690,7 +691,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
                 keras.layers.BatchNormalization.from_config(bn.get_config()),
                 workspace_limit=workspace_limit, batch_size_policy=batch_size_policy,
                 recompute_output=(None if recompute is None
-                                  else nn.recompute_1x1(layer.kernel_size, recompute)))
+                                  else gradients.recompute_1x1(layer.kernel_size, recompute)))
         if id(layer) in fused_norms:
             return layers.BatchNormInConv(name=layer.name, dtype=layer.dtype_policy)
         if id(layer) in recorded_norms:
