@@ -43,7 +43,7 @@ def checked_recompute(value, name="recompute"):
 def recompute():
     """``UCUDNN_RECOMPUTE``: which forward convolution outputs a traced
     training step computes again in its backward pass instead of keeping them
-    (``tf_ucudnn.nn``'s gradients), where no layer chose
+    (``tf_ucudnn.gradients``), where no layer chose
     (``Conv2DBatchNorm``'s ``recompute_output``): ``"off"`` (unset or
     ``""``: none) or ``"1x1"`` (a 1x1 convolution's output whose batch norm
     the next convolution applies as its prologue).
