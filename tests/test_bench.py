@@ -107,6 +107,20 @@ class ArgumentsTest(tf.test.TestCase):
                 if recompute:  # True exactly on the 1x1 convolutions
                     self.assertEqual(chosen, [layer.conv.kernel_size == (1, 1) for layer in chains])
 
+    def test_each_batch_norm_mode_names_its_arguments(self):
+        from tf_ucudnn.bench.models import builders
+
+        calls = []
+
+        def fused(model, workspace_limit, input_prologue=True, recompute=None):
+            calls.append((input_prologue, recompute))
+            return model
+
+        with mock.patch.object(builders, "batch_norm_fused", fused):
+            for mode in ("ucudnn-bn-xla", "ucudnn-bnstats", "ucudnn-bnrecompute-xla"):
+                bench_models.batch_norm_fused_for_mode(None, 64 << 20, mode)
+        self.assertEqual(calls, [(True, None), (False, None), (True, "1x1")])
+
     def test_resnet50_nobias_is_resnet50_without_its_convolutions_biases(self):
         import keras
 

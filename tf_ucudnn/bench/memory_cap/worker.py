@@ -124,8 +124,7 @@ def _train(model_name, mode, limit, batch, *, steps_per_epoch, epochs, precision
         tf_ucudnn.enable_rewrite(workspace_limit=limit)
     model = models.build_model(model_name, input_size)
     if mode.startswith("ucudnn-bn"):
-        model = models.batch_norm_fused(model, limit, input_prologue="bnstats" not in mode,
-                                        recompute="1x1" if "bnrecompute" in mode else None)
+        model = models.batch_norm_fused_for_mode(model, limit, mode)
     # Keras wraps SGD in a LossScaleOptimizer itself under mixed_float16.
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss=models.loss_for(model_name),
                   jit_compile=mode.endswith("xla"), steps_per_execution=steps_per_execution)

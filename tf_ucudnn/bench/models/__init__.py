@@ -60,7 +60,7 @@ _EXPORTS = {
     "specs": ("DEFAULT_BATCH", "INPUT_SIZE", "MODELS", "MODEL_SPECS", "TASKS", "ModelSpec",
               "loss_for", "model_spec", "synthetic_batch"),
     "builders": ("CLASSES", "DETECTION_ANCHORS", "DETECTION_CLASSES", "EDSR_SCALE",
-                 "UNET_CLASSES", "batch_norm_fused", "build_model", "detection_backbone", "edsr", "unet"),
+                 "UNET_CLASSES", "batch_norm_fused", "batch_norm_fused_for_mode", "build_model", "detection_backbone", "edsr", "unet"),
     "worker": ("PRECISIONS", "run_worker"),
     "plans": ("candidate_name", "kernel_plans"),
     "summary": ("REFERENCE_LIMIT", "print_table", "summarize"),

@@ -268,3 +268,11 @@ def batch_norm_fused(model, workspace_limit, input_prologue=True, recompute=None
         if isinstance(layer, (tf_ucudnn.layers.Conv2D, tf_ucudnn.layers.Conv2DBatchNorm)):
             layer.input_prologue = input_prologue
     return model
+
+
+def batch_norm_fused_for_mode(model, workspace_limit, mode):
+    """:func:`batch_norm_fused` with the arguments a ``ucudnn-bn*`` mode of
+    ``bench models`` and ``bench memory-cap`` names: ``bnstats`` no prologue,
+    ``bnrecompute`` ``recompute="1x1"``, ``bn`` the prologue alone."""
+    return batch_norm_fused(model, workspace_limit, input_prologue="bnstats" not in mode,
+                            recompute="1x1" if "bnrecompute" in mode else None)

@@ -6,7 +6,7 @@ tf_ucudnn.bench.models --worker MODEL MODE BYTES N PRECISION [PROFILE_DIR]``
 import os
 import time
 
-from tf_ucudnn.bench.models.builders import batch_norm_fused, build_model
+from tf_ucudnn.bench.models.builders import batch_norm_fused_for_mode, build_model
 from tf_ucudnn.bench.models.plans import kernel_plans
 from tf_ucudnn.bench.models.specs import loss_for, synthetic_batch
 
@@ -48,8 +48,7 @@ def run_worker(model_name, mode, bytes_, batch, precision="float32", profile_dir
         os.environ["UCUDNN_XLA_WORKSPACE"] = "buffer"
     model = build_model(model_name)
     if mode.startswith("ucudnn-bn"):
-        model = batch_norm_fused(model, bytes_, input_prologue="bnstats" not in mode,
-                                 recompute="1x1" if "bnrecompute" in mode else None)
+        model = batch_norm_fused_for_mode(model, bytes_, mode)
     elif mode.startswith("ucudnn-xla"):
         model = tf_ucudnn.rewrite_model(model, workspace_limit=bytes_, verbose=0)
     if mode.startswith("ucudnn-xla") or mode.startswith("ucudnn-bn"):
