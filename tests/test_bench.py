@@ -741,6 +741,45 @@ class LargestBatchTest(tf.test.TestCase):
         self.assertIn("MODEL:MODE:PRECISION:CAP:START:STEP", err.getvalue())
 
 
+class StatisticsLayersTest(tf.test.TestCase):
+    """benchmarks/statistics_layers.py: the engine's timed choices between the
+    fused statistics graph and the plain convolution with the reduction, read
+    from its log lines."""
+
+    LOG = (
+        "I tf_ucudnn: forward N=256 C=64 H=56 W=56 K=64 R=1 S=1 stride=1x1 pad=0,0,0,0 dil=1x1 "
+        "groups=1 NHWC float32 +stats: the statistics are reduced after the convolution "
+        "(cudnnReduceTensor), measured faster: 0.100 + 0.050 ms against the fused graph's "
+        "0.300 ms\n"
+        "some other line\n"
+        "tf_ucudnn: forward N=256 C=3 H=230 W=230 K=64 R=7 S=7 stride=2x2 pad=0,0,0,0 dil=1x1 "
+        "groups=1 NHWC float32 +stats: the statistics stay fused: 1.635 + 11.313 ms against the "
+        "fused graph's 6.962 ms\n")
+
+    def test_reads_each_choice_and_sums_over_resnet50s_counts(self):
+        statistics_layers = _benchmark_script(self, "statistics_layers")
+        found = statistics_layers.parse_decisions(self.LOG)
+        self.assertEqual(found[(56, 64, 64, 1, 1)],
+                         dict(plain_ms=0.1, reduce_ms=0.05, fused_ms=0.3, fused=False))
+        self.assertTrue(found[(230, 3, 64, 7, 2)]["fused"])
+        self.assertLen(found, 2)
+        log = os.path.join(self.get_temp_dir(), "engine.log")
+        with open(log, "w") as f:
+            f.write(self.LOG)
+        out = os.path.join(self.get_temp_dir(), "table.json")
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            status = statistics_layers.main(["--from-log", log, "--json", out])
+        self.assertEqual(status, 0)
+        self.assertIn("not reached", printed.getvalue())  # the 18 shapes without a line
+        with open(out) as f:
+            result = json.load(f)
+        self.assertEqual([r["name"] for r in result["layers"]],
+                         ["230² 3->64 7x7 /2", "56² 64->64 1x1"])
+        # The 7x7 layer once, the 56² 1x1 (64 -> 64) once in ResNet-50.
+        self.assertAlmostEqual(result["totals"]["fused_ms"], 6.962 + 0.3)
+        self.assertAlmostEqual(result["totals"]["reduce_ms"], 11.313 + 0.05)
+
+
 class XlaPeakTest(tf.test.TestCase):
     """benchmarks/xla_memory.py's replay of XLA's heap simulator trace: what is
     live at the temp allocation's peak."""

@@ -15,6 +15,8 @@ convolution's float result before it is rounded to the output's type, so its
 sums differ from the stored output's by that rounding.
 """
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,7 +24,7 @@ from absl.testing import parameterized
 
 import tf_ucudnn
 from testing_utils import (TOLERANCE, OnGpuWithoutTf32, assert_rel_l2, random_tensor,
-                           reference_conv2d)
+                           reference_conv2d, run_python)
 
 # (N, H, W, C, K, R, S)
 SHAPES = {
@@ -215,6 +217,46 @@ class ConvStatisticsTest(parameterized.TestCase, tf.test.TestCase):
                 tf_ucudnn.conv2d_with_statistics(tf.zeros((2, 5, 5, 3)), tf.zeros((1, 1, 2, 4)),
                                                  1, "SAME")
 
+    def test_bad_statistics_mode_is_a_clear_error(self):
+        done = run_python("""
+            import tensorflow as tf, tf_ucudnn
+            try:
+                tf_ucudnn.conv2d_with_statistics(tf.ones((2, 5, 5, 3)), tf.ones((3, 3, 3, 4)),
+                                                 1, "SAME")
+            except tf.errors.InvalidArgumentError as e:
+                print("REFUSED", e.message)
+        """, UCUDNN_STATISTICS="after")
+        self.assertIn("REFUSED", done.stdout, done.stderr[-2000:])
+        self.assertIn("UCUDNN_STATISTICS must be one of fused, timed, unfused; got 'after'",
+                      done.stdout)
+
+
+# A child process that runs conv2d_with_statistics on /GPU:0 (TF32 on) for
+# each (dtype, (N, H, W, C, K, R, S), stride) of CASES and prints, per case,
+# the relative L2 distance of the op's sums from the float64 sums of the
+# output it returned, and its output (float32) for comparison across modes.
+_MODES_CHILD = """
+    import json, sys, numpy as np, tensorflow as tf, tf_ucudnn
+    CASES = [("float16", (8, 28, 28, 64, 128, 1, 1), 2), ("float16", (8, 14, 14, 64, 64, 3, 3), 1),
+             ("bfloat16", (8, 28, 28, 64, 128, 1, 1), 2), ("bfloat16", (8, 14, 14, 64, 64, 3, 3), 1),
+             ("float32", (8, 28, 28, 64, 128, 1, 1), 2), ("float32", (8, 14, 14, 64, 64, 3, 3), 1)]
+    def rel(a, b):
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+    out = []
+    rng = np.random.default_rng(0)
+    for dtype, (n, h, w, c, k, r, s), stride in CASES:
+        x = tf.constant(rng.standard_normal((n, h, w, c)), dtype)
+        f = tf.constant(rng.standard_normal((r, s, c, k)) / (r * s * c) ** 0.5, dtype)
+        with tf.device("/GPU:0"):
+            for _ in range(2):  # the first run chooses (timed), the second runs the choice
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, stride, "SAME")
+        y64 = tf.cast(y, tf.float64).numpy()
+        out.append(dict(dtype=dtype, sum=rel(total.numpy(), y64.sum((0, 1, 2))),
+                        squares=rel(squares.numpy(), (y64 * y64).sum((0, 1, 2))),
+                        y=tf.cast(y, tf.float32).numpy().ravel()[::97].tolist()))
+    print("RESULT " + json.dumps(out))
+"""
+
 
 @pytest.mark.gpu
 class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
@@ -263,3 +305,27 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         SHAPES["n16_28x28_64"] = (16, 28, 28, 64, 64, 3, 3)
         self.addCleanup(SHAPES.pop, "n16_28x28_64")
         self.check("n16_28x28_64", "NHWC", dtype, None)
+
+    def test_statistics_modes_give_the_same_sums(self):
+        # UCUDNN_STATISTICS: the fused graph, the plain convolution with the
+        # reduction after it (cudnnReduceTensor on the output in its own type),
+        # and the timed choice between them, on a 1x1 stride-2 and a 3x3 layer
+        # in each type: the sums are the returned output's, the outputs agree.
+        results = {}
+        for mode in ("fused", "unfused", "timed"):
+            done = run_python(_MODES_CHILD, UCUDNN_STATISTICS=mode)
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+            results[mode] = json.loads(line[len("RESULT "):])
+            if mode == "unfused":
+                self.assertNotIn("measured faster", done.stderr)
+        for mode, cases in results.items():
+            for i, case in enumerate(cases):
+                tol = {"float32": 1e-5}.get(case["dtype"], TOLERANCE[getattr(tf, case["dtype"])])
+                what = f"{mode} {case['dtype']} case {i}"
+                self.assertLessEqual(case["sum"], tol, what + ": sum")
+                self.assertLessEqual(case["squares"], tol, what + ": sum of squares")
+                # TF32 (5e-3, test_float32_with_tf32_fuses) or the type's rounding.
+                y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
+                assert_rel_l2(self, np.array(case["y"]), np.array(results["fused"][i]["y"]), y_tol,
+                              what + ": output against the fused mode's")

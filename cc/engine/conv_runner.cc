@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -123,11 +124,12 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
   return Status();
 }
 
-// Fused kernels (an input prologue, a statistics epilogue) none of whose
-// engines planned (statistics in float16 on an H200: none for ResNet's first
-// layer, 3 input channels, nor for 5 -> 6 channels): they run unfused from
-// then on, without planning again.
-bool WithoutFusedEngine(const KernelKey& key, bool mark) {
+// Fused kernels (an input prologue, a statistics epilogue) that run unfused
+// from then on, without planning again: none of their engines planned
+// (statistics in float16 on an H200: none for ResNet's first layer, 3 input
+// channels, nor for 5 -> 6 channels), or the plain convolution and the
+// reduction after it measured faster (ChooseStatistics).
+bool RunsUnfused(const KernelKey& key, bool mark) {
   static std::mutex mu;
   static auto* keys = new std::set<KernelKey>();
   std::lock_guard<std::mutex> lock(mu);
@@ -243,19 +245,42 @@ Status WithTypedPrologue(const ConvRequest& q, const PassTensors& tensors,
   return RunConvPass(q, typed, &nested, peers);
 }
 
-// The statistics unfused: the convolution's plan (with its prologue, if
-// any), then the sums of its whole output (cudnnReduceTensor).
-Status RunStatisticsUnfused(const ConvRequest& q, const PassTensors& tensors,
-                            ScratchAllocator* scratch, const PeersProvider& peers,
-                            CudnnHandle* handle) {
+// The convolution of `q` without its statistics epilogue.
+ConvRequest WithoutStatistics(const ConvRequest& q) {
   ConvRequest plain = q;
   plain.params.fusion.epilogue = Epilogue::kNone;
+  return plain;
+}
+
+// The statistics unfused: the convolution's plan (with its prologue, if
+// any), then the sums of its whole output (cudnnReduceTensor). With
+// `reduce_ms`, the reduction then runs three times more between two events
+// (EventPair::TimeRuns; each run's scratch given back after it) and
+// *reduce_ms is their mean, or infinity where scratch ran out.
+Status RunStatisticsUnfused(const ConvRequest& q, const PassTensors& tensors,
+                            ScratchAllocator* scratch, const PeersProvider& peers,
+                            CudnnHandle* handle, double* reduce_ms = nullptr) {
   PassTensors conv_tensors = tensors;
   conv_tensors.sum = conv_tensors.sum_of_squares = nullptr;
-  UCUDNN_RETURN_IF_ERROR(RunConvPass(plain, conv_tensors, scratch, peers));
+  UCUDNN_RETURN_IF_ERROR(RunConvPass(WithoutStatistics(q), conv_tensors, scratch, peers));
   std::lock_guard<std::mutex> lock(handle->mu);
   UCUDNN_CUDNN_OK(cudnnSetStream(handle->handle, q.stream));
-  return ReduceStatistics(handle->handle, q.params, tensors, scratch);
+  UCUDNN_RETURN_IF_ERROR(ReduceStatistics(handle->handle, q.params, tensors, scratch));
+  if (reduce_ms == nullptr) return Status();
+  EventPair events;
+  Status reduced;
+  auto run = [&] {
+    NestedScratch nested(scratch);
+    reduced = ReduceStatistics(handle->handle, q.params, tensors, &nested);
+    nested.ReleaseAll();
+    return reduced.ok();
+  };
+  UCUDNN_RETURN_IF_ERROR(events.TimeRuns(q.stream, 3, run, reduce_ms));
+  if (reduced.code() == Status::Code::kResourceExhausted) {
+    *reduce_ms = std::numeric_limits<double>::infinity();
+    return Status();
+  }
+  return reduced;
 }
 
 }  // namespace
@@ -283,7 +308,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     // An asymmetric padding's padded copy would go through the graph's
     // prologue, which must see the padding as zeros after it.
     const bool asymmetric = !q.params.symmetric_padding();
-    if (asymmetric || WithoutFusedEngine(key, /*mark=*/false)) {
+    if (asymmetric || RunsUnfused(key, /*mark=*/false)) {
       if (asymmetric) {
         LogStepDownOnce(key, "I",
                         std::string("forward ") + q.params.ToString() +
@@ -300,8 +325,12 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                         "(cudnnReduceTensor); cuDNN fuses them with TF32 only");
     return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
   }
-  if (q.params.fusion.statistics() && WithoutFusedEngine(key, /*mark=*/false)) {
-    return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+  StatisticsMode statistics_mode = StatisticsMode::kFused;
+  if (q.params.fusion.statistics()) {
+    UCUDNN_RETURN_IF_ERROR(ReadStatisticsMode(&statistics_mode));
+    if (statistics_mode == StatisticsMode::kUnfused || RunsUnfused(key, /*mark=*/false)) {
+      return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+    }
   }
   std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
@@ -309,6 +338,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
   // kernels are benchmarked within the group's total).
   const PlanningKnobs& knobs = q.knobs;
   const bool auto_limit = knobs.BenchmarkLimit() == kAutoWorkspaceLimit;
+  bool choose_statistics = false;
   if (!kernel->planned()) {
     const auto start = std::chrono::steady_clock::now();
     int64_t limit = knobs.BenchmarkLimit();
@@ -331,7 +361,7 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     scratch->ReleaseAll();
     const bool prologue = q.params.fusion.input_scale_bias();
     if (!planning.ok() && (prologue || q.params.fusion.statistics())) {
-      WithoutFusedEngine(key, /*mark=*/true);
+      RunsUnfused(key, /*mark=*/true);
       LogStepDownOnce(key, "I",
                       std::string("forward ") + q.params.ToString() + ": no fused engine (" +
                           planning.message() + "); " +
@@ -342,6 +372,9 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                       : RunStatisticsUnfused(q, tensors, scratch, peers, handle);
     }
     UCUDNN_RETURN_IF_ERROR(planning);
+    choose_statistics = planned_now && statistics_mode == StatisticsMode::kTimed &&
+                        q.params.fusion.statistics() && !prologue &&
+                        knobs.total_workspace == 0;
     if (planned_now) {
       PlanRecord r = MakeRecord(q, *kernel, kernel->plan());
       r.workspace_limit = limit;
@@ -376,6 +409,31 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
       if (!note.empty()) r.note = r.note.empty() ? note : r.note + "; " + note;
       LogPlan(r);
       RecordPlan(std::move(r));
+    }
+  }
+  if (choose_statistics) {
+    // The fused graph against the plain convolution and the reduction after
+    // it (UCUDNN_STATISTICS=timed): the unfused pass runs first, and its
+    // results stand if it is the faster; else the fused plan overwrites them.
+    double reduce_ms = 0;
+    UCUDNN_RETURN_IF_ERROR(RunStatisticsUnfused(q, tensors, scratch, peers, handle, &reduce_ms));
+    const ConvRequest plain = WithoutStatistics(q);
+    const double plain_ms = GetOrCreateKernel(MakeKey(plain), plain.params)->plan().time_ms;
+    const double fused_ms = kernel->plan().time_ms;
+    char times[160];
+    std::snprintf(times, sizeof(times), "%.3f + %.3f ms against the fused graph's %.3f ms",
+                  plain_ms, reduce_ms, fused_ms);
+    if (plain_ms + reduce_ms >= fused_ms && DebugOutput()) {
+      std::fprintf(stderr, "tf_ucudnn: forward %s: the statistics stay fused: %s\n",
+                   q.params.ToString().c_str(), times);
+    }
+    if (plain_ms + reduce_ms < fused_ms) {
+      RunsUnfused(key, /*mark=*/true);
+      LogStepDownOnce(key, "I",
+                      std::string("forward ") + q.params.ToString() +
+                          ": the statistics are reduced after the convolution "
+                          "(cudnnReduceTensor), measured faster: " + times);
+      return Status();
     }
   }
   // A Workspace Division group's kernel runs its least-workspace plan until

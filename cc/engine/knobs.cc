@@ -26,6 +26,9 @@ constexpr Name<GraphLayouts> kGraphLayoutNames[] = {{"both", GraphLayouts::kBoth
 constexpr Name<XlaWorkspace> kXlaWorkspaceNames[] = {{"scratch", XlaWorkspace::kScratch},
                                                      {"buffer", XlaWorkspace::kBuffer}};
 constexpr Name<bool> kOnOffNames[] = {{"on", true}, {"off", false}};
+constexpr Name<StatisticsMode> kStatisticsModeNames[] = {{"fused", StatisticsMode::kFused},
+                                                         {"timed", StatisticsMode::kTimed},
+                                                         {"unfused", StatisticsMode::kUnfused}};
 
 // The variable's value, or nullptr when unset or empty (the default applies).
 const char* Env(const char* name) {
@@ -245,6 +248,8 @@ Status ReadEngineKnobs(PlanningKnobs* knobs) {
                                   ParseGraphSearch, &knobs->graph.search));
   bool retime = true;  // read again where it applies (benchmarking); checked here
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
+  StatisticsMode statistics;  // read again where it applies (RunConvPass); checked here
+  UCUDNN_RETURN_IF_ERROR(ReadStatisticsMode(&statistics));
   return ReadKnob("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got",
                   ParseGraphLayouts, &knobs->graph.layouts);
 }
@@ -257,6 +262,16 @@ Status ReadXlaWorkspace(XlaWorkspace* where) {
 Status ReadXlaPadChannels(bool* pad) {
   *pad = true;
   return ReadKnob("UCUDNN_XLA_PAD_CHANNELS", "one of on, off; got", ParseXlaPadChannels, pad);
+}
+
+bool ParseStatisticsMode(const std::string& text, StatisticsMode* mode) {
+  return ParseName(kStatisticsModeNames, text, mode);
+}
+
+Status ReadStatisticsMode(StatisticsMode* mode) {
+  *mode = StatisticsMode::kFused;
+  return ReadKnob("UCUDNN_STATISTICS", "one of fused, timed, unfused; got", ParseStatisticsMode,
+                  mode);
 }
 
 Status ReadGraphRetime(bool* retime) {

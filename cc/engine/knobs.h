@@ -163,7 +163,8 @@ Status ResolvePlanningKnobs(const KnobAttributes& attrs, PlanningKnobs* knobs);
 
 // Reads and validates UCUDNN_ENGINES and UCUDNN_GRAPH_* into knobs->engines
 // and knobs->graph (unset or empty: the default; UCUDNN_GRAPH_RETIME is only
-// checked: ReadGraphRetime); the other knobs are left.
+// checked: ReadGraphRetime, and UCUDNN_STATISTICS: ReadStatisticsMode); the
+// other knobs are left.
 // InvalidArgument names the variable, the allowed values and the value found.
 Status ReadEngineKnobs(PlanningKnobs* knobs);
 
@@ -191,6 +192,24 @@ Status ReadXlaWorkspace(XlaWorkspace* where);
 bool ParseXlaPadChannels(const std::string& text, bool* pad);
 // Reads and validates UCUDNN_XLA_PAD_CHANNELS (unset or empty: on).
 Status ReadXlaPadChannels(bool* pad);
+// How a convolution's statistics epilogue (the per-channel sum and sum of
+// squares of its output) runs where a fused cuDNN graph plans
+// (UCUDNN_STATISTICS):
+// - kFused (the default, "fused"): the fused graph;
+// - kTimed ("timed"): the kernel's first run also runs the plain convolution
+//   and the reduction after it (statistics_reduction.h), and the kernel keeps
+//   whichever is faster: the fused plan's benchmarked time against the plain
+//   plan's plus the reduction's (mean of 3, cudaEvents). Kernels that also
+//   take an input prologue, and Workspace Division groups' kernels, stay
+//   fused. On an H200 (cuDNN 9.19) it kept every ResNet-50 kernel fused in
+//   float32: cudnnReduceTensor's per-channel sums of an NHWC output took
+//   3.3-12x the fused graph's extra time;
+// - kUnfused ("unfused"): always the plain convolution and the reduction.
+enum class StatisticsMode : int { kFused = 0, kTimed = 1, kUnfused = 2 };
+// Parses "fused" | "timed" | "unfused"; false on anything else.
+bool ParseStatisticsMode(const std::string& text, StatisticsMode* mode);
+// Reads and validates UCUDNN_STATISTICS (unset or empty: kFused).
+Status ReadStatisticsMode(StatisticsMode* mode);
 // Reads and validates UCUDNN_GRAPH_RETIME, on or off (unset or empty: on):
 // whether graph candidates near the best at a size are timed again,
 // interleaved (screening.h, "Re-timing near the best").

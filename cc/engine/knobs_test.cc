@@ -107,6 +107,19 @@ int main() {
   Check(ReadXlaPadChannels(&pad).ok() && !pad, "ReadXlaPadChannels reads off");
   CheckRefused("UCUDNN_XLA_PAD_CHANNELS", "8", [&] { return ReadXlaPadChannels(&pad); },
                "UCUDNN_XLA_PAD_CHANNELS must be one of on, off; got '8'");
+  StatisticsMode statistics = StatisticsMode::kTimed;
+  Check(ReadStatisticsMode(&statistics).ok() && statistics == StatisticsMode::kFused,
+        "UCUDNN_STATISTICS unset: fused");
+  setenv("UCUDNN_STATISTICS", "unfused", 1);
+  Check(ReadStatisticsMode(&statistics).ok() && statistics == StatisticsMode::kUnfused,
+        "ReadStatisticsMode reads unfused");
+  Check(ParseStatisticsMode("timed", &statistics) && statistics == StatisticsMode::kTimed &&
+            !ParseStatisticsMode("auto", &statistics) && statistics == StatisticsMode::kTimed,
+        "UCUDNN_STATISTICS is fused, timed or unfused, and a bad value leaves it");
+  CheckRefused("UCUDNN_STATISTICS", "after", [&] { return ReadStatisticsMode(&statistics); },
+               "UCUDNN_STATISTICS must be one of fused, timed, unfused; got 'after'");
+  CheckRefused("UCUDNN_STATISTICS", "after", [&] { return ReadEngineKnobs(&knobs); },
+               "UCUDNN_STATISTICS must be one of fused, timed, unfused; got 'after'");
   bool retime = false;
   Check(ReadGraphRetime(&retime).ok() && retime, "UCUDNN_GRAPH_RETIME unset: on");
   setenv("UCUDNN_GRAPH_RETIME", "off", 1);

@@ -3,6 +3,8 @@
 #include "cc/engine/statistics_reduction.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "cc/engine/cuda_check.h"
@@ -14,8 +16,76 @@ bool StatisticsUnfused(const ConvParams& params, bool allow_tf32) {
   return params.fusion.statistics() && params.dtype == DType::kFloat && !allow_tf32;
 }
 
+namespace {
+
+// Types whose direct reduction cuDNN refused (CUDNN_STATUS_NOT_SUPPORTED or
+// BAD_PARAM): they take the chunked path from then on.
+std::atomic<uint32_t> refused_types{0};
+
+// The sums read the output in its own type, computing in float32: the sum
+// (CUDNN_REDUCE_TENSOR_ADD) and the L2 norm (NORM2), squared into the sum of
+// squares (cudnnOpTensor on the K norms): two reads of the output, no copy.
+// *refused: cuDNN does not reduce this type into float32 sums.
+Status ReduceDirect(cudnnHandle_t handle, const ConvParams& p, const PassTensors& t,
+                    ScratchAllocator* scratch, bool* refused) {
+  *refused = false;
+  int64_t s[4];
+  LayoutStrides(p.layout, p.out_channels, p.out_height, p.out_width, s);
+  TensorDesc y, sums;
+  UCUDNN_RETURN_IF_ERROR(y.Set(p.dtype, p.batch, p.out_channels, p.out_height, p.out_width, s));
+  UCUDNN_RETURN_IF_ERROR(sums.SetBias(DType::kFloat, p.out_channels));
+  ReduceDesc add, norm;
+  UCUDNN_RETURN_IF_ERROR(add.Set(CUDNN_REDUCE_TENSOR_ADD));
+  UCUDNN_RETURN_IF_ERROR(norm.Set(CUDNN_REDUCE_TENSOR_NORM2));
+  size_t add_bytes = 0, norm_bytes = 0;
+  cudnnStatus_t st = cudnnGetReductionWorkspaceSize(handle, add.d, y.d, sums.d, &add_bytes);
+  if (st == CUDNN_STATUS_SUCCESS) {
+    st = cudnnGetReductionWorkspaceSize(handle, norm.d, y.d, sums.d, &norm_bytes);
+  }
+  if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) {
+    *refused = true;
+    return Status();
+  }
+  UCUDNN_CUDNN_OK(st);
+  const size_t workspace_bytes = std::max(add_bytes, norm_bytes);
+  const int64_t norms_bytes = AlignedBytes(p.out_channels * 4);
+  char* block = static_cast<char*>(
+      scratch->Allocate(norms_bytes + static_cast<int64_t>(workspace_bytes)));
+  if (block == nullptr) {
+    return Status::ResourceExhausted(
+        "could not allocate " + std::to_string(norms_bytes + workspace_bytes) +
+        " bytes to reduce the output's statistics");
+  }
+  void* workspace = workspace_bytes > 0 ? block + norms_bytes : nullptr;
+  const float one = 1.0f, zero = 0.0f;
+  st = cudnnReduceTensor(handle, add.d, nullptr, 0, workspace, workspace_bytes, &one, y.d, t.out,
+                         &zero, sums.d, t.sum);
+  if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) {
+    *refused = true;
+    return Status();
+  }
+  UCUDNN_CUDNN_OK(st);
+  UCUDNN_CUDNN_OK(cudnnReduceTensor(handle, norm.d, nullptr, 0, workspace, workspace_bytes, &one,
+                                    y.d, t.out, &zero, sums.d, block));
+  OpTensorDesc mul;
+  UCUDNN_CUDNN_OK(cudnnSetOpTensorDescriptor(mul.d, CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT,
+                                             CUDNN_NOT_PROPAGATE_NAN));
+  UCUDNN_CUDNN_OK(cudnnOpTensor(handle, mul.d, &one, sums.d, block, &one, sums.d, block, &zero,
+                                sums.d, t.sum_of_squares));
+  return Status();
+}
+
+}  // namespace
+
 Status ReduceStatistics(cudnnHandle_t handle, const ConvParams& p,
                         const PassTensors& t, ScratchAllocator* scratch) {
+  const uint32_t type_bit = 1u << static_cast<int>(p.dtype);
+  if ((refused_types.load() & type_bit) == 0) {
+    bool refused = false;
+    UCUDNN_RETURN_IF_ERROR(ReduceDirect(handle, p, t, scratch, &refused));
+    if (!refused) return Status();
+    refused_types.fetch_or(type_bit);
+  }
   // The batch in chunks of at most kChunkBytes of float32 (at least one
   // sample): each chunk's output in float32 (converted, or read in place in
   // float32), its squares beside it, both summed into the sums (beta = 1
