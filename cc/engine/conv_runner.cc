@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -128,7 +128,7 @@ Status FillWithBias(CudnnHandle* handle, cudaStream_t stream, const ConvParams& 
 // from then on, without planning again: none of their engines planned
 // (statistics in float16 on an H200: none for ResNet's first layer, 3 input
 // channels, nor for 5 -> 6 channels), or the plain convolution and the
-// reduction after it measured faster (ChooseStatistics).
+// reduction after it measured faster (UCUDNN_STATISTICS=timed, RunConvPass).
 bool RunsUnfused(const KernelKey& key, bool mark) {
   static std::mutex mu;
   static auto* keys = new std::set<KernelKey>();
