@@ -325,14 +325,21 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
                         "(cudnnReduceTensor); cuDNN fuses them with TF32 only");
     return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
   }
+  if (q.params.fusion.statistics() && RunsUnfused(key, /*mark=*/false)) {
+    return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
+  }
+  std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
+  // UCUDNN_STATISTICS, read until the kernel is planned or marked unfused
+  // (a kernel with a prologue is not marked: marked, its prologue would run
+  // before it instead).
   StatisticsMode statistics_mode = StatisticsMode::kFused;
-  if (q.params.fusion.statistics()) {
+  if (q.params.fusion.statistics() && !kernel->planned()) {
     UCUDNN_RETURN_IF_ERROR(ReadStatisticsMode(&statistics_mode));
-    if (statistics_mode == StatisticsMode::kUnfused || RunsUnfused(key, /*mark=*/false)) {
+    if (statistics_mode == StatisticsMode::kUnfused) {
+      if (!q.params.fusion.input_scale_bias()) RunsUnfused(key, /*mark=*/true);
       return RunStatisticsUnfused(q, tensors, scratch, peers, handle);
     }
   }
-  std::shared_ptr<CudnnKernel> kernel = GetOrCreateKernel(key, q.params);
 
   // workspace_limit=auto holds only without Workspace Division (whose
   // kernels are benchmarked within the group's total).
@@ -423,11 +430,12 @@ Status RunConvPass(const ConvRequest& q, const PassTensors& tensors, ScratchAllo
     char times[160];
     std::snprintf(times, sizeof(times), "%.3f + %.3f ms against the fused graph's %.3f ms",
                   plain_ms, reduce_ms, fused_ms);
-    if (plain_ms + reduce_ms >= fused_ms && DebugOutput()) {
-      std::fprintf(stderr, "tf_ucudnn: forward %s: the statistics stay fused: %s\n",
-                   q.params.ToString().c_str(), times);
-    }
-    if (plain_ms + reduce_ms < fused_ms) {
+    if (plain_ms + reduce_ms >= fused_ms) {
+      if (DebugOutput()) {
+        std::fprintf(stderr, "tf_ucudnn: forward %s: the statistics stay fused: %s\n",
+                     q.params.ToString().c_str(), times);
+      }
+    } else {
       RunsUnfused(key, /*mark=*/true);
       LogStepDownOnce(key, "I",
                       std::string("forward ") + q.params.ToString() +

@@ -22,6 +22,10 @@ namespace {
 // BAD_PARAM): they take the chunked path from then on.
 std::atomic<uint32_t> refused_types{0};
 
+bool Refused(cudnnStatus_t status) {
+  return status == CUDNN_STATUS_NOT_SUPPORTED || status == CUDNN_STATUS_BAD_PARAM;
+}
+
 // The sums read the output in its own type, computing in float32: the sum
 // (CUDNN_REDUCE_TENSOR_ADD) and the L2 norm (NORM2), squared into the sum of
 // squares (cudnnOpTensor on the K norms): two reads of the output, no copy.
@@ -42,7 +46,7 @@ Status ReduceDirect(cudnnHandle_t handle, const ConvParams& p, const PassTensors
   if (st == CUDNN_STATUS_SUCCESS) {
     st = cudnnGetReductionWorkspaceSize(handle, norm.d, y.d, sums.d, &norm_bytes);
   }
-  if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) {
+  if (Refused(st)) {
     *refused = true;
     return Status();
   }
@@ -60,7 +64,7 @@ Status ReduceDirect(cudnnHandle_t handle, const ConvParams& p, const PassTensors
   const float one = 1.0f, zero = 0.0f;
   st = cudnnReduceTensor(handle, add.d, nullptr, 0, workspace, workspace_bytes, &one, y.d, t.out,
                          &zero, sums.d, t.sum);
-  if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) {
+  if (Refused(st)) {
     *refused = true;
     return Status();
   }
