@@ -44,14 +44,7 @@ def search_batch(trains, *, start, max_batch=DEFAULT_MAX_BATCH,
                 break
             good = n
     else:
-        good, bad = None, n
-        while status in ("oom", "timeout") and bad > 1:
-            n = bad // 2
-            status = trains(n)
-            if status == "ok":
-                good = n
-                break
-            bad = n
+        good, bad = _step_down(trains, status, n, lambda failed: failed // 2)
         if good is None:
             return None, bad
     for _ in range(bisect_steps):
@@ -101,9 +94,16 @@ def step_batch(trains, *, start, step, max_batch=DEFAULT_MAX_BATCH):
                 return n, up
             n = up
         return n, None
-    failed = n
-    while status in ("oom", "timeout") and failed - step >= 1:
-        n = failed - step
+    return _step_down(trains, status, n, lambda failed: failed - step)
+
+
+def _step_down(trains, status, failed, smaller):
+    """From an N ``failed`` whose run ended with ``status``: tries
+    ``smaller(failed)`` while the failures are ``oom`` or ``timeout`` and it
+    is >= 1. Returns ``(n, failed)``: the first N that trained (None if none
+    did) and the last one that failed above it."""
+    while status in ("oom", "timeout") and smaller(failed) >= 1:
+        n = smaller(failed)
         status = trains(n)
         if status == "ok":
             return n, failed
