@@ -4,7 +4,7 @@ convolution and cudnnReduceTensor after it, as the engine measures them
 (GPU machine).
 
     python benchmarks/statistics_layers.py [--precision float32] [--batch 256]
-        [--timeout S] [--json PATH] [--from-log LOG]
+        [--layers I,J,...] [--timeout S] [--json PATH] [--log PATH] [--from-log LOG]
 
 One child process runs ``tf_ucudnn.conv2d_with_statistics`` on each layer
 (NHWC, N = --batch, TF32 on as Keras runs float32) twice under
@@ -14,7 +14,8 @@ benchmarked with cudaEvents), times the reduction (mean of 3), and logs the
 three times and which it keeps. The script prints them per layer, and their
 sums over ResNet-50's 53 convolutions (each shape times its count); writes
 JSON (default $OUT/statistics_layers_PRECISION.json, or the working
-directory). Kernels with no fused engine log nothing and are left out.
+directory) and, with ``--log``, the child's whole log (the engine's candidate
+lines among it). ``--layers`` runs only those rows of the table (0-based). Kernels with no fused engine log nothing and are left out.
 Wall-clock timing per call is not used: at these sizes a call's dispatch
 (0.3-0.6 ms under XLA) hides the kernels. ``--from-log`` prints the table
 from a saved log of such a run instead of running one.
@@ -55,8 +56,8 @@ def layer_name(layer):
     return f"{h}² {c}->{k} {r}x{r}" + (f" /{stride}" if stride > 1 else "")
 
 
-def child(precision, batch):
-    """Runs every layer twice (the first run chooses, the second runs the choice)."""
+def child(precision, batch, layers):
+    """Runs each of `layers` twice (the first run chooses, the second runs the choice)."""
     import numpy as np
     import tensorflow as tf
 
@@ -64,7 +65,7 @@ def child(precision, batch):
 
     dtype = tf.as_dtype(precision)
     rng = np.random.default_rng(0)
-    for h, c, k, r, stride, padding, _ in LAYERS:
+    for h, c, k, r, stride, padding, _ in layers:
         x = tf.constant(rng.standard_normal((batch, h, h, c)), dtype)
         w = tf.constant(rng.standard_normal((r, r, c, k)) / np.sqrt(r * r * c), dtype)
         with tf.device("/GPU:0"):
@@ -73,6 +74,18 @@ def child(precision, batch):
             tf.test.experimental.sync_devices()
         del out
         print(f"done {layer_name((h, c, k, r, stride, padding, 1))}", file=sys.stderr, flush=True)
+
+
+def parse_layers(text):
+    """The rows of LAYERS named by `text` ("0,3,7"); argparse's error if one is not a row."""
+    try:
+        rows = [int(i) for i in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}")
+    bad = [i for i in rows if not 0 <= i < len(LAYERS)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"rows 0 to {len(LAYERS) - 1} of the layer table, got {bad}")
+    return [LAYERS[i] for i in rows]
 
 
 def parse_decisions(log):
@@ -96,13 +109,17 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds before the child process is killed (default 600)")
+    parser.add_argument("--layers", default=None, type=parse_layers,
+                        help="comma-separated rows of the layer table, 0-based (default all)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--log", default=None, help="where to write the child's whole log")
     parser.add_argument("--from-log", default=None,
                         help="the engine's log of an earlier run: its table, without a GPU")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    layers = args.layers if args.layers is not None else LAYERS
     if args.child:
-        child(args.precision, args.batch)
+        child(args.precision, args.batch, layers)
         return 0
     env = dict(os.environ, UCUDNN_STATISTICS="timed", UCUDNN_DEBUG_OUTPUT="1")
     if args.from_log:
@@ -110,31 +127,37 @@ def main(argv=None):
             log, status = f.read(), 0
     else:
         log, status = run_child(args, env)
+        if args.log:
+            with open(args.log, "w") as f:
+                f.write(log)
     if status != 0:
         print(f"statistics_layers: the child failed ({status}): {log.strip()[-1500:]}",
               file=sys.stderr)
-    return report(args, parse_decisions(log), status)
+    return report(args, layers, parse_decisions(log), status)
 
 
 def run_child(args, env):
     """Runs the child; returns its stderr and exit status (or "timeout")."""
     try:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
-                               "--precision", args.precision, "--batch", str(args.batch)],
+        command = [sys.executable, os.path.abspath(__file__), "--child",
+                   "--precision", args.precision, "--batch", str(args.batch)]
+        if args.layers is not None:
+            command += ["--layers", ",".join(str(LAYERS.index(l)) for l in args.layers)]
+        done = subprocess.run(command,
                               env=env, capture_output=True, text=True, timeout=args.timeout)
         return done.stderr, done.returncode
     except subprocess.TimeoutExpired as e:
         return (e.stderr or b"").decode(errors="replace"), "timeout"
 
 
-def report(args, decisions, status):
-    """Prints the table of `decisions` and writes the JSON; the exit status."""
+def report(args, layers, decisions, status):
+    """Prints the table of `decisions` for `layers` and writes the JSON; the exit status."""
     print(f"statistics_layers: {args.precision}, N = {args.batch}, the engine's ms "
           f"(UCUDNN_STATISTICS=timed)")
     print(f"{'layer':<22}{'count':>6}{'plain':>9}{'reduce':>9}{'fused':>9}"
           f"{'fused/plain':>12}  kept")
     rows, totals = [], dict(plain_ms=0.0, reduce_ms=0.0, fused_ms=0.0)
-    for layer in LAYERS:
+    for layer in layers:
         h, c, k, r, stride, padding, count = layer
         d = decisions.get((h, c, k, r, stride))
         if d is None:

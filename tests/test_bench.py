@@ -779,6 +779,24 @@ class StatisticsLayersTest(tf.test.TestCase):
         self.assertAlmostEqual(result["totals"]["fused_ms"], 6.962 + 0.3)
         self.assertAlmostEqual(result["totals"]["reduce_ms"], 11.313 + 0.05)
 
+    def test_layers_selects_rows_and_refuses_others(self):
+        statistics_layers = _benchmark_script(self, "statistics_layers")
+        log = os.path.join(self.get_temp_dir(), "engine.log")
+        with open(log, "w") as f:
+            f.write(self.LOG)
+        out = os.path.join(self.get_temp_dir(), "table.json")
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            status = statistics_layers.main(["--from-log", log, "--layers", "1", "--json", out])
+        self.assertEqual(status, 0)
+        self.assertNotIn("not reached", printed.getvalue())
+        self.assertNotIn("7x7", printed.getvalue())
+        with open(out) as f:
+            self.assertEqual([r["name"] for r in json.load(f)["layers"]], ["56² 64->64 1x1"])
+        for bad in ("20", "x"):
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                statistics_layers.main(["--from-log", log, "--layers", bad])
+            self.assertIn("--layers", err.getvalue())
+
 
 class XlaPeakTest(tf.test.TestCase):
     """benchmarks/xla_memory.py's replay of XLA's heap simulator trace: what is

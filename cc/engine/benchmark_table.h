@@ -24,6 +24,17 @@ namespace ucudnn {
 // algorithms are candidates too (UCUDNN_ENGINES=all, auto).
 constexpr int64_t kMinGraphMicroBatch = 8;
 
+// Whether the kernel of `p` benchmarks the whole mini-batch first and smaller
+// micro-batches only where the workspace limit binds there (one GPU, no forced
+// size, no Workspace Division group): a fused kernel, with the statistics
+// epilogue or the input prologue. Most of its engines are compiled at run
+// time, about 0.5 s per plan and size on an H200 (ResNet-50's 3x3 at 56²: 27.6
+// s at nine sizes), and they need no workspace, so a smaller micro-batch
+// lets no faster engine in.
+inline bool WholeBatchFirst(const ConvParams& p) {
+  return p.fusion.statistics() || p.fusion.input_scale_bias();
+}
+
 // A candidate: a legacy algorithm (cuDNN's algorithm enum value and math
 // type) or, when engine.id >= 0, a graph-API engine config.
 struct CudnnAlgo {

@@ -40,7 +40,7 @@ Status MakeTransposeDescriptor(cudnnDataType_t type, const int64_t dims[4], Layo
 // The frontend objects of a finalized plan (opaque to cudnn_graph.h).
 struct GraphPlan::Built {
   std::unique_ptr<fe::OperationGraph> graph;
-  std::unique_ptr<fe::EngineConfig> config;
+  EngineConfigDescriptors config;
   std::unique_ptr<fe::ExecutionPlan> plan;
 };
 
@@ -60,7 +60,7 @@ Status GraphPlan::Make(cudnnHandle_t handle, const ConvGraphSpec& spec, const Gr
   UCUDNN_RETURN_IF_ERROR(config_made);
   built->plan = std::make_unique<fe::ExecutionPlan>(fe::ExecutionPlanBuilder()
                                                         .setHandle(handle)
-                                                        .setEngineConfig(*built->config)
+                                                        .setEngineConfig(built->config.config)
                                                         .build());
   c.plans_s += watch.Lap();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(*built->plan, "the execution plan"));

@@ -70,10 +70,11 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
   // Sizes measured under memory pressure are measured again (with room now,
   // they replace the stored rows).
   const std::vector<int64_t> to_benchmark =
-      seed_.seeded() ? SizesToBenchmark(seed_.roomy(), sizes,
-                                        std::min(kMinGraphMicroBatch, p.batch),
-                                        small_rule && spec_.engines == EngineSet::kAuto)
-                     : sizes;
+      seed_.seeded()
+          ? SizesToBenchmark(seed_.roomy(), sizes,
+                             WholeBatchFirst(p) ? p.batch : std::min(kMinGraphMicroBatch, p.batch),
+                             small_rule && (spec_.engines == EngineSet::kAuto || WholeBatchFirst(p)))
+          : sizes;
   // Rows of a failed earlier attempt go; the Autotuner makes a new table.
   table_ = BenchmarkTable();
   BenchmarkTable measured;

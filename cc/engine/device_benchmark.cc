@@ -25,18 +25,21 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// The order DeviceBenchmark::Run takes its sizes in, and the small sizes it
-// leaves out (the small-sizes-where-limited rule).
+// The order DeviceBenchmark::Run takes its sizes in, and the sizes it leaves
+// out (the small-sizes-where-limited rule; for a fused kernel, the sizes below
+// the whole mini-batch: WholeBatchFirst).
 class SizeOrder {
  public:
-  SizeOrder(const std::vector<int64_t>& sizes, EngineSet engines, int64_t batch,
+  SizeOrder(const std::vector<int64_t>& sizes, EngineSet engines, const ConvParams& p,
             bool small_sizes_where_limited)
       : engines_(engines),
+        batch_(p.batch),
+        whole_batch_first_(small_sizes_where_limited && WholeBatchFirst(p)),
         // Graph engines from micro-batches of kMinGraphMicroBatch samples up (or
         // the whole mini-batch): planning builds an execution plan per engine and
         // size, and no DeepBench plan at 64 or 256 MiB used smaller micro-batches
         // (too little work per launch); the legacy algorithms still cover them.
-        first_graph_size_(std::min(kMinGraphMicroBatch, batch)),
+        first_graph_size_(std::min(kMinGraphMicroBatch, p.batch)),
         // kAuto with small_sizes_where_limited: the graph sizes first, then the
         // smaller (legacy) sizes only where they can help. A micro-batch below
         // kMinGraphMicroBatch samples pays a launch (or more) for little work; it
@@ -54,6 +57,10 @@ class SizeOrder {
       std::stable_partition(ascending_.begin(), ascending_.end(),
                             [this](int64_t size) { return graph_at(size); });
     }
+    if (whole_batch_first_) {
+      std::stable_partition(ascending_.begin(), ascending_.end(),
+                            [this](int64_t size) { return size == batch_; });
+    }
   }
 
   // The sizes in the order they are benchmarked.
@@ -63,10 +70,12 @@ class SizeOrder {
     return engines_ != EngineSet::kLegacy &&
            (size >= first_graph_size_ || engines_ == EngineSet::kGraph);
   }
-  // True (and `size` recorded as skipped) where the rule leaves it out: a
-  // small size while the limit bound at no graph size so far.
+  // True (and `size` recorded as skipped) where a rule leaves it out while the
+  // limit bound at no graph size so far: a small size, or for a fused kernel
+  // any size below the whole mini-batch.
   bool Skip(int64_t size) {
-    if (small_sizes_last_ && !graph_at(size) && !limit_binds_) {
+    if (((small_sizes_last_ && !graph_at(size)) || (whole_batch_first_ && size < batch_)) &&
+        !limit_binds_) {
       skipped_.push_back(size);
       return true;
     }
@@ -74,11 +83,14 @@ class SizeOrder {
   }
   // At a graph size, an engine was over the limit or none ran.
   void LimitBinds() { limit_binds_ = true; }
-  int64_t first_graph_size() const { return first_graph_size_; }
+  // The least size that the skipped sizes' rule benchmarks unconditionally.
+  int64_t first_graph_size() const { return whole_batch_first_ ? batch_ : first_graph_size_; }
   const std::vector<int64_t>& skipped() const { return skipped_; }
 
  private:
   const EngineSet engines_;
+  const int64_t batch_;
+  const bool whole_batch_first_;
   const int64_t first_graph_size_;
   const bool small_sizes_last_;
   bool limit_binds_ = false;  // at some graph size: an engine over the limit, or none ran
@@ -163,7 +175,7 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
   bool retime = true;
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
   search.Allocate();
-  SizeOrder order(sizes, engines, p.batch, small_sizes_where_limited);
+  SizeOrder order(sizes, engines, p, small_sizes_where_limited);
   std::set<std::string> pruned;
   BenchmarkCosts costs;
   std::string& log = costs.log;

@@ -99,7 +99,11 @@ Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t work
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;
     const GraphPlan* plan = nullptr;
-    if (!descriptors_.GetGraphPlan(handle, size, c.engine, false, &plan, costs).ok()) continue;
+    const Status built = descriptors_.GetGraphPlan(handle, size, c.engine, false, &plan, costs);
+    if (!built.ok()) {
+      if (log != nullptr) *log += "  " + c.engine.Name() + ": no plan: " + built.message() + "\n";
+      continue;
+    }
     if (plan->workspace_bytes() > workspace_limit) {
       ++*over_limit;
       continue;

@@ -256,9 +256,9 @@ Status ProposeGraphEngines(cudnnHandle_t handle, const ConvGraphSpec& spec,
       const bool id_listed = std::any_of(out->begin(), out->end(),
                                          [&](const GraphCandidate& c) { return c.engine.id == id; });
       if (id_listed) continue;
-      std::unique_ptr<fe::EngineConfig> config;
+      EngineConfigDescriptors config;
       if (!MakeEngineConfig(*graph, GraphEngine{id, {}}, &config).ok()) continue;
-      consider(GraphEngine{id, {}}, config->get_raw_desc());
+      consider(GraphEngine{id, {}}, config.config->get_backend_descriptor());
     }
   }
   return Status();

@@ -270,29 +270,41 @@ Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
 }
 
 Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
-                        std::unique_ptr<fe::EngineConfig>* out) {
+                        EngineConfigDescriptors* out) {
   fe::Engine engine = fe::EngineBuilder().setOperationGraph(graph).setGlobalEngineIdx(e.id).build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(engine, "the engine"));
-  // The frontend passes a choice for every knob of the engine once one is
-  // set; ours come from a heuristics config (every knob), so they must
-  // cover the engine's knobs exactly.
-  auto& knobs = engine.getSupportedKnobs();
-  size_t matched = 0;
-  for (auto& knob : knobs) {
-    for (const auto& [type, value] : e.knobs) {
-      if (static_cast<int64_t>(knob.getKnobType()) == type) {
-        knob.setChoice(static_cast<uint64_t>(value));
-        ++matched;
-      }
-    }
+  // Built through the backend: the frontend's config builder passes a choice
+  // for every knob the engine lists once one is chosen (-1 for the others),
+  // which cuDNN refuses.
+  EngineConfigDescriptors made;
+  made.engine = engine.get_desc();
+  for (const auto& [type, value] : e.knobs) {
+    made.choices.push_back(fe::make_shared_backend_pointer(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    UCUDNN_CUDNN_OK(made.choices.back()->get_status());
+    cudnnBackendDescriptor_t choice = made.choices.back()->get_backend_descriptor();
+    const auto knob_type = static_cast<cudnnBackendKnobType_t>(type);
+    const int64_t knob_value = value;
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                             CUDNN_TYPE_KNOB_TYPE, 1, &knob_type));
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                             CUDNN_TYPE_INT64, 1, &knob_value));
+    UCUDNN_CUDNN_OK(cudnnBackendFinalize(choice));
   }
-  if (!e.knobs.empty() && (matched != e.knobs.size() || matched != knobs.size())) {
-    return Status::Internal("the knob choices of " + e.Name() + " are not the engine's " +
-                            std::to_string(knobs.size()) + " knobs");
+  made.config = fe::make_shared_backend_pointer(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  UCUDNN_CUDNN_OK(made.config->get_status());
+  cudnnBackendDescriptor_t config = made.config->get_backend_descriptor();
+  cudnnBackendDescriptor_t engine_desc = made.engine->get_backend_descriptor();
+  UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_desc));
+  if (!made.choices.empty()) {
+    std::vector<cudnnBackendDescriptor_t> choices;
+    for (const auto& c : made.choices) choices.push_back(c->get_backend_descriptor());
+    UCUDNN_CUDNN_OK(cudnnBackendSetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                             static_cast<int64_t>(choices.size()), choices.data()));
   }
-  auto config = std::make_unique<fe::EngineConfig>(fe::EngineConfigBuilder().setEngine(engine).build());
-  UCUDNN_RETURN_IF_ERROR(FrontendOk(*config, "the engine config"));
-  *out = std::move(config);
+  UCUDNN_CUDNN_OK(cudnnBackendFinalize(config));
+  *out = std::move(made);
   return Status();
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 // Errors are statuses, not exceptions (as TensorFlow builds the frontend).
 #define NV_CUDNN_DISABLE_EXCEPTION
@@ -80,10 +81,20 @@ class Stopwatch {
 Status MakeOperationGraph(cudnnHandle_t handle, const ConvGraphSpec& spec,
                           std::unique_ptr<fe::OperationGraph>* graph);
 
-// An engine of `graph` with global index `id` and the knob choices `knobs`
-// (none: the engine's defaults), as an engine config.
+// An engine config as cuDNN's backend holds it: the config, and the engine
+// and knob-choice descriptors it refers to, kept alive with it.
+struct EngineConfigDescriptors {
+  fe::ManagedOpaqueDescriptor engine;
+  std::vector<fe::ManagedOpaqueDescriptor> choices;
+  fe::ManagedOpaqueDescriptor config;
+};
+
+// An engine of `graph` with global index `e.id` and exactly the knob choices
+// `e.knobs` (none: the engine's defaults), as an engine config. A heuristics
+// config may choose fewer knobs than the engine lists (the run-time compiled
+// engines list several and are given one): the others keep their defaults.
 Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
-                        std::unique_ptr<fe::EngineConfig>* out);
+                        EngineConfigDescriptors* out);
 
 }  // namespace graph_internal
 }  // namespace ucudnn

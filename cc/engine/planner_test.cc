@@ -204,6 +204,14 @@ int main() {
     Check(SizesToBenchmark(stored, n16, 8, false) == std::vector<int64_t>({1, 2, 4}),
           "a kernel that needs every size (Workspace Division) benchmarks the small ones");
     Check(SizesToBenchmark(stored, {8, 16}, 8, false).empty(), "nothing missing, nothing timed");
+    // A fused kernel (WholeBatchFirst): the whole mini-batch is its one
+    // unconditional size.
+    Check(SizesToBenchmark(stored, n16, 16, true).empty(),
+          "a fused kernel with its whole mini-batch stored benchmarks nothing more");
+    Check(SizesToBenchmark(stored, MicroBatchSizes(BatchSizePolicy::kPowerOfTwo, 32), 32, true) ==
+              std::vector<int64_t>({1, 2, 4, 32}),
+          "a fused kernel at a new mini-batch hands the benchmark every missing size, which "
+          "times the whole one first");
 
     // Candidates are renumbered into the merged list; shared sizes keep the first rows.
     PerfTable into;
