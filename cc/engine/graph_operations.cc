@@ -274,8 +274,8 @@ Status MakeEngineConfig(fe::OperationGraph& graph, const GraphEngine& e,
   fe::Engine engine = fe::EngineBuilder().setOperationGraph(graph).setGlobalEngineIdx(e.id).build();
   UCUDNN_RETURN_IF_ERROR(FrontendOk(engine, "the engine"));
   // Built through the backend: the frontend's config builder passes a choice
-  // for every knob the engine lists once one is chosen (-1 for the others),
-  // which cuDNN refuses.
+  // for every knob the engine lists once one is chosen, -1 for the knobs not
+  // chosen.
   EngineConfigDescriptors made;
   made.engine = engine.get_desc();
   for (const auto& [type, value] : e.knobs) {
