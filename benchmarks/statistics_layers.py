@@ -15,7 +15,8 @@ three times and which it keeps. The script prints them per layer, and their
 sums over ResNet-50's 53 convolutions (each shape times its count); writes
 JSON (default $OUT/statistics_layers_PRECISION.json, or the working
 directory) and, with ``--log``, the child's whole log (the engine's candidate
-lines among it). ``--layers`` runs only those rows of the table (0-based). Kernels with no fused engine log nothing and are left out.
+lines among it). ``--layers`` runs only those rows of the table (0-based).
+Kernels with no fused engine log nothing and are left out.
 Wall-clock timing per call is not used: at these sizes a call's dispatch
 (0.3-0.6 ms under XLA) hides the kernels. ``--from-log`` prints the table
 from a saved log of such a run instead of running one.
@@ -77,7 +78,7 @@ def child(precision, batch, layers):
 
 
 def parse_layers(text):
-    """The rows of LAYERS named by `text` ("0,3,7"); argparse's error if one is not a row."""
+    """The row indices of LAYERS in `text` ("0,3,7"); argparse's error if one is not a row."""
     try:
         rows = [int(i) for i in text.split(",")]
     except ValueError:
@@ -85,7 +86,7 @@ def parse_layers(text):
     bad = [i for i in rows if not 0 <= i < len(LAYERS)]
     if bad:
         raise argparse.ArgumentTypeError(f"rows 0 to {len(LAYERS) - 1} of the layer table, got {bad}")
-    return [LAYERS[i] for i in rows]
+    return rows
 
 
 def parse_decisions(log):
@@ -117,7 +118,7 @@ def main(argv=None):
                         help="the engine's log of an earlier run: its table, without a GPU")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    layers = args.layers if args.layers is not None else LAYERS
+    layers = LAYERS if args.layers is None else [LAYERS[i] for i in args.layers]
     if args.child:
         child(args.precision, args.batch, layers)
         return 0
@@ -142,7 +143,7 @@ def run_child(args, env):
         command = [sys.executable, os.path.abspath(__file__), "--child",
                    "--precision", args.precision, "--batch", str(args.batch)]
         if args.layers is not None:
-            command += ["--layers", ",".join(str(LAYERS.index(l)) for l in args.layers)]
+            command += ["--layers", ",".join(map(str, args.layers))]
         done = subprocess.run(command,
                               env=env, capture_output=True, text=True, timeout=args.timeout)
         return done.stderr, done.returncode

@@ -67,13 +67,14 @@ Status CudnnKernel::EnsurePlanned(CudnnHandle* handle, cudaStream_t stream,
                              : MicroBatchSizes(policy, p.batch);
   // The sizes the stored table of this convolution lacks (all without one).
   const bool small_rule = small_sizes_where_limited && forced_micro_batch == 0;
+  const bool whole_batch_first = WholeBatchFirst(p);
   // Sizes measured under memory pressure are measured again (with room now,
   // they replace the stored rows).
   const std::vector<int64_t> to_benchmark =
       seed_.seeded()
           ? SizesToBenchmark(seed_.roomy(), sizes,
-                             WholeBatchFirst(p) ? p.batch : std::min(kMinGraphMicroBatch, p.batch),
-                             small_rule && (spec_.engines == EngineSet::kAuto || WholeBatchFirst(p)))
+                             whole_batch_first ? p.batch : std::min(kMinGraphMicroBatch, p.batch),
+                             small_rule && (spec_.engines == EngineSet::kAuto || whole_batch_first))
           : sizes;
   // Rows of a failed earlier attempt go; the Autotuner makes a new table.
   table_ = BenchmarkTable();
