@@ -16,6 +16,7 @@ sums differ from the stored output's by that rounding.
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -258,6 +259,43 @@ _MODES_CHILD = """
 """
 
 
+# A child process that plans a bfloat16 1x1 expanding convolution with
+# statistics (N = 32, 56x56, 64 -> 256, NHWC: ResNet-50's costliest fused
+# graph) twice: within 64 MiB, then within one byte less than the workspace
+# of that plan's whole-batch micro-batch. It prints "LIMIT <bytes>" on stderr
+# before the second plan, and per plan the limit, micro-batches (size,
+# workspace) and the relative L2 distance of the sums from the float64 sums
+# of the returned output and of the output from tf.nn.conv2d's.
+_TIGHT_LIMIT_CHILD = """
+    import json, sys, numpy as np, tensorflow as tf, tf_ucudnn
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((32, 56, 56, 64)), tf.bfloat16)
+    f = tf.constant(rng.standard_normal((1, 1, 64, 256)) / 8.0, tf.bfloat16)
+    def rel(a, b):
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+    def run(limit):
+        with tf.device("/GPU:0"):
+            y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME",
+                                                                 workspace_limit=limit)
+            want = tf.nn.conv2d(x, f, 1, "SAME")
+        record = [r for r in tf_ucudnn.plans() if r["workspace_limit"] == limit][-1]
+        y64 = tf.cast(y, tf.float64).numpy()
+        return dict(limit=limit, micro_batches=[(m["size"], m["workspace_bytes"])
+                                                for m in record["micro_batches"]],
+                    sum=rel(total.numpy(), y64.sum((0, 1, 2))),
+                    squares=rel(squares.numpy(), (y64 * y64).sum((0, 1, 2))),
+                    y=rel(tf.cast(y, tf.float64).numpy(), tf.cast(want, tf.float64).numpy()))
+    roomy = run(64 << 20)
+    whole = [w for size, w in roomy["micro_batches"] if size == 32]
+    tight = None
+    if whole and whole[0] > 0:
+        sys.stderr.write("LIMIT %d\n" % (whole[0] - 1))
+        sys.stderr.flush()
+        tight = run(whole[0] - 1)
+    print("RESULT " + json.dumps([roomy, tight]))
+"""
+
+
 @pytest.mark.gpu
 class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
     """The same on /GPU:0 (TF32 off): float16 and bfloat16 through cuDNN graph
@@ -305,6 +343,54 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         SHAPES["n16_28x28_64"] = (16, 28, 28, 64, 64, 3, 3)
         self.addCleanup(SHAPES.pop, "n16_28x28_64")
         self.check("n16_28x28_64", "NHWC", dtype, None)
+
+    def test_plans_built_on_threads_are_those_built_one_by_one(self):
+        # UCUDNN_PLAN_BUILD_THREADS: a statistics kernel's run-time compiled
+        # candidates finalize on threads with handles of their own and run
+        # with the kernel's; one thread builds them one after the other. The
+        # same candidates plan either way (the debug log's timed engines),
+        # and the sums and outputs are the same within the types' bounds.
+        engines, results = {}, {}
+        for threads in ("1", "8"):
+            done = run_python(_MODES_CHILD, UCUDNN_PLAN_BUILD_THREADS=threads,
+                              UCUDNN_DEBUG_OUTPUT="1", UCUDNN_GRAPH_PRUNE_FACTOR="0")
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            engines[threads] = set(re.findall(r"^  (\S+) \(workspace \d+ bytes\)", done.stderr,
+                                              re.MULTILINE))
+            line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+            results[threads] = json.loads(line[len("RESULT "):])
+        self.assertNotEmpty(engines["1"])
+        self.assertEqual(engines["8"], engines["1"])
+        for i, case in enumerate(results["8"]):
+            tol = {"float32": 1e-5}.get(case["dtype"], TOLERANCE[getattr(tf, case["dtype"])])
+            self.assertLessEqual(case["sum"], tol, f"{case['dtype']} case {i}: sum")
+            self.assertLessEqual(case["squares"], tol, f"{case['dtype']} case {i}: squares")
+            y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
+            assert_rel_l2(self, np.array(case["y"]), np.array(results["1"][i]["y"]), y_tol,
+                          f"{case['dtype']} case {i}: output on threads against one by one")
+
+    def test_a_limit_that_binds_at_the_batch_times_smaller_micro_batches(self):
+        # A fused kernel times its whole mini-batch first and smaller sizes
+        # only where the limit keeps a candidate out there: within one byte
+        # less than its roomy plan's workspace, the smaller sizes are timed,
+        # the plan fits, and its sums and output are as right as before.
+        done = run_python(_TIGHT_LIMIT_CHILD, UCUDNN_DEBUG_OUTPUT="1")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+        roomy, tight = json.loads(line[len("RESULT "):])
+        if tight is None:
+            self.skipTest(f"the roomy plan needs no workspace at the batch: {roomy}")
+        timed = [int(n) for n in re.findall(r"timed at (\d+):", done.stderr.split("LIMIT")[-1])]
+        self.assertTrue(any(n < 32 for n in timed),
+                        f"only {timed} timed under the tight limit: " + done.stderr[-3000:])
+        self.assertLessEqual(max(w for _, w in tight["micro_batches"]), tight["limit"], tight)
+        self.assertEqual(sum(n for n, _ in tight["micro_batches"]), 32, tight)
+        for plan in (roomy, tight):
+            # bfloat16 rounds the output (8 mantissa bits); the sums are the
+            # returned output's, accumulated in float32.
+            self.assertLessEqual(plan["sum"], 1e-2, plan)
+            self.assertLessEqual(plan["squares"], 1e-2, plan)
+            self.assertLessEqual(plan["y"], 1e-2, plan)
 
     def test_statistics_modes_give_the_same_sums(self):
         # UCUDNN_STATISTICS: the fused graph, the plain convolution with the

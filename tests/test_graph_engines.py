@@ -282,3 +282,7 @@ class EngineSetValueTest(tf.test.TestCase):
     def test_a_bad_retime_value_is_invalid_argument_naming_the_choices(self):
         self.assertIn("UCUDNN_GRAPH_RETIME must be one of on, off; got '5'",
                       self._invalid_argument(UCUDNN_GRAPH_RETIME="5"))
+
+    def test_a_bad_plan_build_thread_count_is_invalid_argument_naming_the_range(self):
+        self.assertIn("UCUDNN_PLAN_BUILD_THREADS must be a whole number from 1 to 64; got '0'",
+                      self._invalid_argument(UCUDNN_PLAN_BUILD_THREADS="0"))

@@ -96,6 +96,18 @@ struct GraphHostCosts {
   double engine_configs_s = 0;  // engines and engine configs of plans (Make)
   double plans_s = 0;           // execution plans finalized (Make)
   int op_graphs = 0, queries = 0, builds = 0;
+
+  void Add(const GraphHostCosts& o) {
+    op_graphs_s += o.op_graphs_s;
+    heuristics_s += o.heuristics_s;
+    heuristics_configs_s += o.heuristics_configs_s;
+    fallback_s += o.fallback_s;
+    engine_configs_s += o.engine_configs_s;
+    plans_s += o.plans_s;
+    op_graphs += o.op_graphs;
+    queries += o.queries;
+    builds += o.builds;
+  }
 };
 
 // An engine the heuristics proposed and the numerics allow.

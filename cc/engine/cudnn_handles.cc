@@ -20,7 +20,8 @@ std::string CudnnVersionString() {
 }
 
 namespace {
-// One handle per (device, stream, purpose): 0 the ops', 1 benchmarking for peers.
+// One handle per (device, stream, purpose): 0 the ops', 1 benchmarking for
+// peers, 2 + i the i-th plan-building thread's.
 Status GetHandle(int device, cudaStream_t stream, int purpose, CudnnHandle** out) {
   static std::mutex mu;
   static auto* handles = new std::map<std::tuple<int, cudaStream_t, int>, CudnnHandle*>();
@@ -52,6 +53,17 @@ Status GetCudnnHandle(int device, cudaStream_t stream, CudnnHandle** out) {
 
 Status GetBenchmarkHandle(int device, cudaStream_t stream, CudnnHandle** out) {
   return GetHandle(device, stream, 1, out);
+}
+
+Status GetPlanBuildHandles(int device, cudaStream_t stream, int count,
+                           std::vector<CudnnHandle*>* out) {
+  out->clear();
+  for (int i = 0; i < count; ++i) {
+    CudnnHandle* h = nullptr;
+    UCUDNN_RETURN_IF_ERROR(GetHandle(device, stream, 2 + i, &h));
+    out->push_back(h);
+  }
+  return Status();
 }
 
 

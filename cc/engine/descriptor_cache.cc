@@ -3,8 +3,12 @@
 #include "cc/engine/descriptor_cache.h"
 
 #include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
 
 #include "cc/engine/cuda_check.h"
+#include "cc/engine/cudnn_handles.h"
 
 namespace ucudnn {
 namespace {
@@ -123,30 +127,91 @@ ConvGraphSpec DescriptorCache::GraphSpec(int64_t size, bool accumulate, bool tra
   return spec;
 }
 
+std::string DescriptorCache::NoPlan(const GraphEngine& engine, int64_t size,
+                                    const std::string& why) const {
+  return "cuDNN engine " + engine.Name() + " does not run " + PassName(spec_.pass) + " " +
+         spec_.params.ToString() + " at " + std::to_string(size) + " samples" +
+         (why.empty() ? "" : ": " + why);
+}
+
 Status DescriptorCache::GetGraphPlan(cudnnHandle_t handle, int64_t size,
                                      const GraphEngine& engine, bool accumulate,
                                      const GraphPlan** out, GraphHostCosts* costs) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto key = std::make_tuple(handle, size, engine.Name(), accumulate);
+  const PlanKey key = std::make_tuple(handle, size, engine.Name(), accumulate);
   auto it = graph_plans_.find(key);
   if (it == graph_plans_.end()) {
-    std::unique_ptr<GraphPlan> plan;
-    const Status made =
-        GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed), engine, &plan,
-                        costs);
-    it = graph_plans_.emplace(key, std::move(plan)).first;  // nullptr when it failed
+    PlanEntry entry;
+    const Status made = GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed),
+                                        engine, &entry.plan, costs);
     if (!made.ok()) {
-      return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
-                              PassName(spec_.pass) + " " + spec_.params.ToString() + " at " +
-                              std::to_string(size) + " samples: " + made.message());
+      entry.plan.reset();
+      entry.error = made.message();
+    }
+    it = graph_plans_.emplace(key, std::move(entry)).first;
+  }
+  if (it->second.plan == nullptr) return Status::Internal(NoPlan(engine, size, it->second.error));
+  *out = it->second.plan.get();
+  return Status();
+}
+
+Status DescriptorCache::BuildGraphPlans(cudnnHandle_t handle, int64_t size,
+                                        const std::vector<GraphEngine>& engines,
+                                        bool accumulate, int threads, GraphHostCosts* costs) {
+  std::vector<const GraphEngine*> missing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> seen;
+    for (const GraphEngine& e : engines) {
+      if (!seen.insert(e.Name()).second) continue;
+      if (!graph_plans_.count(std::make_tuple(handle, size, e.Name(), accumulate))) {
+        missing.push_back(&e);
+      }
     }
   }
-  if (it->second == nullptr) {
-    return Status::Internal("cuDNN engine " + engine.Name() + " does not run " +
-                            PassName(spec_.pass) + " " + spec_.params.ToString() + " at " +
-                            std::to_string(size) + " samples");
+  threads = std::min<int>(threads, static_cast<int>(missing.size()));
+  if (threads < 2) return Status();
+  int device = 0;
+  UCUDNN_CUDA_OK(cudaGetDevice(&device));
+  cudaStream_t stream = nullptr;
+  UCUDNN_CUDNN_OK(cudnnGetStream(handle, &stream));
+  std::vector<CudnnHandle*> builders;
+  UCUDNN_RETURN_IF_ERROR(GetPlanBuildHandles(device, stream, threads, &builders));
+  std::vector<PlanEntry> built(missing.size());
+  std::vector<GraphHostCosts> thread_costs(builders.size());
+  std::atomic<size_t> next{0};
+  auto build = [&](size_t t) {
+    CudnnHandle* builder = builders[t];
+    std::lock_guard<std::mutex> lock(builder->mu);
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudnnSetStream(builder->handle, stream) != CUDNN_STATUS_SUCCESS) {
+      return;  // its plans stay unbuilt: GetGraphPlan makes them
+    }
+    for (size_t i = next++; i < missing.size(); i = next++) {
+      const GraphEngine& e = *missing[i];
+      const Status made = GraphPlan::Make(builder->handle,
+                                          GraphSpec(size, accumulate, e.transposed), e,
+                                          &built[i].plan, &thread_costs[t]);
+      if (!made.ok()) {
+        built[i].plan.reset();
+        built[i].error = made.message();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < builders.size(); ++t) pool.emplace_back(build, t);
+  build(0);
+  for (std::thread& t : pool) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < missing.size(); ++i) {
+    // Not built (its thread found no device): GetGraphPlan makes it.
+    if (built[i].plan == nullptr && built[i].error.empty()) continue;
+    graph_plans_.emplace(std::make_tuple(handle, size, missing[i]->Name(), accumulate),
+                         std::move(built[i]));
   }
-  *out = it->second.get();
+  if (costs != nullptr) {
+    for (const GraphHostCosts& c : thread_costs) costs->Add(c);
+  }
   return Status();
 }
 

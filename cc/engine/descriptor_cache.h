@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "cudnn.h"
 #include "cc/engine/cudnn_descriptors.h"
@@ -43,6 +44,15 @@ class DescriptorCache {
   // first use; a failure is kept, so that it is not rebuilt.
   Status GetGraphPlan(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
                       bool accumulate, const GraphPlan** out, GraphHostCosts* costs = nullptr);
+  // Makes the plans of `engines` at `size` that GetGraphPlan would make on
+  // `handle` and has not, on up to `threads` threads at once, each thread
+  // finalizing with a plan-building handle of its own (GetPlanBuildHandles,
+  // set to `handle`'s stream), and keeps them, and the failures, as
+  // GetGraphPlan would. Fewer than two missing plans, or one thread: nothing
+  // is done here. *costs adds each thread's host time (thread-seconds).
+  Status BuildGraphPlans(cudnnHandle_t handle, int64_t size,
+                         const std::vector<GraphEngine>& engines, bool accumulate, int threads,
+                         GraphHostCosts* costs = nullptr);
 
  private:
   const KernelSpec spec_;
@@ -50,10 +60,17 @@ class DescriptorCache {
   std::mutex mu_;  // guards descriptors_, filter_descriptors_ and graph_plans_
   std::map<std::pair<int64_t, int>, std::unique_ptr<ConvDescriptors>> descriptors_;
   std::unique_ptr<FilterDescriptors> filter_descriptors_;
-  // (handle, size, engine name, accumulate) -> its finalized plan; failures
-  // are kept as nullptr so that they are not rebuilt.
-  std::map<std::tuple<cudnnHandle_t, int64_t, std::string, bool>, std::unique_ptr<GraphPlan>>
-      graph_plans_;
+  // A finalized plan, or why it failed (plan nullptr), kept so that a
+  // failure is not rebuilt.
+  struct PlanEntry {
+    std::unique_ptr<GraphPlan> plan;
+    std::string error;
+  };
+  using PlanKey = std::tuple<cudnnHandle_t, int64_t, std::string, bool>;
+  // (handle, size, engine name, accumulate) -> its plan.
+  std::map<PlanKey, PlanEntry> graph_plans_;
+  // The message of a plan that failed.
+  std::string NoPlan(const GraphEngine& engine, int64_t size, const std::string& why) const;
 };
 
 }  // namespace ucudnn

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cc/engine/cuda_check.h"
+#include "cc/engine/knobs.h"
 
 namespace ucudnn {
 namespace {
@@ -95,6 +96,18 @@ Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t work
       *log += std::string(" in ") + LayoutName(spec.graph_layout) + ":\n" + layout_log;
     }
     candidates.insert(candidates.end(), got.begin(), got.end());
+  }
+  if (numerics.runtime_compilation) {
+    // Each run-time compiled plan costs about 0.5 s of host time: they are
+    // compiled on threads at once, then taken from the cache below.
+    int threads = 1;
+    UCUDNN_RETURN_IF_ERROR(ReadPlanBuildThreads(&threads));
+    std::vector<GraphEngine> engines;
+    for (const GraphCandidate& c : candidates) {
+      if (!pruned.count(c.engine.Name())) engines.push_back(c.engine);
+    }
+    UCUDNN_RETURN_IF_ERROR(
+        descriptors_.BuildGraphPlans(handle, size, engines, false, threads, costs));
   }
   for (const GraphCandidate& c : candidates) {
     if (pruned.count(c.engine.Name())) continue;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -250,6 +252,8 @@ Status ReadEngineKnobs(PlanningKnobs* knobs) {
   UCUDNN_RETURN_IF_ERROR(ReadGraphRetime(&retime));
   StatisticsMode statistics;  // read again where it applies (RunConvPass); checked here
   UCUDNN_RETURN_IF_ERROR(ReadStatisticsMode(&statistics));
+  int threads = 1;  // read again where it applies (GraphCandidates::Propose); checked here
+  UCUDNN_RETURN_IF_ERROR(ReadPlanBuildThreads(&threads));
   return ReadKnob("UCUDNN_GRAPH_LAYOUTS", "one of both, native, transposed; got",
                   ParseGraphLayouts, &knobs->graph.layouts);
 }
@@ -278,6 +282,31 @@ Status ReadGraphRetime(bool* retime) {
   *retime = true;
   auto parse = [](const std::string& text, bool* on) { return ParseName(kOnOffNames, text, on); };
   return ReadKnob("UCUDNN_GRAPH_RETIME", "one of on, off; got", parse, retime);
+}
+
+bool ParsePlanBuildThreads(const std::string& text, int* threads) {
+  size_t begin = text.find_first_not_of(" \t");
+  size_t end = text.find_last_not_of(" \t");
+  if (begin == std::string::npos) return false;
+  const std::string digits = text.substr(begin, end - begin + 1);
+  if (digits.empty() || digits.size() > 2 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  const int n = std::stoi(digits);
+  if (n < 1 || n > kMaxPlanBuildThreads) return false;
+  *threads = n;
+  return true;
+}
+
+Status ReadPlanBuildThreads(int* threads) {
+  *threads = kDefaultPlanBuildThreads;
+  const unsigned host = std::thread::hardware_concurrency();  // 0: unknown
+  if (host > 0) *threads = std::min<int>(*threads, static_cast<int>(host));
+  return ReadKnob("UCUDNN_PLAN_BUILD_THREADS",
+                  ("a whole number from 1 to " + std::to_string(kMaxPlanBuildThreads) + "; got")
+                      .c_str(),
+                  ParsePlanBuildThreads, threads);
 }
 
 Status ReadDefaultWorkspaceLimit(int64_t* bytes) {

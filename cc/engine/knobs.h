@@ -216,6 +216,18 @@ Status ReadStatisticsMode(StatisticsMode* mode);
 // whether graph candidates near the best at a size are timed again,
 // interleaved (screening.h, "Re-timing near the best").
 Status ReadGraphRetime(bool* retime);
+// How many threads finalize the execution plans of a kernel's run-time
+// compiled candidates (a statistics epilogue or an input prologue) at once
+// (UCUDNN_PLAN_BUILD_THREADS): a whole number from 1 (one after the other) to
+// kMaxPlanBuildThreads; unset or empty: kDefaultPlanBuildThreads, at most
+// the host's hardware threads. Each such plan takes about 0.5 s of host time
+// to compile (H200, cuDNN 9.19); the plans are the same whichever thread
+// builds them (DescriptorCache::BuildGraphPlans). Read where it applies
+// (GraphCandidates::Propose), checked when a kernel is created.
+constexpr int kDefaultPlanBuildThreads = 8;
+constexpr int kMaxPlanBuildThreads = 64;
+bool ParsePlanBuildThreads(const std::string& text, int* threads);
+Status ReadPlanBuildThreads(int* threads);
 
 // A byte count as tf_ucudnn/units.py's parse_bytes reads it (the Python
 // argument "64MiB" and UCUDNN_DEFAULT_WORKSPACE_LIMIT=64MiB alike): a

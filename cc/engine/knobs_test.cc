@@ -126,6 +126,22 @@ int main() {
   Check(ReadGraphRetime(&retime).ok() && !retime, "ReadGraphRetime reads off");
   CheckRefused("UCUDNN_GRAPH_RETIME", "5", [&] { return ReadGraphRetime(&retime); },
                "UCUDNN_GRAPH_RETIME must be one of on, off; got '5'");
+  int threads = 0;
+  Check(ReadPlanBuildThreads(&threads).ok() && threads >= 1 &&
+            threads <= kDefaultPlanBuildThreads,
+        "UCUDNN_PLAN_BUILD_THREADS unset: the default, at most the host's threads");
+  setenv("UCUDNN_PLAN_BUILD_THREADS", " 3 ", 1);
+  Check(ReadPlanBuildThreads(&threads).ok() && threads == 3, "ReadPlanBuildThreads reads 3");
+  Check(ParsePlanBuildThreads("64", &threads) && threads == 64 &&
+            !ParsePlanBuildThreads("0", &threads) && !ParsePlanBuildThreads("65", &threads) &&
+            !ParsePlanBuildThreads("2.5", &threads) && !ParsePlanBuildThreads("-1", &threads) &&
+            !ParsePlanBuildThreads("", &threads) && !ParsePlanBuildThreads("100", &threads) &&
+            threads == 64,
+        "UCUDNN_PLAN_BUILD_THREADS is a whole number from 1 to 64, and a bad value leaves it");
+  CheckRefused("UCUDNN_PLAN_BUILD_THREADS", "0", [&] { return ReadPlanBuildThreads(&threads); },
+               "UCUDNN_PLAN_BUILD_THREADS must be a whole number from 1 to 64; got '0'");
+  CheckRefused("UCUDNN_PLAN_BUILD_THREADS", "many", [&] { return ReadEngineKnobs(&knobs); },
+               "UCUDNN_PLAN_BUILD_THREADS must be a whole number from 1 to 64; got 'many'");
   int64_t limit = 0;
   setenv("UCUDNN_DEFAULT_WORKSPACE_LIMIT", " 1024 ", 1);
   Check(ReadDefaultWorkspaceLimit(&limit).ok() && limit == 1024, "a workspace limit in bytes");
