@@ -289,7 +289,7 @@ _TIGHT_LIMIT_CHILD = """
     whole = [w for size, w in roomy["micro_batches"] if size == 32]
     tight = None
     if whole and whole[0] > 0:
-        sys.stderr.write("LIMIT %d\n" % (whole[0] - 1))
+        sys.stderr.write("LIMIT %d\\n" % (whole[0] - 1))
         sys.stderr.flush()
         tight = run(whole[0] - 1)
     print("RESULT " + json.dumps([roomy, tight]))
