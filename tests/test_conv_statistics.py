@@ -261,11 +261,10 @@ _MODES_CHILD = """
 
 # A child process that plans a bfloat16 1x1 expanding convolution with
 # statistics (N = 32, 56x56, 64 -> 256, NHWC: ResNet-50's costliest fused
-# graph) twice: within 64 MiB, then within one byte less than the workspace
-# of that plan's whole-batch micro-batch. It prints "LIMIT <bytes>" on stderr
-# before the second plan, and per plan the limit, micro-batches (size,
-# workspace) and the relative L2 distance of the sums from the float64 sums
-# of the returned output and of the output from tf.nn.conv2d's.
+# graph) within 64 MiB, then within no workspace at all. It prints "LIMIT 0"
+# on stderr before the second plan, and per plan the limit, micro-batches
+# (size, workspace) and the relative L2 distance of the sums from the float64
+# sums of the returned output and of the output from tf.nn.conv2d's.
 _TIGHT_LIMIT_CHILD = """
     import json, sys, numpy as np, tensorflow as tf, tf_ucudnn
     rng = np.random.default_rng(0)
@@ -286,12 +285,9 @@ _TIGHT_LIMIT_CHILD = """
                     squares=rel(squares.numpy(), (y64 * y64).sum((0, 1, 2))),
                     y=rel(tf.cast(y, tf.float64).numpy(), tf.cast(want, tf.float64).numpy()))
     roomy = run(64 << 20)
-    whole = [w for size, w in roomy["micro_batches"] if size == 32]
-    tight = None
-    if whole and whole[0] > 0:
-        sys.stderr.write("LIMIT %d\\n" % (whole[0] - 1))
-        sys.stderr.flush()
-        tight = run(whole[0] - 1)
+    sys.stderr.write("LIMIT 0\\n")
+    sys.stderr.flush()
+    tight = run(0)
     print("RESULT " + json.dumps([roomy, tight]))
 """
 
@@ -369,23 +365,24 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
             assert_rel_l2(self, np.array(case["y"]), np.array(results["1"][i]["y"]), y_tol,
                           f"{case['dtype']} case {i}: output on threads against one by one")
 
-    def test_a_limit_that_binds_at_the_batch_times_smaller_micro_batches(self):
-        # A fused kernel times its whole mini-batch first and smaller sizes
-        # only where the limit keeps a candidate out there: within one byte
-        # less than its roomy plan's workspace, the smaller sizes are timed,
-        # the plan fits, and its sums and output are as right as before.
+    def test_smaller_micro_batches_are_timed_only_where_the_limit_binds_at_the_batch(self):
+        # A fused kernel times its whole mini-batch first, and smaller sizes
+        # only where the limit keeps a candidate out there (the debug log's
+        # "candidates over the workspace limit"). Within 64 MiB and within
+        # no workspace: the plan fits, covers the batch, and its sums and
+        # output are as right either way.
         done = run_python(_TIGHT_LIMIT_CHILD, UCUDNN_DEBUG_OUTPUT="1")
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-        roomy, tight = json.loads(line[len("RESULT "):])
-        if tight is None:
-            self.skipTest(f"the roomy plan needs no workspace at the batch: {roomy}")
-        timed = [int(n) for n in re.findall(r"timed at (\d+):", done.stderr.split("LIMIT")[-1])]
-        self.assertTrue(any(n < 32 for n in timed),
-                        f"only {timed} timed under the tight limit: " + done.stderr[-3000:])
-        self.assertLessEqual(max(w for _, w in tight["micro_batches"]), tight["limit"], tight)
-        self.assertEqual(sum(n for n, _ in tight["micro_batches"]), 32, tight)
-        for plan in (roomy, tight):
+        plans = json.loads(line[len("RESULT "):])
+        for log, plan in zip(done.stderr.split("LIMIT 0"), plans):
+            timed = [int(n) for n in re.findall(r"timed at (\d+):", log)]
+            over = re.findall(r"size 32: (\d+) candidates over the workspace limit", log)
+            self.assertIn(32, timed, log[-3000:])
+            self.assertEqual(any(n < 32 for n in timed), bool(over),
+                             f"timed {timed}, over the limit at 32: {over}")
+            self.assertLessEqual(max(w for _, w in plan["micro_batches"]), plan["limit"], plan)
+            self.assertEqual(sum(n for n, _ in plan["micro_batches"]), 32, plan)
             # bfloat16 rounds the output (8 mantissa bits); the sums are the
             # returned output's, accumulated in float32.
             self.assertLessEqual(plan["sum"], 1e-2, plan)

@@ -233,6 +233,10 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
                                           neighbours.empty() ? nullptr : &neighbours));
     if (over_limit > 0) order.LimitBinds();
     if (!size_log.empty()) log += " size " + std::to_string(size) + ":\n" + size_log;
+    if (over_limit > 0 && DebugOutput()) {
+      log += " size " + std::to_string(size) + ": " + std::to_string(over_limit) +
+             " candidates over the workspace limit\n";
+    }
     search.GrowForGraph(size, trials);
     costs.plans += static_cast<int>(trials.size());
     costs.propose_s += SecondsSince(start);
