@@ -741,6 +741,47 @@ class LargestBatchTest(tf.test.TestCase):
         self.assertIn("MODEL:MODE:PRECISION:CAP:START:STEP", err.getvalue())
 
 
+class PlanBuildThreadsTest(tf.test.TestCase):
+    """benchmarks/plan_build_threads.py: one child per thread count with the
+    driver's JIT cache off, one that fills it, then each thread count with it
+    warm; every child without the benchmark database."""
+
+    def test_settings_run_in_order_with_their_environment(self):
+        script = _benchmark_script(self, "plan_build_threads")
+        seen = []
+
+        def run(argv, env, **kwargs):
+            seen.append((env["UCUDNN_PLAN_BUILD_THREADS"], env.get("CUDA_CACHE_DISABLE"),
+                         env["UCUDNN_DATABASE"], argv[argv.index("--batch") + 1]))
+            planning = 100.0 / int(env["UCUDNN_PLAN_BUILD_THREADS"])
+            out = "RESULT " + json.dumps(dict(kernels=20, wall_s=planning + 10, planning_s=planning))
+            return subprocess.CompletedProcess(argv, 0, stdout=out + "\n", stderr="")
+
+        out = os.path.join(self.get_temp_dir(), "threads.json")
+        with mock.patch.object(script.subprocess, "run", run), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            script.main(["--threads", "1,4", "--batch", "32", "--json", out])
+        self.assertEqual(seen, [("1", "1", "off", "32"), ("4", "1", "off", "32"),
+                                ("4", None, "off", "32"), ("1", None, "off", "32"),
+                                ("4", None, "off", "32")])
+        self.assertRegex(printed.getvalue(), r"4  on, filled here +25\.00 +35\.00")
+        with open(out) as f:
+            rows = json.load(f)["rows"]
+        self.assertEqual([(r["threads"], r["jit_cache"]) for r in rows],
+                         [(1, "off"), (4, "off"), (4, "on, filled here"), (1, "on"), (4, "on")])
+
+    def test_a_failed_child_stops_with_its_setting(self):
+        script = _benchmark_script(self, "plan_build_threads")
+
+        def run(argv, env, **kwargs):
+            return subprocess.CompletedProcess(argv, 1, stdout="", stderr="Traceback ...")
+
+        with mock.patch.object(script.subprocess, "run", run), \
+                contextlib.redirect_stderr(io.StringIO()), \
+                self.assertRaisesRegex(SystemExit, "threads 1, JIT cache off: the child failed"):
+            script.main(["--threads", "1"])
+
+
 class StatisticsLayersTest(tf.test.TestCase):
     """benchmarks/statistics_layers.py: the engine's timed choices between the
     fused statistics graph and the plain convolution with the reduction, read
