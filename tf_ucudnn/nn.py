@@ -328,9 +328,10 @@ def conv2d_with_statistics(input, filters, strides, padding, data_format="NHWC",
     On the GPU the statistics are the epilogue of the convolution's cuDNN
     graph engine (float16: cuDNN's genstats node; float32 and bfloat16: a sum
     and a square-then-sum reduction, which cuDNN compiles at run time, about
-    0.5-0.9 s per plan on an H200), so the output is not read again to
-    reduce it; each micro-batch's sums are added up in float32 to the
-    mini-batch's. Only graph engines compute them: legacy cuDNN algorithms
+    0.5-0.9 s per plan on an H200 where the CUDA driver's JIT cache does not
+    hold it yet, on ``UCUDNN_PLAN_BUILD_THREADS`` threads at once), so the
+    output is not read again to reduce it; each micro-batch's sums are
+    added up in float32 to the mini-batch's. Only graph engines compute them: legacy cuDNN algorithms
     are not candidates, and NHWC is the layout cuDNN fuses. On the CPU the
     sums are taken in float64 over the micro-batches and rounded once. Under
     XLA (``jit_compile``) the op is one custom call on the GPU, running the

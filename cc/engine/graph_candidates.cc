@@ -98,8 +98,9 @@ Status GraphCandidates::Propose(cudnnHandle_t handle, int64_t size, int64_t work
     candidates.insert(candidates.end(), got.begin(), got.end());
   }
   if (numerics.runtime_compilation) {
-    // Each run-time compiled plan costs about 0.5 s of host time: they are
-    // compiled on threads at once, then taken from the cache below.
+    // Each run-time compiled plan costs about 0.5 s of host time unless the
+    // driver's JIT cache holds its kernels: they are compiled on threads at
+    // once (UCUDNN_PLAN_BUILD_THREADS), then taken from the cache below.
     int threads = 1;
     UCUDNN_RETURN_IF_ERROR(ReadPlanBuildThreads(&threads));
     std::vector<GraphEngine> engines;
