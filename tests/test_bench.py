@@ -409,12 +409,14 @@ class EnvironmentRecordTest(tf.test.TestCase):
                                           "UCUDNN_GRAPH_PRUNE_FACTOR": "0",
                                           "TF_CUDNN_WORKSPACE_LIMIT_IN_MB": "64",
                                           "XLA_FLAGS": "--xla_gpu_memory_limit_slop_factor=9",
+                                          "CUDA_CACHE_DISABLE": "1",
                                           "UNRELATED_VARIABLE": "1"}):
             variables = bench.describe_environment(on_gpu=False)["variables"]
         self.assertEqual(variables.get("CUDA_MODULE_LOADING"), "EAGER")
         self.assertEqual(variables.get("UCUDNN_GRAPH_PRUNE_FACTOR"), "0")
         self.assertEqual(variables.get("TF_CUDNN_WORKSPACE_LIMIT_IN_MB"), "64")
         self.assertEqual(variables.get("XLA_FLAGS"), "--xla_gpu_memory_limit_slop_factor=9")
+        self.assertEqual(variables.get("CUDA_CACHE_DISABLE"), "1")
         self.assertNotIn("UNRELATED_VARIABLE", variables)
 
 

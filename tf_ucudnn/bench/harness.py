@@ -97,10 +97,12 @@ def timing_variables():
       autotuner can time candidates' first, module-loading runs and pick a
       slower engine; see docs/benchmarks.md, §2), and XLA's flags
       (``XLA_FLAGS``, ``TF_XLA_FLAGS``: e.g. the memory limit its
-      rematerialization plans within).
+      rematerialization plans within), and the CUDA driver's JIT cache
+      (``CUDA_CACHE_*``: the fused kernels' run-time compiled plans come
+      from it, which changes the first step's and the planning time).
     """
     others = {k: v for k, v in os.environ.items()
-              if k.startswith("TF_CUDNN_")
+              if k.startswith("TF_CUDNN_") or k.startswith("CUDA_CACHE_")
               or k in ("CUDA_MODULE_LOADING", "XLA_FLAGS", "TF_XLA_FLAGS")}
     return dict(sorted({**environment.ucudnn_variables(), **others}.items()))
 
