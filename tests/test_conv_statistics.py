@@ -340,6 +340,25 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         self.addCleanup(SHAPES.pop, "n16_28x28_64")
         self.check("n16_28x28_64", "NHWC", dtype, None)
 
+    def run_modes_child(self, **env):
+        """_MODES_CHILD under `env`: the finished process and its cases."""
+        done = run_python(_MODES_CHILD, **env)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+        return done, json.loads(line[len("RESULT "):])
+
+    def check_modes_case(self, case, reference, what):
+        """A case of _MODES_CHILD: its sums are its output's (float32: 1e-5,
+        else the type's bound), its output within TF32's 5e-3 (float32) or the
+        type's rounding of `reference`'s."""
+        tol = {"float32": 1e-5}.get(case["dtype"], TOLERANCE[getattr(tf, case["dtype"])])
+        self.assertLessEqual(case["sum"], tol, what + ": sum")
+        self.assertLessEqual(case["squares"], tol, what + ": sum of squares")
+        # TF32 (5e-3, test_float32_with_tf32_fuses) or the type's rounding.
+        y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
+        assert_rel_l2(self, np.array(case["y"]), np.array(reference["y"]), y_tol,
+                      what + ": output")
+
     def test_plans_built_on_threads_are_those_built_one_by_one(self):
         # UCUDNN_PLAN_BUILD_THREADS: a statistics kernel's run-time compiled
         # candidates finalize on threads with handles of their own and run
@@ -348,22 +367,16 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # and the sums and outputs are the same within the types' bounds.
         engines, results = {}, {}
         for threads in ("1", "8"):
-            done = run_python(_MODES_CHILD, UCUDNN_PLAN_BUILD_THREADS=threads,
-                              UCUDNN_DEBUG_OUTPUT="1", UCUDNN_GRAPH_PRUNE_FACTOR="0")
-            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            done, results[threads] = self.run_modes_child(
+                UCUDNN_PLAN_BUILD_THREADS=threads, UCUDNN_DEBUG_OUTPUT="1",
+                UCUDNN_GRAPH_PRUNE_FACTOR="0")
             engines[threads] = set(re.findall(r"^  (\S+) \(workspace \d+ bytes\)", done.stderr,
                                               re.MULTILINE))
-            line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-            results[threads] = json.loads(line[len("RESULT "):])
         self.assertNotEmpty(engines["1"])
         self.assertEqual(engines["8"], engines["1"])
         for i, case in enumerate(results["8"]):
-            tol = {"float32": 1e-5}.get(case["dtype"], TOLERANCE[getattr(tf, case["dtype"])])
-            self.assertLessEqual(case["sum"], tol, f"{case['dtype']} case {i}: sum")
-            self.assertLessEqual(case["squares"], tol, f"{case['dtype']} case {i}: squares")
-            y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
-            assert_rel_l2(self, np.array(case["y"]), np.array(results["1"][i]["y"]), y_tol,
-                          f"{case['dtype']} case {i}: output on threads against one by one")
+            self.check_modes_case(case, results["1"][i],
+                                  f"{case['dtype']} case {i} on threads against one by one")
 
     def test_smaller_micro_batches_are_timed_only_where_the_limit_binds_at_the_batch(self):
         # A fused kernel times its whole mini-batch first, and smaller sizes
@@ -396,19 +409,10 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # in each type: the sums are the returned output's, the outputs agree.
         results = {}
         for mode in ("fused", "unfused", "timed"):
-            done = run_python(_MODES_CHILD, UCUDNN_STATISTICS=mode)
-            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-            line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-            results[mode] = json.loads(line[len("RESULT "):])
+            done, results[mode] = self.run_modes_child(UCUDNN_STATISTICS=mode)
             if mode == "unfused":
                 self.assertNotIn("measured faster", done.stderr)
         for mode, cases in results.items():
             for i, case in enumerate(cases):
-                tol = {"float32": 1e-5}.get(case["dtype"], TOLERANCE[getattr(tf, case["dtype"])])
-                what = f"{mode} {case['dtype']} case {i}"
-                self.assertLessEqual(case["sum"], tol, what + ": sum")
-                self.assertLessEqual(case["squares"], tol, what + ": sum of squares")
-                # TF32 (5e-3, test_float32_with_tf32_fuses) or the type's rounding.
-                y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
-                assert_rel_l2(self, np.array(case["y"]), np.array(results["fused"][i]["y"]), y_tol,
-                              what + ": output against the fused mode's")
+                self.check_modes_case(case, results["fused"][i],
+                                      f"{mode} {case['dtype']} case {i} against the fused mode's")

@@ -127,6 +127,19 @@ ConvGraphSpec DescriptorCache::GraphSpec(int64_t size, bool accumulate, bool tra
   return spec;
 }
 
+DescriptorCache::PlanEntry DescriptorCache::MakeEntry(cudnnHandle_t handle, int64_t size,
+                                                      const GraphEngine& engine, bool accumulate,
+                                                      GraphHostCosts* costs) const {
+  PlanEntry entry;
+  const Status made = GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed),
+                                      engine, &entry.plan, costs);
+  if (!made.ok()) {
+    entry.plan.reset();
+    entry.error = made.message();
+  }
+  return entry;
+}
+
 std::string DescriptorCache::NoPlan(const GraphEngine& engine, int64_t size,
                                     const std::string& why) const {
   return "cuDNN engine " + engine.Name() + " does not run " + PassName(spec_.pass) + " " +
@@ -141,14 +154,7 @@ Status DescriptorCache::GetGraphPlan(cudnnHandle_t handle, int64_t size,
   const PlanKey key = std::make_tuple(handle, size, engine.Name(), accumulate);
   auto it = graph_plans_.find(key);
   if (it == graph_plans_.end()) {
-    PlanEntry entry;
-    const Status made = GraphPlan::Make(handle, GraphSpec(size, accumulate, engine.transposed),
-                                        engine, &entry.plan, costs);
-    if (!made.ok()) {
-      entry.plan.reset();
-      entry.error = made.message();
-    }
-    it = graph_plans_.emplace(key, std::move(entry)).first;
+    it = graph_plans_.emplace(key, MakeEntry(handle, size, engine, accumulate, costs)).first;
   }
   if (it->second.plan == nullptr) return Status::Internal(NoPlan(engine, size, it->second.error));
   *out = it->second.plan.get();
@@ -188,14 +194,7 @@ Status DescriptorCache::BuildGraphPlans(cudnnHandle_t handle, int64_t size,
       return;  // its plans stay unbuilt: GetGraphPlan makes them
     }
     for (size_t i = next++; i < missing.size(); i = next++) {
-      const GraphEngine& e = *missing[i];
-      const Status made = GraphPlan::Make(builder->handle,
-                                          GraphSpec(size, accumulate, e.transposed), e,
-                                          &built[i].plan, &thread_costs[t]);
-      if (!made.ok()) {
-        built[i].plan.reset();
-        built[i].error = made.message();
-      }
+      built[i] = MakeEntry(builder->handle, size, *missing[i], accumulate, &thread_costs[t]);
     }
   };
   std::vector<std::thread> pool;

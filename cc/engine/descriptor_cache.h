@@ -69,6 +69,9 @@ class DescriptorCache {
   using PlanKey = std::tuple<cudnnHandle_t, int64_t, std::string, bool>;
   // (handle, size, engine name, accumulate) -> its plan.
   std::map<PlanKey, PlanEntry> graph_plans_;
+  // The plan of `engine` at `size` finalized on `handle`, or why it failed.
+  PlanEntry MakeEntry(cudnnHandle_t handle, int64_t size, const GraphEngine& engine,
+                      bool accumulate, GraphHostCosts* costs) const;
   // The message of a plan that failed.
   std::string NoPlan(const GraphEngine& engine, int64_t size, const std::string& why) const;
 };
