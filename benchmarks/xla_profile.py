@@ -14,7 +14,8 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   idle time within the steps' span (host-bound gaps, launch latency);
 * kernel time by kind, from the kernel names: convolutions (cuDNN and
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
-  transposes), XLA fusions, copies and sets, other.
+  transposes), XLA fusions (split into reductions and elementwise fusions by
+  name), copies and sets, other.
 
 Prints one table and the largest kernels of each run, and writes
 xla_profile_MODEL_PRECISION[_MODES].json into $OUT (or the working directory).
@@ -57,6 +58,14 @@ def kind_of(name):
     return "other"
 
 
+def fusion_part(name):
+    """Which part of an XLA fusion's time a kernel is: "reductions" where XLA
+    named the fusion after a reduce (batch norm's statistics and its
+    gradient's sums, "input_convert_reduce_fusion_39"), else "elementwise"
+    (normalization, ReLU and their gradients, casts: "loop_select_fusion_1")."""
+    return "reductions" if "reduce" in name.lower() else "elementwise"
+
+
 def _union_ps(intervals):
     total, end = 0, None
     for start, stop in sorted(intervals):
@@ -87,6 +96,7 @@ def read_trace(directory, per=STEPS):
     plane = gpu[0]
     intervals, by_kind, by_kernel = [], collections.Counter(), collections.Counter()
     counts, kind_counts = collections.Counter(), collections.Counter()
+    fusion_parts = collections.Counter()
     for line in plane.lines:
         base_ps = line.timestamp_ns * 1000
         for event in line.events:
@@ -95,6 +105,8 @@ def read_trace(directory, per=STEPS):
             intervals.append((start, start + event.duration_ps))
             kind = kind_of(name)
             by_kind[kind] += event.duration_ps
+            if kind == "XLA fusion":
+                fusion_parts[fusion_part(name)] += event.duration_ps
             kind_counts[kind] += 1
             by_kernel[name] += event.duration_ps
             counts[name] += 1
@@ -108,6 +120,7 @@ def read_trace(directory, per=STEPS):
         span_ms=ms(span), busy_ms=ms(busy), idle_ms=ms(span - busy),
         kernel_sum_ms=ms(sum(by_kind.values())),
         kinds={k: dict(ms=ms(v), count=kind_counts[k] / per) for k, v in by_kind.items()},
+        fusion_parts={k: ms(v) for k, v in fusion_parts.items()},
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
              for n, v in by_kernel.most_common()])
 
@@ -142,6 +155,10 @@ def main():
         rows.append((f"  {k} ms (kernels)",) + tuple(
             "{ms:.2f} ({count:.0f})".format(**r["trace"]["kinds"].get(k, dict(ms=0, count=0)))
             for r in ok.values()))
+        if k == "XLA fusion":
+            for part in ("reductions", "elementwise"):
+                rows.append((f"    of which {part} ms",) + tuple(
+                    f"{r['trace'].get('fusion_parts', {}).get(part, 0):.2f}" for r in ok.values()))
     print(f"\n{model} N={batch}, {precision}, one training step ({', '.join(modes)}), "
           f"per step (3 profiled)")
     print(table.render(("",) + tuple(ok), rows, align="l" + "r" * len(ok)))

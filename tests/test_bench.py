@@ -655,6 +655,11 @@ class ProfileKindsTest(tf.test.TestCase):
             "Memset 3": "copy / set",
         }
         self.assertEqual({name: xla_profile.kind_of(name) for name in kinds}, kinds)
+        parts = {"input_convert_reduce_fusion_39": "reductions",
+                 "input_reduce_fusion": "reductions",
+                 "loop_select_fusion_1": "elementwise",
+                 "loop_convert_fusion_4": "elementwise"}
+        self.assertEqual({name: xla_profile.fusion_part(name) for name in parts}, parts)
 
 
 class FitProfileTest(tf.test.TestCase):

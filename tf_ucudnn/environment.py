@@ -54,6 +54,38 @@ def recompute():
     return checked_recompute(os.environ.get("UCUDNN_RECOMPUTE", "") or "off", "UCUDNN_RECOMPUTE")
 
 
+# Input channels up to which a convolution's batch-norm statistics are reduced
+# after it rather than in its cuDNN graph (statistics_after_channels).
+DEFAULT_STATISTICS_AFTER_CHANNELS = 4
+
+
+def statistics_after_channels():
+    """``UCUDNN_STATISTICS_AFTER_CHANNELS``: a convolution whose input has at
+    most this many channels (an RGB stem: 3) gives a following batch norm
+    its statistics as float32 reductions of its output after it (XLA's
+    fusions under XLA, TF's reductions without), not from the statistics
+    epilogue of its cuDNN graph, which for so few channels runs on slow
+    run-time generated engines (ResNet-50's 7x7 stem on an H200: 2.6 ms in
+    float16 and bfloat16, 3.3 ms in float32, where the plain convolution
+    and XLA's reduction take far less; docs/benchmarks.md section 12).
+    Unset: 4 (default); 0: every convolution fuses its statistics.
+
+    Raises:
+      ValueError: not a whole number from 0 to 65536.
+    """
+    value = os.environ.get("UCUDNN_STATISTICS_AFTER_CHANNELS", "")
+    if value == "":
+        return DEFAULT_STATISTICS_AFTER_CHANNELS
+    try:
+        channels = int(value)
+    except ValueError:
+        channels = -1
+    if not 0 <= channels <= 65536:
+        raise ValueError("UCUDNN_STATISTICS_AFTER_CHANNELS must be a whole number of input "
+                         f"channels from 0 to 65536 (0: always fused); got {value!r}")
+    return channels
+
+
 def ucudnn_variables():
     """Every ``UCUDNN_*`` variable that is set, as ``{name: value}``, sorted by name
     (what a benchmark report records of tf_ucudnn's settings)."""

@@ -10,7 +10,7 @@ from keras.src.backend.common.backend_utils import compute_conv_transpose_output
 
 from tf_ucudnn import batch_norm as batch_norm_math
 from tf_ucudnn import batch_norm_chain
-from tf_ucudnn import gradients, nn
+from tf_ucudnn import environment, gradients, nn
 
 
 def conv2d_arguments(layer):
@@ -294,7 +294,11 @@ def _normalized_conv(inputs, kernel, attrs, input_prologue):
 def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     """A Keras ``Conv2D``'s output (no activation) and its per-channel sums
     from one op (``tf_ucudnn.conv2d_with_statistics``; under XLA on the GPU
-    one custom call), for the ``BatchNormalization`` after it.
+    one custom call), for the ``BatchNormalization`` after it. A convolution
+    of few input channels (at most ``UCUDNN_STATISTICS_AFTER_CHANNELS``, 4:
+    an RGB stem) is ``tf_ucudnn``'s plain convolution, its sums float32
+    reductions of its output (XLA's fusions under XLA), which are faster
+    there than the graphs cuDNN has for its statistics.
 
     With ``input_prologue``, in a traced step, where ``inputs`` is the
     output of a batch norm computed by :func:`batch_norm_from_statistics`
@@ -313,13 +317,29 @@ def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
     fmt = attrs["data_format"]
     kernel = tf.cast(conv.kernel, conv.compute_dtype)
     result = _normalized_conv(inputs, kernel, attrs, input_prologue)
-    if result is None:
+    if result is not None:
+        y, total, squares = result.output, result.sum, result.sum_of_squares
+    elif _statistics_after(inputs, fmt):
+        y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
+        y32 = tf.cast(y, tf.float32)
+        axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
+        total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(y32 * y32, axes)
+    else:
         result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
-    y = result.output
+        y, total, squares = result.output, result.sum, result.sum_of_squares
     shape = tf.shape(y)
     count = shape[0] * (shape[1] * shape[2] if fmt == "NHWC" else shape[2] * shape[3])
     conv_bias = tf.cast(conv.bias, tf.float32) if conv.use_bias else None
-    return y, (result.sum, result.sum_of_squares, count, conv_bias)
+    return y, (total, squares, count, conv_bias)
+
+
+def _statistics_after(inputs, data_format):
+    """Whether a convolution of ``inputs`` takes its statistics from float32
+    reductions after it rather than from its cuDNN graph: its input has a
+    known number of channels, at most
+    ``environment.statistics_after_channels()`` (``UCUDNN_STATISTICS_AFTER_CHANNELS``)."""
+    channels = inputs.shape[-1 if data_format == "NHWC" else 1]
+    return channels is not None and channels <= environment.statistics_after_channels()
 
 
 def batch_norm_from_statistics(batch_norm, y, statistics, data_format):
