@@ -789,6 +789,36 @@ class PlanBuildThreadsTest(tf.test.TestCase):
             script.main(["--threads", "1"])
 
 
+class StatisticsPlacementTest(tf.test.TestCase):
+    """benchmarks/statistics_placement.py on a small shape on the CPU: every
+    way and part timed, the three ways' values the same, the table printed
+    and the JSON written."""
+
+    def test_every_way_runs_and_computes_the_same_statistics(self):
+        script = _benchmark_script(self, "statistics_placement")
+        out = self.get_temp_dir()
+        shapes = {"tiny": (2, 9, 3, 4, 3, 2, "VALID")}
+        with mock.patch.dict(script.SHAPES, shapes, clear=True), \
+                mock.patch.object(script, "time_ms", lambda fn, *args: float(len(fn(*args)))), \
+                mock.patch.dict(os.environ, {"OUT": out}), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            script.main(["--precisions", "float32", "--shapes", "tiny"])
+        with open(os.path.join(out, "statistics_placement.json")) as f:
+            row, = json.load(f)["rows"]
+        # time_ms stands in with the number of results: 3 (output and sums), 2 (gradients).
+        self.assertEqual({k: v for k, v in row.items() if k.endswith("forward")},
+                         {f"{w} forward": 3.0 for w, _ in script.WAYS})
+        self.assertEqual({k: v for k, v in row.items() if k.endswith("step")},
+                         {f"{w} step": 2.0 for w, _ in script.WAYS})
+        self.assertRegex(printed.getvalue(), r"tiny +float32 .* 1\.00x")
+        x = tf.random.stateless_normal((2, 9, 9, 3), seed=(1, 2))
+        w = tf.random.stateless_normal((3, 3, 3, 4), seed=(3, 4))
+        stock = script.layer_of("stock-xla", 2, "VALID")(x, w)
+        for way in ("fused", "after"):
+            for got, want in zip(script.layer_of(way, 2, "VALID")(x, w), stock):
+                self.assertAllClose(got, want, rtol=1e-5, atol=1e-4)
+
+
 class StatisticsLayersTest(tf.test.TestCase):
     """benchmarks/statistics_layers.py: the engine's timed choices between the
     fused statistics graph and the plain convolution with the reduction, read

@@ -75,9 +75,9 @@ class Conv2DBatchNormTest(parameterized.TestCase, tf.test.TestCase):
     DEVICE = "/CPU:0"
 
     def _train_step_matches(self, data_format, use_bias, activation, micro_batch_size,
-                            jit_compile=False, dtype=None, tol=1e-5):
+                            jit_compile=False, dtype=None, tol=1e-5, shape=(7, 9, 10, 5)):
         rng = np.random.default_rng(3)
-        x = _input(rng, data_format)
+        x = _input(rng, data_format, shape)
         fused, stock, conv, bn = _pair(rng, x.shape, data_format, use_bias, activation,
                                        micro_batch_size, dtype)
 
@@ -126,6 +126,33 @@ class Conv2DBatchNormTest(parameterized.TestCase, tf.test.TestCase):
     def test_mixed_float16(self):
         self._train_step_matches("channels_last", False, "relu", 4, dtype="mixed_float16",
                                  tol=5e-3)
+
+    @parameterized.parameters(
+        # (input channels, UCUDNN_STATISTICS_AFTER_CHANNELS, statistics after the convolution)
+        (3, None, True), (4, None, True), (5, None, False), (3, "0", False), (8, "8", True))
+    def test_few_input_channels_take_their_statistics_after_the_convolution(
+            self, channels, variable, after):
+        env = {} if variable is None else {"UCUDNN_STATISTICS_AFTER_CHANNELS": variable}
+        with mock.patch.dict(os.environ, env):
+            if variable is None:
+                os.environ.pop("UCUDNN_STATISTICS_AFTER_CHANNELS", None)
+            for jit_compile in (False, True):
+                self._train_step_matches("channels_last", True, "relu", 2,
+                                         jit_compile=jit_compile, shape=(6, 7, 8, channels))
+            layer = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same")
+            x = tf.zeros((2, 5, 5, channels))
+            step = tf.function(lambda x: layer(x, training=True))
+            ops = {op.type for op in step.get_concrete_function(x).graph.get_operations()}
+        self.assertEqual("Ucudnn>Conv2D" in ops, after, ops)
+        self.assertEqual("Ucudnn>Conv2DWithStatistics" in ops, not after, ops)
+
+    def test_bad_statistics_after_channels_is_a_value_error(self):
+        layer = tf_ucudnn.layers.Conv2DBatchNorm(4, 3, padding="same")
+        for bad in ("-1", "three", "70000"):
+            with mock.patch.dict(os.environ, {"UCUDNN_STATISTICS_AFTER_CHANNELS": bad}), \
+                    self.assertRaisesRegex(ValueError, "UCUDNN_STATISTICS_AFTER_CHANNELS must be "
+                                                       "a whole number .* got '" + bad):
+                layer(tf.zeros((2, 5, 5, 3)), training=True)
 
     def test_moving_statistics_after_fit_steps(self):
         rng = np.random.default_rng(5)
@@ -216,8 +243,11 @@ def _residual_model():
 
 def _reducing_block(dtype=None):
     """ResNet v1's reducing pattern: a 1x1 Conv2D -> BatchNormalization ->
-    ReLU, then a 3x3 Conv2D -> BatchNormalization, on 8x8x3 inputs."""
-    inputs = keras.Input((8, 8, 3))
+    ReLU, then a 3x3 Conv2D -> BatchNormalization, on 8x8x5 inputs (more
+    channels than UCUDNN_STATISTICS_AFTER_CHANNELS' default: the 1x1 then
+    takes its statistics from its cuDNN graph, whose output the backward
+    pass can compute again)."""
+    inputs = keras.Input((8, 8, 5))
     x = keras.layers.Conv2D(4, 1, use_bias=False, dtype=dtype)(inputs)
     x = keras.layers.ReLU(dtype=dtype)(keras.layers.BatchNormalization(dtype=dtype)(x))
     x = keras.layers.Conv2D(4, 3, padding="same", use_bias=False, dtype=dtype)(x)
@@ -497,7 +527,9 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
 
         with mock.patch.dict(os.environ, {"UCUDNN_RECOMPUTE": recompute}), \
                 tf.device(self.DEVICE):
-            x = tf.random.stateless_normal((3, 6, 6, 3), seed=(1, 2))
+            # Five channels: the first convolution's statistics from its
+            # cuDNN graph (UCUDNN_STATISTICS_AFTER_CHANNELS' default is 4).
+            x = tf.random.stateless_normal((3, 6, 6, 5), seed=(1, 2))
             graph = step.get_concrete_function(x).graph
             loss, grads = step(x)  # compiles and runs
         moving = [second.batch_norm.moving_mean, second.batch_norm.moving_variance]
@@ -844,7 +876,7 @@ class EnableRewriteBatchNormTest(parameterized.TestCase, tf.test.TestCase):
         # the backward pass (one Conv2DWithStatistics there), "off" keeps it.
         model = _reducing_block("mixed_float16")
         model.compile(keras.optimizers.SGD(0.05), "mse", jit_compile=False)
-        x = tf.random.stateless_normal((2, 8, 8, 3), seed=(3, 4))
+        x = tf.random.stateless_normal((2, 8, 8, 5), seed=(3, 4))
 
         def backward_statistics_convs(recompute):
             @tf.function

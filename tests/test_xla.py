@@ -138,20 +138,26 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
                                       for fmt in ("NHWC", "NCHW")
                                       if fmt == "NHWC" or tf.config.list_physical_devices("GPU")])
     def test_reduced_precision(self, case, data_format, dtype):
-        # 3 and 4 input channels run padded to 8 (XlaPaddedInChannels); "grouped" is not padded.
+        # 3 and 4 input channels run padded to 8, or 4 (XlaPaddedInChannels); "grouped" is not
+        # padded.
         _compare_under_xla(self, case, data_format, dtype)
 
     @parameterized.named_parameters(
-        ("bfloat16_3", tf.bfloat16, 3, 1, True),
-        ("float16_4", tf.float16, 4, 1, True),
-        ("float32_3", tf.float32, 3, 1, False),  # cuDNN's float32 engines were no faster padded
-        ("bfloat16_8", tf.bfloat16, 8, 1, False),
-        ("bfloat16_grouped", tf.bfloat16, 4, 2, False),
+        ("bfloat16_3", tf.bfloat16, 3, 1, 8),
+        ("float16_4", tf.float16, 4, 1, 8),
+        ("float32_3", tf.float32, 3, 1, None),  # cuDNN's float32 engines were no faster padded
+        ("bfloat16_8", tf.bfloat16, 8, 1, None),
+        ("bfloat16_grouped", tf.bfloat16, 4, 2, None),
+        # float16 images into 32 or 64 filters: cuDNN's first-layer kernels take 4 channels.
+        ("float16_image_32", tf.float16, 3, 1, 4, 32),
+        ("float16_image_64", tf.float16, 3, 1, 4, 64),
+        ("float16_3_into_16", tf.float16, 3, 1, 8, 16),
+        ("bfloat16_image_64", tf.bfloat16, 3, 1, 8, 64),
     )
-    def test_few_half_precision_input_channels_are_padded_to_8(self, dtype, channels, groups,
-                                                              padded):
+    def test_few_half_precision_input_channels_are_padded(self, dtype, channels, groups, padded,
+                                                          filters=4):
         x = tf.ones((2, 9, 9, channels), dtype)
-        f = tf.ones((3, 3, channels // groups, 4), dtype)
+        f = tf.ones((3, 3, channels // groups, filters), dtype)
 
         @tf.function(jit_compile=True)
         def fn(x, f):
@@ -166,15 +172,22 @@ class XlaCompileTest(tf.test.TestCase, parameterized.TestCase):
         # Zeros padded onto the input and the filter, the gradients sliced back.
         pads = re.findall(r"= \w+\[([0-9,]+)\]\S* pad\(", hlo)
         if padded:
-            self.assertIn("2,9,9,8", pads, hlo)  # forward's, and backward-filter's input
-            self.assertIn("3,3,8,4", pads, hlo)  # forward's and backward-data's filter
+            self.assertIn(f"2,9,9,{padded}", pads, hlo)  # forward's, and backward-filter's input
+            self.assertIn(f"3,3,{padded},{filters}", pads, hlo)  # forward's and backward-data's filter
             self.assertIn("opt-barrier(", hlo)  # backward-filter pads its input with dy
             self.assertRegex(hlo, r"\[2,9,9,%d\][^\n]* slice\(" % channels)
-            self.assertRegex(hlo, r"\[3,3,%d,4\][^\n]* slice\(" % channels)
+            self.assertRegex(hlo, r"\[3,3,%d,%d\][^\n]* slice\(" % (channels, filters))
         else:
             self.assertEmpty(pads, hlo)
         self.assertEqual(dx.shape, x.shape)
         self.assertEqual(df.shape, f.shape)
+        if groups == 1:  # the padded channels add nothing: tf.nn.conv2d's values, in float32
+            x32, f32 = tf.cast(x, tf.float32), tf.cast(f, tf.float32)
+            with tf.GradientTape() as tape:
+                tape.watch([x32, f32])
+                want = tf.nn.conv2d(x32, f32, 1, "SAME")
+            for got, ref in zip((y, dx, df), [want] + tape.gradient(want, [x32, f32])):
+                self.assertAllEqual(tf.cast(got, tf.float32), ref)
 
     def test_pad_channels_off_keeps_the_channels(self):
         result = _child_result(self, """

@@ -441,7 +441,10 @@ def batch_norm_fusion_refusal(conv, batch_norm):
 class Conv2DBatchNorm(keras.layers.Layer):
     __doc__ = """``keras.layers.Conv2D`` → ``keras.layers.BatchNormalization`` (over
     the channels) → ``activation``, as one layer whose convolution computes
-    the batch norm's statistics (``tf_ucudnn.conv2d_with_statistics``).
+    the batch norm's statistics (``tf_ucudnn.conv2d_with_statistics``; on
+    inputs of at most ``UCUDNN_STATISTICS_AFTER_CHANNELS`` channels, 4 by
+    default, float32 reductions after the plain convolution, which are
+    faster there).
 
     Arguments are Keras': ``filters``, ``kernel_size``, ``strides``,
     ``padding``, ``data_format``, ``dilation_rate``, ``groups``,
@@ -474,7 +477,9 @@ class Conv2DBatchNorm(keras.layers.Layer):
     Raises:
       ValueError: from ``__init__``: a knob out of range, ``input_prologue``
         or ``recompute_output`` not True, False or None, or a ``dtype``
-        policy whose compute dtype is not float32, float16 or bfloat16.
+        policy whose compute dtype is not float32, float16 or bfloat16; from
+        a training call: ``UCUDNN_STATISTICS_AFTER_CHANNELS`` not a whole
+        number from 0 to 65536.
     """
 
     _CONV_ARGS = ("filters", "kernel_size", "strides", "padding", "data_format",

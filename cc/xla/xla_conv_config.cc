@@ -20,7 +20,11 @@ const char* XlaConvTarget(ucudnn::Pass pass) {
 int64_t XlaPaddedInChannels(const ucudnn::ConvParams& p) {
   constexpr int64_t kChannels = 8;  // 16 bytes of half-precision values
   const bool half = p.dtype == ucudnn::DType::kHalf || p.dtype == ucudnn::DType::kBFloat16;
-  return half && p.groups == 1 && p.in_channels < kChannels ? kChannels : p.in_channels;
+  if (!half || p.groups != 1 || p.in_channels >= kChannels) return p.in_channels;
+  // cuDNN's float16 first-layer kernels ("image_first_layer", 4 channels).
+  const bool image = p.dtype == ucudnn::DType::kHalf && p.in_channels == 3 &&
+                     (p.out_channels == 32 || p.out_channels == 64);
+  return image ? 4 : kChannels;
 }
 
 std::string EncodeXlaConvConfig(const XlaConvConfig& c) {
