@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -34,6 +33,8 @@ sys.path.insert(0, ROOT)
 
 import tf_ucudnn  # noqa: E402
 from tf_ucudnn import table  # noqa: E402
+from tf_ucudnn.batch_norm import sums  # noqa: E402
+from tf_ucudnn.bench import harness  # noqa: E402
 
 # name: (batch, input height = width, in channels, out channels, filter size,
 # stride, padding)
@@ -50,24 +51,19 @@ WAYS = (("stock-xla", True), ("fused-xla", True), ("after-xla", True), ("fused",
         ("after", False))
 
 
-def _sums(y):
-    y32 = tf.cast(y, tf.float32)
-    return tf.reduce_sum(y32, [0, 1, 2]), tf.reduce_sum(y32 * y32, [0, 1, 2])
-
-
 def layer_of(way, stride, padding):
     """The layer of one way: (x, w) -> (y, sum, sum_of_squares)."""
     if way.startswith("stock"):
         def layer(x, w):
             y = tf.nn.conv2d(x, w, stride, padding)
-            return (y,) + _sums(y)
+            return (y,) + sums(y, "NHWC")
     elif way.startswith("fused"):
         def layer(x, w):
             return tf_ucudnn.conv2d_with_statistics(x, w, stride, padding)
     else:
         def layer(x, w):
             y = tf_ucudnn.conv2d(x, w, stride, padding)
-            return (y,) + _sums(y)
+            return (y,) + sums(y, "NHWC")
     return layer
 
 
@@ -82,22 +78,6 @@ def step_of(layer):
     return step
 
 
-def time_ms(fn, *args, repeats=5, runs=20):
-    """Median ms of one call of ``fn``, after three warm-up calls."""
-    for _ in range(3):
-        out = fn(*args)
-    tf.test.experimental.sync_devices()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(runs):
-            out = fn(*args)
-        tf.test.experimental.sync_devices()
-        times.append((time.perf_counter() - start) / runs * 1e3)
-    del out
-    return float(np.median(times))
-
-
 def measure(name, precision):
     n, h, c, k, r, stride, padding = SHAPES[name]
     dtype = tf.as_dtype(precision)
@@ -108,7 +88,8 @@ def measure(name, precision):
     for way, xla in WAYS:
         layer = layer_of(way, stride, padding)
         for part, fn in (("forward", layer), ("step", step_of(layer))):
-            row[f"{way} {part}"] = time_ms(tf.function(fn, jit_compile=xla), x, w)
+            row[f"{way} {part}"] = harness.time_ms(tf.function(fn, jit_compile=xla), (x, w),
+                                                   warmup=3, repeats=5, iters=20)[0]
     return row
 
 

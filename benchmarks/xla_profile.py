@@ -158,7 +158,7 @@ def main():
         if k == "XLA fusion":
             for part in ("reductions", "elementwise"):
                 rows.append((f"    of which {part} ms",) + tuple(
-                    f"{r['trace'].get('fusion_parts', {}).get(part, 0):.2f}" for r in ok.values()))
+                    f"{r['trace']['fusion_parts'].get(part, 0):.2f}" for r in ok.values()))
     print(f"\n{model} N={batch}, {precision}, one training step ({', '.join(modes)}), "
           f"per step (3 profiled)")
     print(table.render(("",) + tuple(ok), rows, align="l" + "r" * len(ok)))

@@ -799,13 +799,14 @@ class StatisticsPlacementTest(tf.test.TestCase):
         out = self.get_temp_dir()
         shapes = {"tiny": (2, 9, 3, 4, 3, 2, "VALID")}
         with mock.patch.dict(script.SHAPES, shapes, clear=True), \
-                mock.patch.object(script, "time_ms", lambda fn, *args: float(len(fn(*args)))), \
+                mock.patch.object(script.harness, "time_ms",
+                                  lambda fn, args, **kw: (float(len(fn(*args))), [])), \
                 mock.patch.dict(os.environ, {"OUT": out}), \
                 contextlib.redirect_stdout(io.StringIO()) as printed:
             script.main(["--precisions", "float32", "--shapes", "tiny"])
         with open(os.path.join(out, "statistics_placement.json")) as f:
             row, = json.load(f)["rows"]
-        # time_ms stands in with the number of results: 3 (output and sums), 2 (gradients).
+        # harness.time_ms stands in with the number of results: 3 (output and sums), 2 (gradients).
         self.assertEqual({k: v for k, v in row.items() if k.endswith("forward")},
                          {f"{w} forward": 3.0 for w, _ in script.WAYS})
         self.assertEqual({k: v for k, v in row.items() if k.endswith("step")},

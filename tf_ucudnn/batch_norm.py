@@ -19,6 +19,21 @@ def channel_shape(data_format):
     return [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
 
 
+def reduction_axes(data_format):
+    """The axes a per-channel reduction of a 4-D tensor sums over: all but
+    the channels' (``[0, 1, 2]`` for NHWC, ``[0, 2, 3]`` for NCHW)."""
+    return [0, 1, 2] if data_format == "NHWC" else [0, 2, 3]
+
+
+def sums(y, data_format):
+    """The per-channel sum and sum of squares of ``y`` (4-D, NHWC or NCHW),
+    float32 ``[channels]`` each, as ``conv2d_with_statistics`` returns them:
+    ``y`` as stored, cast to float32, then reduced."""
+    y32 = tf.cast(y, tf.float32)
+    axes = reduction_axes(data_format)
+    return tf.reduce_sum(y32, axes), tf.reduce_sum(y32 * y32, axes)
+
+
 def moments_from_sums(total, squares, count, bias=None):
     """The batch mean and biased variance, per channel, from a convolution
     output's sums.

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tf_ucudnn import environment
 from tf_ucudnn._engine import ops as _ops
-from tf_ucudnn.batch_norm import channel_shape
+from tf_ucudnn.batch_norm import channel_shape, reduction_axes
 from tf_ucudnn.batch_norm_chain import graph_table
 
 _ATTR_NAMES = ("strides", "padding", "explicit_paddings", "data_format", "dilations",
@@ -227,7 +227,7 @@ def _normalized_conv2d_with_statistics_grad(op, grad, grad_sum, grad_sum_of_squa
     attrs = _op_attrs(op)
     x, w, scale, offset = op.inputs
     channels = channel_shape(attrs["data_format"])
-    axes = [0, 1, 2] if attrs["data_format"] == "NHWC" else [0, 2, 3]
+    axes = reduction_axes(attrs["data_format"])
     dy = _statistics_output_gradient(op, grad, grad_sum, grad_sum_of_squares)
     again = _recomputed_output(x, dy)
     x = again if again is not None else _when_gradient_arrives([x], dy)[0]

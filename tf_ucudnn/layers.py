@@ -321,9 +321,7 @@ def conv_statistics_call(conv, inputs, attrs, input_prologue=False):
         y, total, squares = result.output, result.sum, result.sum_of_squares
     elif _statistics_after(inputs, fmt):
         y = nn.ucudnn_conv2d_op(inputs, kernel, attrs)
-        y32 = tf.cast(y, tf.float32)
-        axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
-        total, squares = tf.reduce_sum(y32, axes), tf.reduce_sum(y32 * y32, axes)
+        total, squares = batch_norm_math.sums(y, fmt)
     else:
         result = nn._ops.ucudnn_conv2d_with_statistics(input=inputs, filter=kernel, **attrs)
         y, total, squares = result.output, result.sum, result.sum_of_squares
