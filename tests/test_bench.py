@@ -662,6 +662,42 @@ class ProfileKindsTest(tf.test.TestCase):
         self.assertEqual({name: xla_profile.fusion_part(name) for name in parts}, parts)
 
 
+class HloFusionBytesTest(tf.test.TestCase):
+    """benchmarks/hlo_fusion_bytes.py on a module in XLA's dump format."""
+
+    MODULE = """HloModule step, entry_computation_layout={(f16[8,4,4,16]{3,2,1,0})->f16[8,4,4,16]{3,2,1,0}}
+
+%fused_select (param_0: f16[8,4,4,16], param_1: f32[16]) -> f16[8,4,4,16] {
+  %param_0 = f16[8,4,4,16]{3,2,1,0} parameter(0)
+  ROOT %negate.1 = f16[8,4,4,16]{3,2,1,0} negate(%param_0)
+}
+
+ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
+  %x = f16[8,4,4,16]{3,2,1,0} parameter(0), metadata={op_name="x"}
+  %s = f32[16]{0} parameter(1)
+  %loop_select_fusion = f16[8,4,4,16]{3,2,1,0} fusion(%x, %s), kind=kLoop, calls=%fused_select, metadata={op_type="ReluGrad" op_name="gradient_tape/net/relu/ReluGrad" deduplicated_name="loop_select_fusion"}
+  %input_reduce_fusion = (f32[16]{0}, f32[16]{0}) fusion(%loop_select_fusion), kind=kInput, calls=%fused_select, metadata={op_type="Sum" op_name="net/bn/Sum"}
+  ROOT %loop_relu_fusion = f16[8,4,4,16]{3,2,1,0} fusion(%loop_select_fusion, %s), kind=kLoop, calls=%fused_select, metadata={op_type="ReluGrad" op_name="gradient_tape/net/relu_1/ReluGrad"}
+}
+"""
+
+    def test_counts_each_fusions_operands_and_result_by_origin(self):
+        module = _benchmark_script(self, "hlo_fusion_bytes")
+        self.assertEqual(module.shape_bytes("(f32[16]{0}, bf16[2,3]{1,0})"), 64 + 12)
+        fusions = module.entry_fusions(self.MODULE)
+        # Only the entry computation's fusions; the fused computation's own
+        # instructions are not fusions of the step.
+        self.assertEqual([f["name"] for f in fusions],
+                         ["loop_select_fusion", "input_reduce_fusion", "loop_relu_fusion"])
+        tensor = 8 * 4 * 4 * 16 * 2
+        self.assertEqual(fusions[0]["bytes_in"], tensor + 16 * 4)
+        self.assertEqual(fusions[0]["bytes_out"], tensor)
+        self.assertEqual(fusions[1]["bytes_out"], 2 * 16 * 4)
+        self.assertEqual(module.by_origin(fusions), {
+            ("kLoop", "backward", "ReluGrad"): [2, 2 * (2 * tensor + 16 * 4)],
+            ("kInput", "forward", "Sum"): [1, tensor + 2 * 16 * 4]})
+
+
 class FitProfileTest(tf.test.TestCase):
     """benchmarks/fit_profile.py: one profiled worker per cap, steps_per_execution
     and input pipeline, the batch's host-to-device copies summed apart."""

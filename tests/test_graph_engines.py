@@ -133,15 +133,16 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual([size for size, _ in result["nchw_1x1_remainder"]["plans"][
             "backward-filter"]], [4, 2])
 
-    def _candidate_sizes(self, **env):
-        """Micro-batch sizes at which a kernel of N = 32 timed legacy
-        algorithms and graph engines: {"legacy": [...], "graph": [...]}."""
-        done = run_python("""
+    def _candidate_sizes(self, channels=32, **env):
+        """Micro-batch sizes at which a kernel of N = 32 and ``channels``
+        input channels timed legacy algorithms and graph engines:
+        {"legacy": [...], "graph": [...]}."""
+        done = run_python(f"""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
             from tf_ucudnn.division import kernels
-            x = tf.random.normal((32, 14, 14, 32))
-            f = tf.random.normal((3, 3, 32, 32))
+            x = tf.random.normal((32, 14, 14, {channels}))
+            f = tf.random.normal((3, 3, {channels}, 32))
             with tf.device("/GPU:0"):
                 tf_ucudnn.conv2d(x, f, 1, "SAME")
             kernel = kernels()[0]
@@ -149,7 +150,7 @@ class GraphEnginesGpuTest(tf.test.TestCase):
             sizes = dict(legacy=set(), graph=set())
             for row in kernel["table"]:
                 sizes["graph" if graph[row["algo"]] else "legacy"].add(row["size"])
-            print(json.dumps({k: sorted(v) for k, v in sizes.items()}))
+            print(json.dumps({{k: sorted(v) for k, v in sizes.items()}}))
         """, pythonpath=ROOT, **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -165,6 +166,17 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
         sizes = self._candidate_sizes(UCUDNN_DEFAULT_WORKSPACE_LIMIT="0")
         self.assertEqual(sizes["legacy"], [1, 2, 4], sizes)
+        self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
+
+    def test_default_times_legacy_algorithms_at_every_size_for_a_first_layer(self):
+        # cuDNN's image-first-layer kernels (at most 4 input channels) come
+        # through its legacy algorithms only: auto times those at every size
+        # there, as UCUDNN_ENGINES=all does; from 5 channels on, as above.
+        sizes = self._candidate_sizes(channels=4)
+        self.assertEqual(sizes["legacy"], [1, 2, 4, 8, 16, 32], sizes)
+        self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
+        sizes = self._candidate_sizes(channels=5)
+        self.assertEqual(sizes["legacy"], [], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
 
     def test_all_times_legacy_algorithms_at_every_size(self):

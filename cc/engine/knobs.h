@@ -50,8 +50,12 @@ std::string WorkspaceLimitName(int64_t limit);
 // - kLegacy, kGraph: only one of the two.
 // kAuto skips what kAll spends most on and never used: with cuDNN 9 on Hopper
 // no legacy algorithm won a micro-batch of 8 or more samples in the DeepBench
-// and VGG-16 plans (docs/benchmarks.md, planning time).
+// and VGG-16 plans (docs/benchmarks.md, planning time); a first layer's few
+// input channels are the exception (kFirstLayerChannels).
 enum class EngineSet : int { kAll = 0, kLegacy = 1, kGraph = 2, kAuto = 3 };
+// kAuto times the legacy algorithms at every size too for a convolution of at
+// most this many input channels (ConvRunner: cuDNN's image-first-layer kernels).
+constexpr int64_t kFirstLayerChannels = 4;
 constexpr int kEngineSetCount = 4;
 
 // Parses "auto" | "all" | "legacy" | "graph"; false on anything else.
