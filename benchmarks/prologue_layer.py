@@ -28,12 +28,13 @@ prologue_layer_PRECISION.json into $OUT (or the working directory).
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
 
 import tf_ucudnn
+from tf_ucudnn.batch_norm import sums
+from tf_ucudnn.bench import harness
 
 
 def main(argv):
@@ -51,8 +52,7 @@ def main(argv):
 
     def stock(x, w, scale, offset):
         y = tf.nn.conv2d(tf.cast(normalized(x, scale, offset), dtype), w, 1, "SAME")
-        y32 = tf.cast(y, tf.float32)
-        return y, tf.reduce_sum(y32, [0, 1, 2]), tf.reduce_sum(y32 * y32, [0, 1, 2])
+        return (y,) + sums(y, "NHWC")
 
     def statistics(x, w, scale, offset):
         return tf_ucudnn.conv2d_with_statistics(tf.cast(normalized(x, scale, offset), dtype), w,
@@ -77,19 +77,8 @@ def main(argv):
                              ("prologue", prologue, False), ("prologue-xla", prologue, True)):
         row = dict(way=name)
         for part, fn in (("forward_ms", layer), ("step_ms", step_of(layer))):
-            f = tf.function(fn, jit_compile=xla)
-            for _ in range(3):
-                out = f(x, w, scale, offset)
-            tf.test.experimental.sync_devices()
-            times = []
-            for _ in range(5):
-                start = time.perf_counter()
-                for _ in range(20):
-                    out = f(x, w, scale, offset)
-                tf.test.experimental.sync_devices()
-                times.append((time.perf_counter() - start) / 20 * 1e3)
-            row[part] = float(np.median(times))
-            del out
+            row[part] = harness.time_ms(tf.function(fn, jit_compile=xla), (x, w, scale, offset),
+                                        warmup=3, repeats=5, iters=20)[0]
         rows.append(row)
     gpu = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
     print(f"prologue_layer: {gpu.get('device_name', '?')}, {precision}, N={n} {h}x{h} "
