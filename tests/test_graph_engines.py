@@ -179,6 +179,41 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual(sizes["legacy"], [], sizes)
         self.assertEqual(sizes["graph"], [8, 16, 32], sizes)
 
+    def test_legacy_algorithms_are_timed_with_events_where_engines_compete(self):
+        # At the sizes where graph engines are timed too (8, 16, 32 of N = 32),
+        # cudnnFind's candidates near its fastest are timed again as the
+        # engines are, and the table keeps those times; at 1, 2 and 4 (legacy
+        # only) cudnnFind's times stay.
+        done = run_python("""
+            import json, tensorflow as tf
+            import tf_ucudnn
+            from tf_ucudnn.division import kernels
+            x = tf.random.normal((32, 14, 14, 4))
+            f = tf.random.normal((3, 3, 4, 32))
+            with tf.device("/GPU:0"):
+                tf_ucudnn.conv2d(x, f, 1, "SAME")
+            kernel = kernels()[0]
+            graph = ["engine" in a for a in kernel["algos"]]
+            legacy = {}
+            for row in kernel["table"]:
+                if not graph[row["algo"]]:
+                    legacy.setdefault(row["size"], []).append(round(row["time_ms"], 3))
+            print(json.dumps(legacy))
+        """, pythonpath=ROOT, UCUDNN_DATABASE="off", UCUDNN_DEBUG_OUTPUT="1")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        legacy = {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+        timed = {}
+        for block in re.split(r" legacy timed again at ", done.stderr)[1:]:
+            size, lines = block.split(":\n", 1)
+            for found, ms in re.findall(r"^  \S+: cudnnFind ([0-9.]+) ms, timed ([0-9.-]+) ms$",
+                                        lines, re.MULTILINE):
+                timed.setdefault(int(size), []).append(float(ms))
+        self.assertEqual(sorted(timed), [8, 16, 32], done.stderr[-3000:])
+        for size, times in timed.items():
+            for ms in times:
+                self.assertGreater(ms, 0)
+                self.assertIn(round(ms, 3), legacy[size], (size, times, legacy))
+
     def test_all_times_legacy_algorithms_at_every_size(self):
         sizes = self._candidate_sizes(UCUDNN_ENGINES="all")
         self.assertEqual(sizes["legacy"], [1, 2, 4, 8, 16, 32], sizes)

@@ -189,7 +189,9 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     } else if (asymmetric) {
       bench_out = ps.padded;
     }
-    auto time_legacy = [&]() -> Status {
+    // `retime`: graph engines are timed at this size too, with CUDA events;
+    // the legacy algorithms then are as well (LegacyCandidates::Retime).
+    auto time_legacy = [&](bool retime) -> Status {
       const Clock::time_point start = Clock::now();
       std::vector<Measured>& row = (*got)[size];
       const size_t before = row.size();
@@ -203,6 +205,15 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
                                                    bench_out, &add_ms));
         for (size_t i = before; i < row.size(); ++i) row[i].time_ms += add_ms;
       }
+      if (retime) {
+        std::string retimed;
+        UCUDNN_RETURN_IF_ERROR(legacy_.Retime(handle->handle, stream, size, bench_a, b, bench_out,
+                                              fusion, search.workspace(), before, &row,
+                                              DebugOutput() ? &retimed : nullptr));
+        if (!retimed.empty()) {
+          log += " legacy timed again at " + std::to_string(size) + ":\n" + retimed;
+        }
+      }
       costs.legacy_s += SecondsSince(start);
       return Status();
     };
@@ -210,7 +221,7 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     // kAll and kLegacy: legacy algorithms at every size, before the engines
     // (whose screening then counts them); kAuto: only where no engine is timed.
     if (engines == EngineSet::kAll || engines == EngineSet::kLegacy || !graph_here) {
-      UCUDNN_RETURN_IF_ERROR(time_legacy());
+      UCUDNN_RETURN_IF_ERROR(time_legacy(/*retime=*/graph_here));
     }
     if (!graph_here) continue;
     Clock::time_point start = Clock::now();
@@ -262,7 +273,7 @@ Status DeviceBenchmark::Run(CudnnHandle* handle, cudaStream_t stream,
     if (engines == EngineSet::kAuto && (*got)[size].empty()) {
       if (DebugOutput()) log += " size " + std::to_string(size) + ": no engine ran; legacy\n";
       order.LimitBinds();
-      UCUDNN_RETURN_IF_ERROR(time_legacy());
+      UCUDNN_RETURN_IF_ERROR(time_legacy(/*retime=*/false));
     }
   }
   LogBenchmark(pass, p, sizes.size(), order, pruned.size(), gate_timeouts_before, &costs);

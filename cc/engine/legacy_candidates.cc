@@ -3,11 +3,21 @@
 #include "cc/engine/legacy_candidates.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cc/engine/cuda_check.h"
 
 namespace ucudnn {
+namespace {
+
+// Find's candidates within this factor of its fastest are timed again (Retime).
+constexpr double kLegacyRetimeFactor = 2.0;
+// Gated runs per candidate timed again, after one warm-up run (GraphTiming's count).
+constexpr int kLegacyTimedRuns = 3;
+
+}  // namespace
 
 int LegacyCandidates::MathType() const {
   // FP32 without TF32 must stay on FMA kernels; otherwise tensor cores may be used.
@@ -102,6 +112,44 @@ Status LegacyCandidates::TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, 
       },
       ms));
   return failed;
+}
+
+Status LegacyCandidates::Retime(cudnnHandle_t handle, cudaStream_t stream, int64_t size,
+                                const void* a, const void* b, void* out,
+                                const FusionPointers& fusion, void* workspace, size_t first,
+                                std::vector<Measured>* row, std::string* log) {
+  if (first >= row->size()) return Status();
+  double fastest = (*row)[first].time_ms;
+  for (size_t i = first; i < row->size(); ++i) fastest = std::min(fastest, (*row)[i].time_ms);
+  EventPair events;
+  for (size_t i = first; i < row->size(); ++i) {
+    Measured& m = (*row)[i];
+    if (m.time_ms > kLegacyRetimeFactor * fastest) continue;
+    MicroBatch mb;
+    mb.size = size;
+    mb.workspace_bytes = m.workspace_bytes;
+    Status failed;
+    auto run = [&] {
+      failed = runner_->RunMicroBatch(handle, stream, mb, m.algo, /*offset=*/0,
+                                      /*accumulate=*/false, a, b, out, fusion, workspace,
+                                      /*padded=*/nullptr);
+      return failed.ok();
+    };
+    double warmup_ms = 0, ms = 0;
+    UCUDNN_RETURN_IF_ERROR(events.TimeRuns(stream, 1, run, &warmup_ms, /*gated=*/false));
+    if (warmup_ms >= 0) {
+      UCUDNN_RETURN_IF_ERROR(events.TimeRuns(stream, kLegacyTimedRuns, run, &ms));
+    }
+    if (log != nullptr) {
+      char line[160];
+      std::snprintf(line, sizeof(line), "  %s: cudnnFind %.3f ms, timed %.3f ms\n",
+                    CudnnAlgoName(spec_.pass, m.algo).c_str(), m.time_ms,
+                    warmup_ms >= 0 ? ms : -1.0);
+      *log += line;
+    }
+    if (warmup_ms >= 0 && ms > 0) m.time_ms = ms;
+  }
+  return Status();
 }
 
 }  // namespace ucudnn

@@ -1,14 +1,16 @@
 // Legacy cuDNN algorithms as candidates of one kernel at one micro-batch
 // size: the workspace they ask for, and their timing by
 // cudnnFind*AlgorithmEx within the workspace limit (plus the bias epilogue
-// that a legacy plan adds, which cudnnFind does not time). Used by the
-// Autotuner. No TensorFlow includes.
+// that a legacy plan adds, which cudnnFind does not time), timed again with
+// CUDA events where graph-API engines compete with them at the same size.
+// Used by the Autotuner. No TensorFlow includes.
 #ifndef TF_UCUDNN_ENGINE_LEGACY_CANDIDATES_H_
 #define TF_UCUDNN_ENGINE_LEGACY_CANDIDATES_H_
 
 #if GOOGLE_CUDA
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cuda_runtime_api.h"
@@ -40,6 +42,19 @@ class LegacyCandidates {
   // not time).
   Status TimeAddBias(cudnnHandle_t handle, cudaStream_t stream, int64_t size, const void* bias,
                      void* y, double* ms);
+  // The entries of *row from `first` on (Find's, at `size`) within
+  // kLegacyRetimeFactor of the fastest of them, timed again as GraphTiming
+  // times an engine: the micro-batch as a plan runs it (with the bias
+  // epilogue), one warm-up run, then the mean of kLegacyTimedRuns behind a
+  // StreamGate. cudnnFind times each algorithm from the host's launch on, so
+  // a short kernel of a small micro-batch (or the index kernel before
+  // IMPLICIT_PRECOMP_GEMM) read up to 1.6x its GPU time there (ResNet-50's
+  // float16 stem, 32 samples: 0.10 against 0.06 ms), and lost to an engine
+  // whose time is the GPU's. An algorithm that fails to run keeps Find's
+  // time. With `log`, a line per entry timed again.
+  Status Retime(cudnnHandle_t handle, cudaStream_t stream, int64_t size, const void* a,
+                const void* b, void* out, const FusionPointers& fusion, void* workspace,
+                size_t first, std::vector<Measured>* row, std::string* log);
 
  private:
   const KernelSpec& spec_;
