@@ -135,8 +135,9 @@ class GraphEnginesGpuTest(tf.test.TestCase):
 
     def _candidate_sizes(self, channels=32, **env):
         """Micro-batch sizes at which a kernel of N = 32 and ``channels``
-        input channels timed legacy algorithms and graph engines:
-        {"legacy": [...], "graph": [...]}."""
+        input channels timed legacy algorithms (its table's rows) and graph
+        engines (the debug log's "timed at" sizes: an engine a faster legacy
+        algorithm dominates leaves no row): {"legacy": [...], "graph": [...]}."""
         done = run_python(f"""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
@@ -147,13 +148,13 @@ class GraphEnginesGpuTest(tf.test.TestCase):
                 tf_ucudnn.conv2d(x, f, 1, "SAME")
             kernel = kernels()[0]
             graph = ["engine" in a for a in kernel["algos"]]
-            sizes = dict(legacy=set(), graph=set())
-            for row in kernel["table"]:
-                sizes["graph" if graph[row["algo"]] else "legacy"].add(row["size"])
-            print(json.dumps({{k: sorted(v) for k, v in sizes.items()}}))
-        """, pythonpath=ROOT, **env)
+            legacy = sorted({{row["size"] for row in kernel["table"] if not graph[row["algo"]]}})
+            print(json.dumps(legacy))
+        """, pythonpath=ROOT, UCUDNN_DATABASE="off", UCUDNN_DEBUG_OUTPUT="1", **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        graph = sorted({int(size) for size in re.findall(r"^ timed at (\d+):$", done.stderr,
+                                                          re.MULTILINE)})
+        return dict(legacy=json.loads(done.stdout.strip().splitlines()[-1]), graph=graph)
 
     def test_default_times_legacy_algorithms_below_the_graph_sizes_where_the_limit_binds(self):
         # UCUDNN_ENGINES=auto: graph engines from 8 samples up; legacy
