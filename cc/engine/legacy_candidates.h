@@ -46,12 +46,12 @@ class LegacyCandidates {
   // kLegacyRetimeFactor of the fastest of them, timed again as GraphTiming
   // times an engine: the micro-batch as a plan runs it (with the bias
   // epilogue), one warm-up run, then the mean of kLegacyTimedRuns behind a
-  // StreamGate. cudnnFind times each algorithm from the host's launch on, so
-  // a short kernel of a small micro-batch (or the index kernel before
-  // IMPLICIT_PRECOMP_GEMM) read up to 1.6x its GPU time there (ResNet-50's
-  // float16 stem, 32 samples: 0.10 against 0.06 ms), and lost to an engine
-  // whose time is the GPU's. An algorithm that fails to run keeps Find's
-  // time. With `log`, a line per entry timed again.
+  // StreamGate. cudnnFind's time of an algorithm carries 0.03-0.06 ms more
+  // than its GPU time (ResNet-50's float16 stem on an H200: 0.055 against
+  // 0.022 ms at 8 samples, 0.093 against 0.062 at 32), so the short calls of
+  // a small micro-batch lost to engines timed on the GPU alone. An
+  // algorithm that fails to run keeps Find's time. With `log`, a line per
+  // entry timed again.
   Status Retime(cudnnHandle_t handle, cudaStream_t stream, int64_t size, const void* a,
                 const void* b, void* out, const FusionPointers& fusion, void* workspace,
                 size_t first, std::vector<Measured>* row, std::string* log);
