@@ -1,7 +1,7 @@
 """Bytes the XLA fusions of an optimized HLO module read and write, grouped
 by the TensorFlow op they came from (CPU; reads XLA's dump, no GPU).
 
-    python benchmarks/hlo_fusion_bytes.py MODULE.txt [MODULE.txt ...] [--top N]
+    python benchmarks/hlo_fusion_bytes.py MODULE.txt [MODULE.txt ...] [--top N] [--layer NAME]
 
 MODULE.txt is XLA's text dump of a compiled step after its optimizations
 (``XLA_FLAGS="--xla_dump_to=DIR --xla_dump_hlo_as_text"``, the file
@@ -15,7 +15,10 @@ the op type and direction of the TensorFlow op XLA names in its metadata
 sums of gradients, ``AddN_…`` at the graph's root, count as forward). The
 fusions of a batch-normalized CNN are memory-bound, so their bytes stand for
 their time where a profile (``xla_profile.py``) cannot name which fusion a
-kernel is. Prints one table per module, GB (10^9 bytes).
+kernel is. Prints one table per module, GB (10^9 bytes). With ``--layer``,
+also every fusion whose TF op name contains NAME (``conv2_block2_2_``), in
+program order, with the shapes it reads and writes: one layer's passes over
+its activations, counted.
 """
 
 import argparse
@@ -59,9 +62,11 @@ def _operand_names(rest):
 
 
 def entry_fusions(text):
-    """The fusions of a module's entry computation: dicts of ``name``,
-    ``kind`` (kLoop, kInput, …), ``op_type`` and ``op_name`` (TF's, from the
-    metadata; empty where XLA gave none), ``bytes_in``, ``bytes_out``."""
+    """The fusions of a module's entry computation, in program order: dicts
+    of ``name``, ``kind`` (kLoop, kInput, …), ``op_type`` and ``op_name``
+    (TF's, from the metadata; empty where XLA gave none), ``reads`` (the
+    operands' shape strings), ``writes`` (the result's), ``bytes_in``,
+    ``bytes_out``."""
     shapes, fusions, in_entry = {}, [], False
     for line in text.splitlines():
         if not line.startswith((" ", "\t")):
@@ -77,10 +82,34 @@ def entry_fusions(text):
         meta = dict(re.findall(r'\b(kind|op_type|op_name)="?([^",}\s]+)"?', rest))
         fusions.append(dict(name=name, kind=meta.get("kind", ""), op_type=meta.get("op_type", ""),
                             op_name=meta.get("op_name", ""),
-                            operands=_operand_names(rest), bytes_out=shape_bytes(shape)))
+                            operands=_operand_names(rest), writes=shape, bytes_out=shape_bytes(shape)))
     for f in fusions:
-        f["bytes_in"] = sum(shape_bytes(shapes.get(o, "")) for o in f.pop("operands"))
+        f["reads"] = [shapes.get(o, "") for o in f.pop("operands")]
+        f["bytes_in"] = sum(shape_bytes(r) for r in f["reads"])
     return fusions
+
+
+def _short(shape):
+    """An HLO shape without its layouts: ``f16[256,56,56,64]``."""
+    return ", ".join(f"{dtype}[{dims}]" for dtype, dims in _ARRAY.findall(shape))
+
+
+def layer_rows(fusions, name, min_bytes=1 << 20):
+    """Rows (fusion, kind, pass, TF op, reads, writes, MB) of the fusions whose
+    TF op name contains ``name``, in program order; reads and writes as
+    shapes without layouts, operands of fewer than ``min_bytes`` bytes
+    (per-channel vectors, scalars) counted, not listed."""
+    rows = []
+    for f in fusions:
+        if name not in f["op_name"]:
+            continue
+        large = [_short(r) for r in f["reads"] if shape_bytes(r) >= min_bytes]
+        small = len(f["reads"]) - len(large)
+        reads = "; ".join(large + ([f"+{small} small"] if small else []))
+        direction = "backward" if f["op_name"].startswith("gradient_tape/") else "forward"
+        rows.append((f["name"], f["kind"], direction, f["op_type"] or "?", reads,
+                     _short(f["writes"]), f"{(f['bytes_in'] + f['bytes_out']) / 1e6:.0f}"))
+    return rows
 
 
 def by_origin(fusions):
@@ -102,6 +131,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("modules", nargs="+")
     parser.add_argument("--top", type=int, default=25, help="rows per module (default 25)")
+    parser.add_argument("--layer", help="also list the fusions whose TF op name contains this")
     args = parser.parse_args(argv)
     for path in args.modules:
         with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
@@ -115,6 +145,10 @@ def main(argv):
         rows = [(kind, direction, op_type, str(n), f"{b / 1e9:.2f}")
                 for (kind, direction, op_type), (n, b) in groups[:args.top]]
         print(table.render(("kind", "pass", "TF op", "fusions", "GB"), rows, align="lllrr"))
+        if args.layer:
+            print(f"\nfusions of {args.layer!r}, in program order:")
+            print(table.render(("fusion", "kind", "pass", "TF op", "reads", "writes", "MB"),
+                               layer_rows(fusions, args.layer), align="llllllr"))
 
 
 if __name__ == "__main__":

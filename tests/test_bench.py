@@ -697,6 +697,23 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
             ("kLoop", "backward", "ReluGrad"): [2, 2 * (2 * tensor + 16 * 4)],
             ("kInput", "forward", "Sum"): [1, tensor + 2 * 16 * 4]})
 
+    def test_lists_one_layers_fusions_with_the_shapes_they_read_and_write(self):
+        module = _benchmark_script(self, "hlo_fusion_bytes")
+        fusions = module.entry_fusions(self.MODULE)
+        # "relu" names both ReLU gradients (op names relu/ and relu_1/), in
+        # program order; the f32[16] operand is small at 1 KiB.
+        rows = module.layer_rows(fusions, "relu", min_bytes=1024)
+        self.assertEqual(
+            [r[:6] for r in rows],
+            [("loop_select_fusion", "kLoop", "backward", "ReluGrad", "f16[8,4,4,16]; +1 small",
+              "f16[8,4,4,16]"),
+             ("loop_relu_fusion", "kLoop", "backward", "ReluGrad", "f16[8,4,4,16]; +1 small",
+              "f16[8,4,4,16]")])
+        self.assertEqual([r[0] for r in module.layer_rows(fusions, "bn/", min_bytes=1024)],
+                         ["input_reduce_fusion"])
+        self.assertEqual(module.layer_rows(fusions, "bn/")[0][4:6],
+                         ("+1 small", "f32[16], f32[16]"))
+
 
 class FitProfileTest(tf.test.TestCase):
     """benchmarks/fit_profile.py: one profiled worker per cap, steps_per_execution
