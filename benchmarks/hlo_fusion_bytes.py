@@ -82,7 +82,8 @@ def entry_fusions(text):
         meta = dict(re.findall(r'\b(kind|op_type|op_name)="?([^",}\s]+)"?', rest))
         fusions.append(dict(name=name, kind=meta.get("kind", ""), op_type=meta.get("op_type", ""),
                             op_name=meta.get("op_name", ""),
-                            operands=_operand_names(rest), writes=shape, bytes_out=shape_bytes(shape)))
+                            operands=_operand_names(rest), writes=shape,
+                            bytes_out=shape_bytes(shape)))
     for f in fusions:
         f["reads"] = [shapes.get(o, "") for o in f.pop("operands")]
         f["bytes_in"] = sum(shape_bytes(r) for r in f["reads"])
@@ -106,10 +107,15 @@ def layer_rows(fusions, name, min_bytes=1 << 20):
         large = [_short(r) for r in f["reads"] if shape_bytes(r) >= min_bytes]
         small = len(f["reads"]) - len(large)
         reads = "; ".join(large + ([f"+{small} small"] if small else []))
-        direction = "backward" if f["op_name"].startswith("gradient_tape/") else "forward"
-        rows.append((f["name"], f["kind"], direction, f["op_type"] or "?", reads,
+        rows.append((f["name"], f["kind"], _direction(f), f["op_type"] or "?", reads,
                      _short(f["writes"]), f"{(f['bytes_in'] + f['bytes_out']) / 1e6:.0f}"))
     return rows
+
+
+def _direction(fusion):
+    """The pass of a fusion: backward where TF's op name lies under
+    ``gradient_tape/``, else forward."""
+    return "backward" if fusion["op_name"].startswith("gradient_tape/") else "forward"
 
 
 def by_origin(fusions):
@@ -117,8 +123,7 @@ def by_origin(fusions):
     where TF's op name lies under ``gradient_tape/``."""
     groups = collections.defaultdict(lambda: [0, 0])
     for f in fusions:
-        direction = "backward" if f["op_name"].startswith("gradient_tape/") else "forward"
-        g = groups[(f["kind"], direction, f["op_type"] or "?")]
+        g = groups[(f["kind"], _direction(f), f["op_type"] or "?")]
         g[0] += 1
         g[1] += f["bytes_in"] + f["bytes_out"]
     return dict(groups)

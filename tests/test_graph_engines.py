@@ -133,11 +133,10 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         self.assertEqual([size for size, _ in result["nchw_1x1_remainder"]["plans"][
             "backward-filter"]], [4, 2])
 
-    def _candidate_sizes(self, channels=32, **env):
-        """Micro-batch sizes at which a kernel of N = 32 and ``channels``
-        input channels timed legacy algorithms (its table's rows) and graph
-        engines (the debug log's "timed at" sizes: an engine a faster legacy
-        algorithm dominates leaves no row): {"legacy": [...], "graph": [...]}."""
+    def _legacy_table(self, channels=32, **env):
+        """A kernel of N = 32 and ``channels`` input channels, planned anew
+        with the debug output on: its legacy rows' times by micro-batch size
+        ({size: [ms, ...]}) and the debug log."""
         done = run_python(f"""
             import json, numpy as np, tensorflow as tf
             import tf_ucudnn
@@ -148,13 +147,25 @@ class GraphEnginesGpuTest(tf.test.TestCase):
                 tf_ucudnn.conv2d(x, f, 1, "SAME")
             kernel = kernels()[0]
             graph = ["engine" in a for a in kernel["algos"]]
-            legacy = sorted({{row["size"] for row in kernel["table"] if not graph[row["algo"]]}})
+            legacy = {{}}
+            for row in kernel["table"]:
+                if not graph[row["algo"]]:
+                    legacy.setdefault(row["size"], []).append(row["time_ms"])
             print(json.dumps(legacy))
         """, pythonpath=ROOT, UCUDNN_DATABASE="off", UCUDNN_DEBUG_OUTPUT="1", **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        graph = sorted({int(size) for size in re.findall(r"^ timed at (\d+):$", done.stderr,
+        legacy = json.loads(done.stdout.strip().splitlines()[-1])
+        return {int(size): times for size, times in legacy.items()}, done.stderr
+
+    def _candidate_sizes(self, channels=32, **env):
+        """Micro-batch sizes at which a kernel of N = 32 and ``channels``
+        input channels timed legacy algorithms (its table's rows) and graph
+        engines (the debug log's "timed at" sizes: an engine a faster legacy
+        algorithm dominates leaves no row): {"legacy": [...], "graph": [...]}."""
+        legacy, log = self._legacy_table(channels, **env)
+        graph = sorted({int(size) for size in re.findall(r"^ timed at (\d+):$", log,
                                                           re.MULTILINE)})
-        return dict(legacy=json.loads(done.stdout.strip().splitlines()[-1]), graph=graph)
+        return dict(legacy=sorted(legacy), graph=graph)
 
     def test_default_times_legacy_algorithms_below_the_graph_sizes_where_the_limit_binds(self):
         # UCUDNN_ENGINES=auto: graph engines from 8 samples up; legacy
@@ -185,31 +196,14 @@ class GraphEnginesGpuTest(tf.test.TestCase):
         # cudnnFind's candidates near its fastest are timed again as the
         # engines are, and the table keeps those times; at 1, 2 and 4 (legacy
         # only) cudnnFind's times stay.
-        done = run_python("""
-            import json, tensorflow as tf
-            import tf_ucudnn
-            from tf_ucudnn.division import kernels
-            x = tf.random.normal((32, 14, 14, 4))
-            f = tf.random.normal((3, 3, 4, 32))
-            with tf.device("/GPU:0"):
-                tf_ucudnn.conv2d(x, f, 1, "SAME")
-            kernel = kernels()[0]
-            graph = ["engine" in a for a in kernel["algos"]]
-            legacy = {}
-            for row in kernel["table"]:
-                if not graph[row["algo"]]:
-                    legacy.setdefault(row["size"], []).append(row["time_ms"])
-            print(json.dumps(legacy))
-        """, pythonpath=ROOT, UCUDNN_DATABASE="off", UCUDNN_DEBUG_OUTPUT="1")
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        legacy = {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+        legacy, log = self._legacy_table(channels=4)
         timed = {}
-        for block in re.split(r" legacy timed again at ", done.stderr)[1:]:
+        for block in re.split(r" legacy timed again at ", log)[1:]:
             size, lines = block.split(":\n", 1)
             for ms in re.findall(r"^  \S+: cudnnFind [0-9.]+ ms, timed ([0-9.-]+) ms$", lines,
                                  re.MULTILINE):
                 timed.setdefault(int(size), []).append(float(ms))
-        self.assertEqual(sorted(timed), [8, 16, 32], done.stderr[-3000:])
+        self.assertEqual(sorted(timed), [8, 16, 32], log[-3000:])
         for size, times in timed.items():
             for ms in times:
                 self.assertGreater(ms, 0)
