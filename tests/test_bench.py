@@ -715,6 +715,98 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
                          ("+1 small", "f32[16], f32[16]"))
 
 
+class ReluGradientVariantsTest(tf.test.TestCase):
+    """benchmarks/relu_gradient_variants.py: each formulation of a batch-norm
+    ReLU's gradient is TF's own, and XLA's dumps read as they are written."""
+
+    def _variants(self):
+        return _benchmark_script(self, "relu_gradient_variants").variants_module()
+
+    def test_every_variant_gives_tensorflows_gradient(self):
+        variants = self._variants()
+        rng = np.random.default_rng(3)
+        for dtype, bound in ((tf.float32, 1e-6), (tf.float16, 1e-3)):
+            for nhwc in (True, False):
+                shape = [2, 5, 4, 3] if nhwc else [2, 3, 5, 4]
+                y = tf.constant(rng.standard_normal(shape), dtype)
+                scale = tf.constant(rng.standard_normal(3), tf.float32)
+                offset = tf.constant(rng.standard_normal(3), tf.float32)
+                weight = tf.constant(rng.standard_normal(shape), dtype)
+                channels = [1, 1, 1, -1] if nhwc else [1, -1, 1, 1]
+
+                def loss(variant, y, scale, offset):
+                    out = tf.cast(tf.cast(y, tf.float32) * tf.reshape(scale, channels)
+                                  + tf.reshape(offset, channels), dtype)
+                    relu = (tf.nn.relu(out) if variant is None else
+                            variants.normalized_relu(out, y, scale, offset, variant))
+                    return tf.reduce_sum(tf.cast(relu * weight, tf.float32))
+
+                def gradients(variant):
+                    with tf.GradientTape() as tape:
+                        tape.watch([y, scale, offset])
+                        value = loss(variant, y, scale, offset)
+                    return [value] + tape.gradient(value, [y, scale, offset])
+
+                want = gradients(None)
+                for variant in variants.VARIANTS[1:]:
+                    got = gradients(variant)
+                    for name, w, g in zip(("loss", "dy", "dscale", "doffset"), want, got):
+                        self.assertLessEqual(rel_l2(g, w), bound,
+                                             f"{variant} {name} {dtype.name} nhwc={nhwc}")
+
+    def test_an_unknown_variant_is_refused_naming_the_variants(self):
+        with mock.patch.dict(os.environ, RELU_GRADIENT_VARIANT="fused"):
+            with self.assertRaisesRegex(ValueError, "autodiff, custom, stacked-sums"):
+                self._variants()
+
+    def test_reads_the_decisions_xla_made_for_each_producer(self):
+        script = _benchmark_script(self, "relu_gradient_variants")
+        step = "fusion_steps {{\n  {kind} {{\n{body}  }}\n}}\n"
+
+        def update(producer, consumers, fused, unfused):
+            body = f'    producer_name: "{producer}"\n' + "".join(
+                f'    consumer_names: "{c}"\n' for c in consumers)
+            body += f"    us_fused: {fused}\n    us_unfused: {unfused}\n"
+            return step.format(kind="update_priority", body=body)
+
+        def fuse(fusion, producer, consumer):
+            body = (f'    fusion_name: "{fusion}"\n    producer_name: "{producer}"\n'
+                    f'    consumer_name: "{consumer}"\n')
+            return step.format(kind="fusion", body=body)
+
+        module = ("HloModule m\\n\\nENTRY e {\\n"
+                  "  ReluGrad.1.0 = pred[8,4]{1,0} compare(a, b), direction=GT\\n"
+                  "  ReluGrad.2.0 = f16[8,4]{1,0} select(ReluGrad.1.0, c, d)\\n"
+                  "  ReluGrad.3.0 = f16[8,4]{1,0} select(e, f, g)\\n}")
+        dump = (update("ReluGrad.1.0", ["ReluGrad.2.0"], 4.0, 6.0)
+                + fuse("fusion.1", "ReluGrad.1.0", "ReluGrad.2.0")
+                # The fusion holding ReluGrad.2.0, estimated twice: the last counts.
+                + update("fusion.1", ["Sum.1", "Sum.2"], 9.0, 12.0)
+                + update("fusion.1", ["Sum.1", "Sum.2", "Cast.1"], 15.0, 12.0)
+                + update("ReluGrad.3.0", ["Sum.3", "Cast.3"], 7.0, 9.0)
+                + fuse("fusion.2", "ReluGrad.3.0", "Sum.3")
+                + fuse("fusion.3", "ReluGrad.3.0", "Cast.3")
+                # Estimates after a producer is fused do not replace the deciding one.
+                + update("fusion.2", ["Add.1"], 1.0, 2.0)
+                + f'hlo_module_before_fusion: "{module}"\n')
+        decisions = script.fusion_decisions(dump, "ReluGrad")
+        self.assertEqual(decisions, {
+            "ReluGrad.1.0": dict(shape="pred[8,4]{1,0}", opcode="compare", consumers=1,
+                                 us_fused=4.0, us_unfused=6.0, fused=True),
+            "ReluGrad.2.0": dict(shape="f16[8,4]{1,0}", opcode="select", consumers=3,
+                                 us_fused=15.0, us_unfused=12.0, fused=False),
+            "ReluGrad.3.0": dict(shape="f16[8,4]{1,0}", opcode="select", consumers=2,
+                                 us_fused=7.0, us_unfused=9.0, fused=True)})
+
+    def test_counts_the_fusions_that_keep_a_relu_gradient_apart(self):
+        script = _benchmark_script(self, "relu_gradient_variants")
+        summary = script.module_summary(HloFusionBytesTest.MODULE)
+        self.assertEqual(summary["fusions"], 3)
+        self.assertEqual(summary["apart"], {"ReluGrad": 2})
+        tensor = 8 * 4 * 4 * 16 * 2
+        self.assertAlmostEqual(summary["gb"]["kLoop"], 2 * (2 * tensor + 16 * 4) / 1e9)
+
+
 class FitProfileTest(tf.test.TestCase):
     """benchmarks/fit_profile.py: one profiled worker per cap, steps_per_execution
     and input pipeline, the batch's host-to-device copies summed apart."""
