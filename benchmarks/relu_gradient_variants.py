@@ -1,6 +1,7 @@
 """Whether XLA fuses the gradient of a ReLU after a batch norm into the two
 passes that read it, and what each formulation of that gradient costs
-(GPU machine for the runs; ``--hlo`` and ``--decisions`` read dumps on any machine).
+(GPU machine for the runs; ``--hlo`` and ``--decisions-of`` read dumps on
+any machine).
 
     python benchmarks/relu_gradient_variants.py [--model resnet50] [--batch 256]
         [--precision mixed_float16] [--variants autodiff,custom,...] [--decisions]
@@ -12,10 +13,11 @@ worker (``ucudnn-bnstats-xla`` at 64 MiB: the batch norms on the
 convolutions' statistics, their normalization in XLA's fusions) trains the
 model with the variant's gradient for the ReLU after every such batch norm,
 XLA's optimized module dumped. Prints and writes (``$OUT`` or the working
-directory, ``relu_gradient_variants_MODEL_PRECISION.json``) per variant: the
-step's ms and peak GiB, the fusions' GB (``hlo_fusion_bytes.py``), and how
-many fusions XLA kept apart for the ReLU's gradient or its mask (op types
-``ReluGrad``, ``SelectV2``, ``Greater``: a tensor written and read again).
+directory, ``relu_gradient_variants_MODEL_PRECISION.json``, with the
+machine's description) per variant: the step's ms and peak GiB, the
+fusions' GB (``hlo_fusion_bytes.py``), and how many fusions XLA kept apart
+for the ReLU's gradient or its mask (op types ``ReluGrad``, ``SelectV2``,
+``Greater``: a tensor written and read again).
 
 ``--decisions`` also dumps XLA's priority-fusion pass, and prints for each
 producer whose instruction name starts with ``--producer`` (``ReluGrad``:
@@ -185,8 +187,11 @@ def run(args):
             _print_decisions(r["decisions"])
     out = os.path.join(os.environ.get("OUT", "."),
                        f"relu_gradient_variants_{args.model}_{args.precision}.json")
+    from tf_ucudnn.bench import harness
+
     with open(out, "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump(dict(environment=harness.describe_environment(True), variants=results), f,
+                  indent=1)
     print("wrote", out)
 
 

@@ -27,12 +27,17 @@ Variants:
     ``offset`` first passing an optimization barrier with the incoming
     gradient (``tf_ucudnn.gradients._when_gradient_arrives``), so that the
     mask cannot be computed in the forward pass.
+  distinct-masks: as ``mask-per-consumer-barrier``, each consumer computing
+    its own mask from an expression of its own (``y * scale + offset``,
+    ``scale * y + offset``, ``offset + y * scale``: equal in IEEE
+    arithmetic), so that no mask or normalized tensor is one instruction
+    with several consumers after XLA's CSE.
 """
 
 import os
 
 VARIANTS = ("autodiff", "custom", "stacked-sums", "float32-mask", "mask-per-consumer",
-            "mask-per-consumer-barrier")
+            "mask-per-consumer-barrier", "distinct-masks")
 VARIANT = os.environ.get("RELU_GRADIENT_VARIANT", "autodiff")
 if VARIANT not in VARIANTS:
     raise ValueError(f"RELU_GRADIENT_VARIANT must be one of {', '.join(VARIANTS)}, "
@@ -49,11 +54,18 @@ def _gradient(dout, y, scale, offset, variant):
 
     nhwc = y.shape[-1] == scale.shape[0]
     axes, shape = ([0, 1, 2], [1, 1, 1, -1]) if nhwc else ([0, 2, 3], [1, -1, 1, 1])
-    if variant == "mask-per-consumer-barrier":
+    if variant in ("mask-per-consumer-barrier", "distinct-masks"):
         from tf_ucudnn.gradients import _when_gradient_arrives
         y, scale, offset = _when_gradient_arrives([y, scale, offset], dout)
     scale_c, offset_c = tf.reshape(scale, shape), tf.reshape(offset, shape)
     y32 = tf.cast(y, tf.float32)
+    if variant == "distinct-masks":
+        d32 = tf.cast(dout, tf.float32)
+        masks = [tf.cast(tf.cast(z, y.dtype) > 0, tf.float32)
+                 for z in (y32 * scale_c + offset_c, scale_c * y32 + offset_c,
+                           offset_c + y32 * scale_c)]
+        return (tf.cast((d32 * scale_c) * masks[0], y.dtype),
+                tf.reduce_sum((d32 * y32) * masks[1], axes), tf.reduce_sum(d32 * masks[2], axes))
     z32 = y32 * scale_c + offset_c
     mask = z32 > 0 if variant == "float32-mask" else tf.cast(z32, y.dtype) > 0
     if variant.startswith("mask-per-consumer"):
