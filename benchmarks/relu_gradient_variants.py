@@ -140,7 +140,7 @@ def _print_decisions(decisions):
 
 def run(args):
     from tf_ucudnn import table
-    from tf_ucudnn.bench import models
+    from tf_ucudnn.bench import harness, models
 
     results = {}
     for variant in args.variants:
@@ -151,8 +151,6 @@ def run(args):
         env = dict(RELU_GRADIENT_VARIANT=variant, XLA_FLAGS=flags,
                    PYTHONPATH=os.pathsep.join(p for p in (VARIANT_DIR, os.environ.get("PYTHONPATH"))
                                               if p))
-        if "UCUDNN_DATABASE" in os.environ:
-            env["UCUDNN_DATABASE"] = os.environ["UCUDNN_DATABASE"]
         r = models.launch(args.model, "ucudnn-bnstats-xla", 64 << 20, args.batch, 900,
                           extra_env=env, precision=args.precision)
         r = {k: r[k] for k in ("step_ms", "peak_bytes", "error") if k in r}
@@ -187,8 +185,6 @@ def run(args):
             _print_decisions(r["decisions"])
     out = os.path.join(os.environ.get("OUT", "."),
                        f"relu_gradient_variants_{args.model}_{args.precision}.json")
-    from tf_ucudnn.bench import harness
-
     with open(out, "w") as f:
         json.dump(dict(environment=harness.describe_environment(True), variants=results), f,
                   indent=1)
