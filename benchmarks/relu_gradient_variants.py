@@ -221,7 +221,8 @@ def main(argv):
     args.variants = args.variants.split(",")
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
-        parser.error(f"unknown variant(s) {', '.join(unknown)}; the variants: {', '.join(VARIANTS)}")
+        parser.error(f"unknown variant(s) {', '.join(unknown)}; "
+                     f"the variants: {', '.join(VARIANTS)}")
     run(args)
 
 

@@ -19,7 +19,10 @@ Variants:
   autodiff: not patched (TF's ``ReluGrad`` on the ReLU's output).
   custom: ``dz = where(mask, dout, 0)``; sums of ``dz`` and ``dz * y``;
     ``dy = dz * scale``: TF's ops, spelled out.
-  stacked-sums: as ``custom``, both sums one reduction of ``stack([dz, dz * y])``.
+  stacked-sums: as ``custom``, both sums one reduction of ``stack([dz, dz * y])``
+    on a new last axis (the pair the reduction's minor kept dimension).
+  stacked-sums-leading: the same, stacked on a new first axis (the pair its
+    major kept dimension: two reductions of contiguous rows in one kernel).
   float32-mask: as ``custom``, the mask ``y * scale + offset > 0`` in float32.
   mask-per-consumer: no shared ``dz``: each of the two sums and ``dy``
     multiplies the incoming gradient by the mask itself.
@@ -36,8 +39,8 @@ Variants:
 
 import os
 
-VARIANTS = ("autodiff", "custom", "stacked-sums", "float32-mask", "mask-per-consumer",
-            "mask-per-consumer-barrier", "distinct-masks")
+VARIANTS = ("autodiff", "custom", "stacked-sums", "stacked-sums-leading", "float32-mask",
+            "mask-per-consumer", "mask-per-consumer-barrier", "distinct-masks")
 VARIANT = os.environ.get("RELU_GRADIENT_VARIANT", "autodiff")
 if VARIANT not in VARIANTS:
     raise ValueError(f"RELU_GRADIENT_VARIANT must be one of {', '.join(VARIANTS)}, "
@@ -77,6 +80,9 @@ def _gradient(dout, y, scale, offset, variant):
     if variant == "stacked-sums":
         both = tf.reduce_sum(tf.stack([dz32, dz32 * y32], axis=-1), axes)
         doffset, dscale = both[:, 0], both[:, 1]
+    elif variant == "stacked-sums-leading":
+        both = tf.reduce_sum(tf.stack([dz32, dz32 * y32]), [a + 1 for a in axes])
+        doffset, dscale = both[0], both[1]
     else:
         doffset, dscale = tf.reduce_sum(dz32, axes), tf.reduce_sum(dz32 * y32, axes)
     return tf.cast(dz32 * scale_c, y.dtype), dscale, doffset
