@@ -15,9 +15,14 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
 * kernel time by kind, from the kernel names: convolutions (cuDNN and
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
   transposes), XLA fusions (split into reductions and elementwise fusions by
-  name), copies and sets, other.
+  name), copies and sets, other;
+* per layer (where the kernels carry the annotation XLA's runtime puts
+  around each launch: the TF op name of its HLO instruction), the
+  convolutions, reductions, elementwise fusions and the rest, its Conv ->
+  BN -> ReLU as one layer (``layer_of``).
 
-Prints one table and the largest kernels of each run, and writes
+Prints one table and the largest kernels of each run, the per-layer times
+side by side, and writes
 xla_profile_MODEL_PRECISION[_MODES].json into $OUT (or the working directory).
 """
 
@@ -66,6 +71,50 @@ def fusion_part(name):
     return "reductions" if "reduce" in name.lower() else "elementwise"
 
 
+def _stat_values(plane, event):
+    """``{stat name: value}`` of a trace event: for a kernel, CUPTI's
+    collector adds the metadata of the annotation XLA's runtime put around
+    its launch (``name``: the TF op name of the HLO instruction, less the
+    module's common prefix; ``hlo_op``: the instruction)."""
+    values = {}
+    for stat in event.stats:
+        key = plane.stat_metadata[stat.metadata_id].name
+        if stat.HasField("ref_value"):
+            values[key] = plane.stat_metadata[stat.ref_value].name
+        elif stat.HasField("str_value"):
+            values[key] = stat.str_value
+    return values
+
+
+def layer_of(op_name, model=None):
+    """The Keras layer a TF op name comes from, its Conv -> BN -> ReLU parts
+    as one: the path component (``gradient_tape/`` aside) after the model's
+    scope (``model``, with or without a count: ``resnet50_1``), or where
+    ``model`` is None or not in the path, the second of three or more
+    components (the first taken for the scope) and else the first;
+    tf_ucudnn's ``X_conv_X_bn`` (a ``Conv2DBatchNorm``) read as ``X``, and a
+    trailing ``_conv``, ``_bn``, ``_relu`` or ``_pad`` dropped with the name
+    scope's count after it (``_1``):
+    ``gradient_tape/resnet50_1/conv3_block2_1_relu_1/ReluGrad`` ->
+    ``conv3_block2_1``. "" for an empty name."""
+    parts = [p for p in op_name.split("/") if p]
+    if parts and parts[0] == "gradient_tape":
+        parts = parts[1:]
+    if not parts:
+        return ""
+    layer = parts[1] if len(parts) >= 3 else parts[0]
+    if model is not None:
+        scope = re.compile(re.escape(model) + r"(_\d+)?$")
+        for i, part in enumerate(parts[:-1]):
+            if scope.match(part):
+                layer = parts[i + 1]
+                break
+    merged = re.match(r"^(.*)_conv_\1_bn(_\d+)?$", layer)
+    if merged:
+        return merged.group(1)
+    return re.sub(r"_(conv|bn|relu|pad)(_\d+)?$", "", layer)
+
+
 def _union_ps(intervals):
     total, end = 0, None
     for start, stop in sorted(intervals):
@@ -78,9 +127,13 @@ def _union_ps(intervals):
     return total
 
 
-def read_trace(directory, per=STEPS):
+def read_trace(directory, per=STEPS, model=None):
     """GPU figures from the XPlane trace under ``directory``, in ms per step
-    (the trace holds ``per`` steps, or calls of a function)."""
+    (the trace holds ``per`` steps, or calls of a function). Where the
+    kernels carry XLA's annotation (a ``name`` stat), also ``layers``:
+    ``{layer: {part: ms}}`` per :func:`layer_of` (``model``: the model's
+    scope name), the parts ``convolution``, ``reductions``, ``elementwise``
+    (XLA's fusions, as :func:`fusion_part`) and ``other``."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
@@ -97,6 +150,7 @@ def read_trace(directory, per=STEPS):
     intervals, by_kind, by_kernel = [], collections.Counter(), collections.Counter()
     counts, kind_counts = collections.Counter(), collections.Counter()
     fusion_parts = collections.Counter()
+    layers = collections.defaultdict(collections.Counter)
     for line in plane.lines:
         base_ps = line.timestamp_ns * 1000
         for event in line.events:
@@ -105,8 +159,13 @@ def read_trace(directory, per=STEPS):
             intervals.append((start, start + event.duration_ps))
             kind = kind_of(name)
             by_kind[kind] += event.duration_ps
+            part = ("convolution" if kind == "convolution" else
+                    fusion_part(name) if kind == "XLA fusion" else "other")
             if kind == "XLA fusion":
-                fusion_parts[fusion_part(name)] += event.duration_ps
+                fusion_parts[part] += event.duration_ps
+            op_name = _stat_values(plane, event).get("name")
+            if op_name:
+                layers[layer_of(op_name, model)][part] += event.duration_ps
             kind_counts[kind] += 1
             by_kernel[name] += event.duration_ps
             counts[name] += 1
@@ -122,7 +181,31 @@ def read_trace(directory, per=STEPS):
         kinds={k: dict(ms=ms(v), count=kind_counts[k] / per) for k, v in by_kind.items()},
         fusion_parts={k: ms(v) for k, v in fusion_parts.items()},
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
-             for n, v in by_kernel.most_common()])
+             for n, v in by_kernel.most_common()],
+        **({"layers": {layer: {k: ms(v) for k, v in parts.items()}
+                       for layer, parts in layers.items()}} if layers else {}))
+
+
+def print_layers(runs, top=30):
+    """The ``top`` layers by their GPU time in the first of ``runs`` (mode ->
+    worker result with its ``trace``), ms per step side by side: the
+    convolutions, XLA's reductions and elementwise fusions, and the rest;
+    nothing where no trace has ``layers``."""
+    from tf_ucudnn import table
+
+    layered = {m: r["trace"]["layers"] for m, r in runs.items() if r["trace"].get("layers")}
+    if not layered:
+        print("\nno kernel in these traces carries XLA's annotation: no per-layer times")
+        return
+    parts = ("convolution", "reductions", "elementwise", "other")
+    first = next(iter(layered.values()))
+    names = sorted(first, key=lambda l: -sum(first[l].values()))[:top]
+    header = ["layer"] + [f"{m} {p[:4]}" for m in layered for p in parts]
+    rows = [[name] + [f"{layered[m].get(name, {}).get(p, 0):.3f}" for m in layered for p in parts]
+            for name in names]
+    print(f"\nper layer, ms per step (the {len(names)} longest in {next(iter(layered))}; "
+          f"conv: convolutions, redu: reductions, elem: elementwise fusions)")
+    print(table.render(header, rows, align="l" + "r" * (len(header) - 1)))
 
 
 def main():
@@ -139,7 +222,7 @@ def main():
         limit = models.REFERENCE_LIMIT if mode == "stock" else 64 << 20
         r = models.launch(model, mode, limit, batch, 900, precision=precision,
                                  profile_dir=trace)
-        r["trace"] = read_trace(trace) if "error" not in r else {}
+        r["trace"] = read_trace(trace, model=model) if "error" not in r else {}
         runs[mode] = r
         print(f"  {mode}: " + (r["error"] if "error" in r else
                                f"{r['step_ms']:.1f} ms; trace: {r['trace'].get('error', 'read')}"),
@@ -170,6 +253,7 @@ def main():
             rest = [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
             for t in rest:
                 print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+    print_layers(ok)
     for mode, r in ok.items():
         if r.get("plans"):
             from tf_ucudnn.plan_registry import PlanTable

@@ -662,6 +662,90 @@ class ProfileKindsTest(tf.test.TestCase):
         self.assertEqual({name: xla_profile.fusion_part(name) for name in parts}, parts)
 
 
+class ProfileLayersTest(tf.test.TestCase):
+    """benchmarks/xla_profile.py's per-layer times, from the annotation XLA's
+    runtime puts around each kernel launch (read back from an XPlane)."""
+
+    def test_op_names_read_as_their_layer(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        names = {
+            "gradient_tape/resnet50_1/conv3_block2_1_relu_1/ReluGrad": "conv3_block2_1",
+            "resnet50_1/conv3_block2_1_conv_conv3_block2_1_bn_1/Ucudnn_Conv2DWithStatistics":
+                "conv3_block2_1",
+            "resnet50_1/conv1_pad_1/Pad": "conv1",
+            "resnet50_1/conv4_block1_add_1/add": "conv4_block1_add_1",
+            # Without the model's scope: the second of three components, else the first.
+            "model_7/conv2d_3/Conv2D": "conv2d_3",
+            "conv2d_3/Conv2D": "conv2d_3",
+            "": "",
+        }
+        self.assertEqual({n: xla_profile.layer_of(n, "resnet50") for n in names}, names)
+        # The scope found by the model's name, however deep.
+        self.assertEqual(xla_profile.layer_of("a/b/resnet50/conv1_conv/Conv2D", "resnet50"),
+                         "conv1")
+
+    def test_kernel_times_add_up_per_layer_and_part(self):
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        xla_profile = _benchmark_script(self, "xla_profile")
+        space = xplane_pb2.XSpace()
+        plane = space.planes.add(name="/device:GPU:0")
+        plane.stat_metadata[1].name = "name"
+        plane.stat_metadata[2].name = "hlo_op"
+        kernels = [  # (kernel name, TF op name or None, µs)
+            ("sm90_xmma_dgrad_implicit_gemm", "resnet50_1/conv2_block1_2_conv_conv2_block1_2_bn_1"
+             "/Ucudnn_Conv2DWithStatistics", 300),
+            ("input_reduce_fusion_3", "gradient_tape/resnet50_1/conv2_block1_2_conv_"
+             "conv2_block1_2_bn_1/Sum", 120),
+            ("loop_select_fusion_14", "gradient_tape/resnet50_1/conv2_block1_2_relu_1/ReluGrad",
+             80),
+            ("loop_maximum_fusion_2", "resnet50_1/conv2_block1_2_relu_1/Relu", 50),
+            ("Memset", None, 10),
+        ]
+        line = plane.lines.add(timestamp_ns=0)
+        offset = 0
+        for i, (kernel, op_name, us) in enumerate(kernels):
+            plane.event_metadata[i + 1].name = kernel
+            event = line.events.add(metadata_id=i + 1, offset_ps=offset, duration_ps=us * 10**6)
+            if op_name is not None:
+                plane.stat_metadata[10 + i].name = op_name
+                event.stats.add(metadata_id=1, ref_value=10 + i)
+                event.stats.add(metadata_id=2, str_value=f"fusion.{i}")
+            offset += us * 10**6
+        directory = tempfile.mkdtemp()
+        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+            f.write(space.SerializeToString())
+        trace = xla_profile.read_trace(directory, per=1, model="resnet50")
+        self.assertEqual(trace["layers"], {"conv2_block1_2": {
+            "convolution": 0.3, "reductions": 0.12, "elementwise": 0.13}})
+        self.assertAlmostEqual(trace["busy_ms"], 0.56)
+        # A trace without the annotation has no per-layer times.
+        for event in line.events:
+            del event.stats[:]
+        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+            f.write(space.SerializeToString())
+        self.assertNotIn("layers", xla_profile.read_trace(directory, per=1))
+
+    def test_layers_print_side_by_side_longest_first(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        runs = {"stock-xla": {"trace": {"layers": {
+                    "conv1": {"convolution": 0.5, "elementwise": 0.1},
+                    "conv2_block1_1": {"convolution": 0.2, "reductions": 0.3}}}},
+                "ucudnn-bnstats-xla": {"trace": {"layers": {
+                    "conv2_block1_1": {"convolution": 0.25}}}}}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            xla_profile.print_layers(runs, top=1)
+        rows = [l.split() for l in out.getvalue().splitlines() if l.startswith("conv")]
+        # conv1 (0.6 ms in stock XLA) first; top=1 keeps it alone; ours has no conv1.
+        self.assertEqual(rows, [["conv1", "0.500", "0.000", "0.100", "0.000",
+                                 "0.000", "0.000", "0.000", "0.000"]])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            xla_profile.print_layers({"stock-xla": {"trace": {}}})
+        self.assertIn("no per-layer times", out.getvalue())
+
+
 class HloFusionBytesTest(tf.test.TestCase):
     """benchmarks/hlo_fusion_bytes.py on a module in XLA's dump format."""
 
