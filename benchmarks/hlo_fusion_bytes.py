@@ -129,6 +129,21 @@ def by_origin(fusions):
     return dict(groups)
 
 
+def read_module(path):
+    """The text of a dumped module, ``.gz`` or plain."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return f.read()
+
+
+def bytes_by_kind(fusions):
+    """``Counter({kind: bytes read and written})`` of :func:`entry_fusions`'s
+    fusions (kLoop, kInput, …)."""
+    kinds = collections.Counter()
+    for f in fusions:
+        kinds[f["kind"]] += f["bytes_in"] + f["bytes_out"]
+    return kinds
+
+
 def main(argv):
     sys.path.insert(0, ROOT)
     from tf_ucudnn import table
@@ -139,11 +154,8 @@ def main(argv):
     parser.add_argument("--layer", help="also list the fusions whose TF op name contains this")
     args = parser.parse_args(argv)
     for path in args.modules:
-        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-            fusions = entry_fusions(f.read())
-        kinds = collections.Counter()
-        for f in fusions:
-            kinds[f["kind"]] += f["bytes_in"] + f["bytes_out"]
+        fusions = entry_fusions(read_module(path))
+        kinds = bytes_by_kind(fusions)
         groups = sorted(by_origin(fusions).items(), key=lambda kv: -kv[1][1])
         print(f"\n{path}: {len(fusions)} fusions, "
               + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in kinds.most_common()))

@@ -27,7 +27,7 @@ each consumer) and unfused (written once, read by each), and whether it fused.
 """
 
 import argparse
-import gzip
+import collections
 import json
 import os
 import re
@@ -57,21 +57,13 @@ def variants_module():
     return module
 
 
-def _read(path):
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        return f.read()
-
-
 def module_summary(text):
     """Of an optimized module's text: ``fusions`` (count), ``gb`` ({kind:
     GB read and written}) and ``apart`` ({op type in :data:`APART`: fusions})."""
     fusions = hlo_fusion_bytes.entry_fusions(text)
-    gb, apart = {}, {}
-    for f in fusions:
-        gb[f["kind"]] = gb.get(f["kind"], 0) + (f["bytes_in"] + f["bytes_out"]) / 1e9
-        if f["op_type"] in APART:
-            apart[f["op_type"]] = apart.get(f["op_type"], 0) + 1
-    return dict(fusions=len(fusions), gb=gb, apart=apart)
+    gb = {k: b / 1e9 for k, b in hlo_fusion_bytes.bytes_by_kind(fusions).items()}
+    apart = collections.Counter(f["op_type"] for f in fusions if f["op_type"] in APART)
+    return dict(fusions=len(fusions), gb=gb, apart=dict(apart))
 
 
 _STEP = re.compile(r"fusion_steps \{\n(.*?)\n\}\n", re.S)
@@ -157,11 +149,11 @@ def run(args):
         modules = sorted((os.path.join(dump, f) for f in os.listdir(dump)
                           if f.endswith("after_optimizations.txt")), key=os.path.getsize)
         if modules:
-            r.update(module_summary(_read(modules[-1])))
+            r.update(module_summary(hlo_fusion_bytes.read_module(modules[-1])))
         dumps = [os.path.join(dump, f) for f in os.listdir(dump)
                  if f.endswith("priority_fusion_dump.txt")]
         if args.decisions and dumps:
-            r["decisions"] = fusion_decisions(_read(max(dumps, key=os.path.getsize)),
+            r["decisions"] = fusion_decisions(hlo_fusion_bytes.read_module(max(dumps, key=os.path.getsize)),
                                               args.producer)
         shutil.rmtree(dump, ignore_errors=True)
         results[variant] = r
@@ -211,12 +203,12 @@ def main(argv):
     args = parser.parse_args(argv)
     if args.hlo or args.decisions_of:
         for path in args.hlo or []:
-            summary = module_summary(_read(path))
+            summary = module_summary(hlo_fusion_bytes.read_module(path))
             summary["gb"] = {k: round(v, 2) for k, v in summary["gb"].items()}
             print(path, json.dumps(summary))
         for path in args.decisions_of or []:
             print(f"\n{path}: XLA's last estimate per {args.producer} producer")
-            _print_decisions(fusion_decisions(_read(path), args.producer))
+            _print_decisions(fusion_decisions(hlo_fusion_bytes.read_module(path), args.producer))
         return
     args.variants = args.variants.split(",")
     unknown = [v for v in args.variants if v not in VARIANTS]

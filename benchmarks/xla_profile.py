@@ -71,19 +71,18 @@ def fusion_part(name):
     return "reductions" if "reduce" in name.lower() else "elementwise"
 
 
-def _stat_values(plane, event):
-    """``{stat name: value}`` of a trace event: for a kernel, CUPTI's
-    collector adds the metadata of the annotation XLA's runtime put around
-    its launch (``name``: the TF op name of the HLO instruction, less the
-    module's common prefix; ``hlo_op``: the instruction)."""
-    values = {}
+def _stat_value(plane, event, stat_id):
+    """The string value of an event's stat ``stat_id`` (an id of the plane's
+    ``stat_metadata``), or None. For a kernel, CUPTI's collector adds the
+    metadata of the annotation XLA's runtime put around its launch as stats
+    (``name``: the TF op name of the HLO instruction, less the module's
+    common prefix; ``hlo_op``: the instruction)."""
     for stat in event.stats:
-        key = plane.stat_metadata[stat.metadata_id].name
-        if stat.HasField("ref_value"):
-            values[key] = plane.stat_metadata[stat.ref_value].name
-        elif stat.HasField("str_value"):
-            values[key] = stat.str_value
-    return values
+        if stat.metadata_id == stat_id:
+            if stat.HasField("ref_value"):
+                return plane.stat_metadata[stat.ref_value].name
+            return stat.str_value or None
+    return None
 
 
 def layer_of(op_name, model=None):
@@ -151,6 +150,7 @@ def read_trace(directory, per=STEPS, model=None):
     counts, kind_counts = collections.Counter(), collections.Counter()
     fusion_parts = collections.Counter()
     layers = collections.defaultdict(collections.Counter)
+    name_stat = next((i for i, m in plane.stat_metadata.items() if m.name == "name"), None)
     for line in plane.lines:
         base_ps = line.timestamp_ns * 1000
         for event in line.events:
@@ -163,7 +163,7 @@ def read_trace(directory, per=STEPS, model=None):
                     fusion_part(name) if kind == "XLA fusion" else "other")
             if kind == "XLA fusion":
                 fusion_parts[part] += event.duration_ps
-            op_name = _stat_values(plane, event).get("name")
+            op_name = None if name_stat is None else _stat_value(plane, event, name_stat)
             if op_name:
                 layers[layer_of(op_name, model)][part] += event.duration_ps
             kind_counts[kind] += 1

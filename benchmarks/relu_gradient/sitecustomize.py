@@ -62,20 +62,19 @@ def _gradient(dout, y, scale, offset, variant):
         y, scale, offset = _when_gradient_arrives([y, scale, offset], dout)
     scale_c, offset_c = tf.reshape(scale, shape), tf.reshape(offset, shape)
     y32 = tf.cast(y, tf.float32)
-    if variant == "distinct-masks":
-        d32 = tf.cast(dout, tf.float32)
-        masks = [tf.cast(tf.cast(z, y.dtype) > 0, tf.float32)
-                 for z in (y32 * scale_c + offset_c, scale_c * y32 + offset_c,
-                           offset_c + y32 * scale_c)]
-        return (tf.cast((d32 * scale_c) * masks[0], y.dtype),
-                tf.reduce_sum((d32 * y32) * masks[1], axes), tf.reduce_sum(d32 * masks[2], axes))
     z32 = y32 * scale_c + offset_c
+    if variant.startswith("mask-per-consumer") or variant == "distinct-masks":
+        def positive(z):  # the ReLU's mask, as float32
+            return tf.cast(tf.cast(z, y.dtype) > 0, tf.float32)
+
+        m = [positive(z32)] * 3
+        if variant == "distinct-masks":
+            m[1:] = [positive(scale_c * y32 + offset_c), positive(offset_c + y32 * scale_c)]
+        d32 = tf.cast(dout, tf.float32)
+        # Three different products, so that XLA's CSE leaves no shared one.
+        return (tf.cast((d32 * scale_c) * m[0], y.dtype),
+                tf.reduce_sum((d32 * y32) * m[1], axes), tf.reduce_sum(d32 * m[2], axes))
     mask = z32 > 0 if variant == "float32-mask" else tf.cast(z32, y.dtype) > 0
-    if variant.startswith("mask-per-consumer"):
-        d32, m32 = tf.cast(dout, tf.float32), tf.cast(mask, tf.float32)
-        # Three different expressions, so that XLA's CSE leaves no shared product.
-        return (tf.cast((d32 * scale_c) * m32, y.dtype),
-                tf.reduce_sum((d32 * y32) * m32, axes), tf.reduce_sum(d32 * m32, axes))
     dz32 = tf.cast(tf.where(mask, dout, tf.zeros_like(dout)), tf.float32)
     if variant == "stacked-sums":
         both = tf.reduce_sum(tf.stack([dz32, dz32 * y32], axis=-1), axes)
