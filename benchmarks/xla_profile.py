@@ -5,8 +5,11 @@
 
 Runs the model mode's worker (tf_ucudnn.bench.models) for each of MODES
 (``stock-xla`` and ``ucudnn-xla`` by default; any of the model mode's, e.g.
-``stock,rewrite`` for the step without XLA) at 64 MiB (``stock``: at 8 GiB,
-TF's default), each in its own process, and profiles three steps
+``stock,rewrite`` for the step without XLA; ``MODE@VAR=VALUE[@...]`` runs
+MODE with those environment variables, e.g.
+``ucudnn-bnstats-xla@UCUDNN_STATISTICS_AFTER_CHANNELS=65536``) at 64 MiB
+(``stock``: at 8 GiB, TF's default), each in its own process with XLA's
+optimized module of the step dumped, and profiles three steps
 after the timed ones with TensorFlow's profiler (CUPTI: ``libcupti.so.12``
 must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
 
@@ -16,26 +19,32 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
   transposes), XLA fusions (split into reductions and elementwise fusions by
   name), copies and sets, other;
-* per layer (where the kernels carry the annotation XLA's runtime puts
-  around each launch: the TF op name of its HLO instruction), the
-  convolutions, reductions, elementwise fusions and the rest, its Conv ->
-  BN -> ReLU as one layer (``layer_of``).
+* per layer, its Conv -> BN -> ReLU as one (``layer_of``): the
+  convolutions by pass (forward, backward-data, backward-filter), XLA's
+  reductions, its elementwise fusions and the rest. A kernel's TF op comes
+  from the annotation XLA's runtime puts around each launch (a ``name``
+  stat), and for XLA's fusions, whose kernels mostly carry none, from the
+  fusion of that name in the dumped module (``fusion_op_names``).
 
 Prints one table and the largest kernels of each run, the per-layer times
-side by side, and writes
-xla_profile_MODEL_PRECISION[_MODES].json into $OUT (or the working directory).
+side by side, and writes xla_profile_MODEL_PRECISION[_MODES].json and each
+mode's optimized module (hlo_MODEL_PRECISION_MODE.txt.gz) into $OUT (or the
+working directory).
 """
 
 import collections
 import glob
+import gzip
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 STEPS = 3
 DEFAULT_MODES = ["stock-xla", "ucudnn-xla"]
@@ -114,6 +123,33 @@ def layer_of(op_name, model=None):
     return re.sub(r"_(conv|bn|relu|pad)(_\d+)?$", "", layer)
 
 
+CONV_PASSES = ("forward", "backward-data", "backward-filter")
+LAYER_PARTS = CONV_PASSES + ("reductions", "elementwise", "other")
+
+
+def conv_pass(op_name):
+    """The pass of a convolution kernel from its TF op's name: TF's and
+    tf_ucudnn's ``Conv2DBackpropFilter`` and ``Conv2DBackpropInput`` (any
+    prefix) are backward-filter and backward-data, anything else forward."""
+    if "BackpropFilter" in op_name:
+        return "backward-filter"
+    if "BackpropInput" in op_name:
+        return "backward-data"
+    return "forward"
+
+
+def fusion_op_names(module_text):
+    """``{kernel name: TF op name}`` for the fusions of an optimized module's
+    entry computation (``hlo_fusion_bytes.entry_fusions``): XLA names a
+    fusion's kernel after the fusion with its dots as underscores
+    (``loop_select_fusion.1`` -> ``loop_select_fusion_1``); fusions without
+    an op name left out."""
+    import hlo_fusion_bytes
+
+    return {f["name"].replace(".", "_"): f["op_name"]
+            for f in hlo_fusion_bytes.entry_fusions(module_text) if f["op_name"]}
+
+
 def _union_ps(intervals):
     total, end = 0, None
     for start, stop in sorted(intervals):
@@ -126,13 +162,16 @@ def _union_ps(intervals):
     return total
 
 
-def read_trace(directory, per=STEPS, model=None):
+def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     """GPU figures from the XPlane trace under ``directory``, in ms per step
-    (the trace holds ``per`` steps, or calls of a function). Where the
-    kernels carry XLA's annotation (a ``name`` stat), also ``layers``:
-    ``{layer: {part: ms}}`` per :func:`layer_of` (``model``: the model's
-    scope name), the parts ``convolution``, ``reductions``, ``elementwise``
-    (XLA's fusions, as :func:`fusion_part`) and ``other``."""
+    (the trace holds ``per`` steps, or calls of a function). Where kernels
+    have a TF op name, also ``layers``: ``{layer: {part: ms}}`` per
+    :func:`layer_of` (``model``: the model's scope name), the parts in
+    ``LAYER_PARTS``: the convolutions by :func:`conv_pass`, XLA's fusions as
+    :func:`fusion_part`, and ``other``; and ``unnamed_ms``, the kernel time
+    of no layer. An XLA fusion's op name is ``fusion_ops[kernel name]``
+    (:func:`fusion_op_names`) where given, else, as for every other kernel,
+    the ``name`` stat of XLA's annotation."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
@@ -150,6 +189,8 @@ def read_trace(directory, per=STEPS, model=None):
     counts, kind_counts = collections.Counter(), collections.Counter()
     fusion_parts = collections.Counter()
     layers = collections.defaultdict(collections.Counter)
+    fusion_ops = fusion_ops or {}
+    unnamed = 0
     name_stat = next((i for i, m in plane.stat_metadata.items() if m.name == "name"), None)
     for line in plane.lines:
         base_ps = line.timestamp_ns * 1000
@@ -163,9 +204,14 @@ def read_trace(directory, per=STEPS, model=None):
                     fusion_part(name) if kind == "XLA fusion" else "other")
             if kind == "XLA fusion":
                 fusion_parts[part] += event.duration_ps
-            op_name = None if name_stat is None else _stat_value(plane, event, name_stat)
+            op_name = fusion_ops.get(name) if kind == "XLA fusion" else None
+            if not op_name and name_stat is not None:
+                op_name = _stat_value(plane, event, name_stat)
             if op_name:
-                layers[layer_of(op_name, model)][part] += event.duration_ps
+                layer_part = conv_pass(op_name) if part == "convolution" else part
+                layers[layer_of(op_name, model)][layer_part] += event.duration_ps
+            else:
+                unnamed += event.duration_ps
             kind_counts[kind] += 1
             by_kernel[name] += event.duration_ps
             counts[name] += 1
@@ -183,29 +229,81 @@ def read_trace(directory, per=STEPS, model=None):
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
              for n, v in by_kernel.most_common()],
         **({"layers": {layer: {k: ms(v) for k, v in parts.items()}
-                       for layer, parts in layers.items()}} if layers else {}))
+                       for layer, parts in layers.items()},
+            "unnamed_ms": ms(unnamed)} if layers else {}))
 
 
 def print_layers(runs, top=30):
     """The ``top`` layers by their GPU time in the first of ``runs`` (mode ->
-    worker result with its ``trace``), ms per step side by side: the
-    convolutions, XLA's reductions and elementwise fusions, and the rest;
-    nothing where no trace has ``layers``."""
+    worker result with its ``trace``), ms per step side by side: per mode
+    the convolutions' forward / backward-data / backward-filter, XLA's
+    reductions, its elementwise fusions and the rest; then every layer's sum
+    and the time in no layer. Nothing where no trace has ``layers``."""
     from tf_ucudnn import table
 
     layered = {m: r["trace"]["layers"] for m, r in runs.items() if r["trace"].get("layers")}
     if not layered:
-        print("\nno kernel in these traces carries XLA's annotation: no per-layer times")
+        print("\nno kernel in these traces carries a TF op name: no per-layer times")
         return
-    parts = ("convolution", "reductions", "elementwise", "other")
     first = next(iter(layered.values()))
     names = sorted(first, key=lambda l: -sum(first[l].values()))[:top]
-    header = ["layer"] + [f"{m} {p[:4]}" for m in layered for p in parts]
-    rows = [[name] + [f"{layered[m].get(name, {}).get(p, 0):.3f}" for m in layered for p in parts]
+
+    def cells(parts):
+        conv = "/".join(f"{parts.get(p, 0):.3f}" for p in CONV_PASSES)
+        return [conv] + [f"{parts.get(p, 0):.3f}" for p in LAYER_PARTS[len(CONV_PASSES):]]
+
+    def total(layers):
+        sums = collections.Counter()
+        for parts in layers.values():
+            sums.update(parts)
+        return sums
+
+    header = ["layer"] + [f"{m} {c}" for m in layered
+                          for c in ("conv f/d/w", "redu", "elem", "other")]
+    rows = [[name] + [c for m in layered for c in cells(layered[m].get(name, {}))]
             for name in names]
+    rows.append(["all layers"] + [c for m in layered for c in cells(total(layered[m]))])
+    rows.append(["no layer"] + [c for m in layered for c in
+                                ("", f"{runs[m]['trace'].get('unnamed_ms', 0):.3f}", "", "")])
     print(f"\nper layer, ms per step (the {len(names)} longest in {next(iter(layered))}; "
-          f"conv: convolutions, redu: reductions, elem: elementwise fusions)")
+          f"conv f/d/w: convolutions forward / backward-data / backward-filter, redu: "
+          f"reductions, elem: elementwise fusions)")
     print(table.render(header, rows, align="l" + "r" * (len(header) - 1)))
+
+
+def mode_spec(spec):
+    """``(mode, {variable: value})`` of ``MODE[@VAR=VALUE...]``.
+
+    Raises:
+      ValueError: a part after ``@`` without ``=``."""
+    mode, *assignments = spec.split("@")
+    env = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{spec!r}: after the mode, @VAR=VALUE (e.g. "
+                             f"ucudnn-bnstats-xla@UCUDNN_STATISTICS_AFTER_CHANNELS=65536)")
+        env[name] = value
+    return mode, env
+
+
+def _file_part(spec):
+    """A mode spec as part of a file name: ``@`` and ``=`` as ``-``."""
+    return spec.replace("@", "-").replace("=", "-")
+
+
+def _keep_module(dump, name):
+    """The text of the largest optimized module XLA dumped into ``dump``
+    (None if none), gzipped into $OUT as ``name``; ``dump`` removed."""
+    paths = sorted(glob.glob(os.path.join(dump, "*after_optimizations.txt")), key=os.path.getsize)
+    text = None
+    if paths:
+        with open(paths[-1]) as f:
+            text = f.read()
+        with gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wt") as f:
+            f.write(text)
+    shutil.rmtree(dump, ignore_errors=True)
+    return text
 
 
 def main():
@@ -217,14 +315,21 @@ def main():
     precision = sys.argv[3] if len(sys.argv) > 3 else "float32"
     modes = sys.argv[4].split(",") if len(sys.argv) > 4 else DEFAULT_MODES
     runs = {}
-    for mode in modes:
+    for spec in modes:
+        mode, env = mode_spec(spec)
         trace = tempfile.mkdtemp(prefix=f"xla_profile_{mode}_")
+        dump = tempfile.mkdtemp(prefix=f"xla_dump_{mode}_")
+        env["XLA_FLAGS"] = " ".join(filter(None, (
+            env.get("XLA_FLAGS", os.environ.get("XLA_FLAGS", "")),
+            f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_module_re=.*step.*")))
         limit = models.REFERENCE_LIMIT if mode == "stock" else 64 << 20
-        r = models.launch(model, mode, limit, batch, 900, precision=precision,
-                                 profile_dir=trace)
-        r["trace"] = read_trace(trace, model=model) if "error" not in r else {}
-        runs[mode] = r
-        print(f"  {mode}: " + (r["error"] if "error" in r else
+        r = models.launch(model, mode, limit, batch, 900, extra_env=env, precision=precision,
+                          profile_dir=trace)
+        module = _keep_module(dump, f"hlo_{model}_{precision}_{_file_part(spec)}.txt.gz")
+        r["trace"] = (read_trace(trace, model=model, fusion_ops=module and fusion_op_names(module))
+                      if "error" not in r else {})
+        runs[spec] = r
+        print(f"  {spec}: " + (r["error"] if "error" in r else
                                f"{r['step_ms']:.1f} ms; trace: {r['trace'].get('error', 'read')}"),
               flush=True)
     ok = {m: r for m, r in runs.items() if "error" not in r and "error" not in r["trace"]}
@@ -264,7 +369,8 @@ def main():
                   f"{sum(p['time_ms'] or 0 for p in plans):.2f}; the ten slowest:")
             print(PlanTable(plans[:10]).to_string(max_width=150))
     out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}"
-                       + ("" if modes == DEFAULT_MODES else "_" + "_".join(modes))
+                       + ("" if modes == DEFAULT_MODES else
+                          "_" + "_".join(_file_part(m) for m in modes))
                        + ".json")
     with open(out, "w") as f:
         json.dump(runs, f, indent=1)

@@ -693,13 +693,19 @@ class ProfileLayersTest(tf.test.TestCase):
         plane.stat_metadata[1].name = "name"
         plane.stat_metadata[2].name = "hlo_op"
         kernels = [  # (kernel name, TF op name or None, µs)
-            ("sm90_xmma_dgrad_implicit_gemm", "resnet50_1/conv2_block1_2_conv_conv2_block1_2_bn_1"
+            ("sm90_xmma_fprop_implicit_gemm", "resnet50_1/conv2_block1_2_conv_conv2_block1_2_bn_1"
              "/Ucudnn_Conv2DWithStatistics", 300),
+            ("sm90_xmma_wgrad_implicit_gemm", "gradient_tape/resnet50_1/conv2_block1_2_conv_"
+             "conv2_block1_2_bn_1/Ucudnn_Conv2DBackpropFilter", 200),
+            ("sm90_xmma_dgrad_implicit_gemm", "gradient_tape/resnet50_1/conv2_block1_2_conv/"
+             "Conv2D/Conv2DBackpropInput", 150),
             ("input_reduce_fusion_3", "gradient_tape/resnet50_1/conv2_block1_2_conv_"
              "conv2_block1_2_bn_1/Sum", 120),
             ("loop_select_fusion_14", "gradient_tape/resnet50_1/conv2_block1_2_relu_1/ReluGrad",
              80),
             ("loop_maximum_fusion_2", "resnet50_1/conv2_block1_2_relu_1/Relu", 50),
+            # A fusion whose kernel carries no name: its op from the module's fusion.
+            ("loop_convert_fusion_7", None, 40),
             ("Memset", None, 10),
         ]
         line = plane.lines.add(timestamp_ns=0)
@@ -715,10 +721,17 @@ class ProfileLayersTest(tf.test.TestCase):
         directory = tempfile.mkdtemp()
         with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
             f.write(space.SerializeToString())
-        trace = xla_profile.read_trace(directory, per=1, model="resnet50")
-        self.assertEqual(trace["layers"], {"conv2_block1_2": {
-            "convolution": 0.3, "reductions": 0.12, "elementwise": 0.13}})
-        self.assertAlmostEqual(trace["busy_ms"], 0.56)
+        fusion_ops = {"loop_convert_fusion_7": "gradient_tape/resnet50_1/conv2_block1_3_conv_"
+                                               "conv2_block1_3_bn_1/Cast"}
+        trace = xla_profile.read_trace(directory, per=1, model="resnet50", fusion_ops=fusion_ops)
+        self.assertEqual(trace["layers"], {
+            "conv2_block1_2": {"forward": 0.3, "backward-filter": 0.2, "backward-data": 0.15,
+                               "reductions": 0.12, "elementwise": 0.13},
+            "conv2_block1_3": {"elementwise": 0.04}})
+        self.assertAlmostEqual(trace["unnamed_ms"], 0.01)
+        self.assertAlmostEqual(trace["busy_ms"], 0.95)
+        # Without the module the unnamed fusion is in no layer.
+        self.assertAlmostEqual(xla_profile.read_trace(directory, per=1)["unnamed_ms"], 0.05)
         # A trace without the annotation has no per-layer times.
         for event in line.events:
             del event.stats[:]
@@ -726,20 +739,45 @@ class ProfileLayersTest(tf.test.TestCase):
             f.write(space.SerializeToString())
         self.assertNotIn("layers", xla_profile.read_trace(directory, per=1))
 
+    def test_fusion_kernels_named_from_the_module(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        module = HloFusionBytesTest.MODULE
+        # Dots as underscores: the kernel of "loop_select_fusion.2" is "loop_select_fusion_2".
+        module = module.replace("%loop_relu_fusion =", "%loop_select_fusion.2 =")
+        self.assertEqual(xla_profile.fusion_op_names(module), {
+            "loop_select_fusion": "gradient_tape/net/relu/ReluGrad",
+            "input_reduce_fusion": "net/bn/Sum",
+            "loop_select_fusion_2": "gradient_tape/net/relu_1/ReluGrad"})
+
+    def test_mode_specs_carry_environment_variables(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        self.assertEqual(xla_profile.mode_spec("stock-xla"), ("stock-xla", {}))
+        self.assertEqual(
+            xla_profile.mode_spec("ucudnn-bnstats-xla@UCUDNN_STATISTICS_AFTER_CHANNELS=65536@A=b"),
+            ("ucudnn-bnstats-xla", {"UCUDNN_STATISTICS_AFTER_CHANNELS": "65536", "A": "b"}))
+        with self.assertRaisesRegex(ValueError, "@VAR=VALUE"):
+            xla_profile.mode_spec("ucudnn-bnstats-xla@UCUDNN_STATISTICS_AFTER_CHANNELS")
+
     def test_layers_print_side_by_side_longest_first(self):
         xla_profile = _benchmark_script(self, "xla_profile")
-        runs = {"stock-xla": {"trace": {"layers": {
-                    "conv1": {"convolution": 0.5, "elementwise": 0.1},
-                    "conv2_block1_1": {"convolution": 0.2, "reductions": 0.3}}}},
-                "ucudnn-bnstats-xla": {"trace": {"layers": {
-                    "conv2_block1_1": {"convolution": 0.25}}}}}
+        runs = {"stock-xla": {"trace": {"unnamed_ms": 0.05, "layers": {
+                    "conv1": {"forward": 0.4, "backward-filter": 0.1, "elementwise": 0.1},
+                    "conv2_block1_1": {"forward": 0.2, "reductions": 0.3}}}},
+                "ucudnn-bnstats-xla": {"trace": {"unnamed_ms": 0.01, "layers": {
+                    "conv2_block1_1": {"backward-data": 0.25}}}}}
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             xla_profile.print_layers(runs, top=1)
-        rows = [l.split() for l in out.getvalue().splitlines() if l.startswith("conv")]
-        # conv1 (0.6 ms in stock XLA) first; top=1 keeps it alone; ours has no conv1.
-        self.assertEqual(rows, [["conv1", "0.500", "0.000", "0.100", "0.000",
-                                 "0.000", "0.000", "0.000", "0.000"]])
+        rows = [l.split() for l in out.getvalue().splitlines()
+                if l.startswith(("conv", "all", "no layer"))]
+        # conv1 (0.6 ms in stock XLA) first; top=1 keeps it alone; ours has no conv1; then every
+        # layer's sum and the time in none.
+        self.assertEqual(rows, [
+            ["conv1", "0.400/0.000/0.100", "0.000", "0.100", "0.000",
+             "0.000/0.000/0.000", "0.000", "0.000", "0.000"],
+            ["all", "layers", "0.600/0.000/0.100", "0.300", "0.100", "0.000",
+             "0.000/0.250/0.000", "0.000", "0.000", "0.000"],
+            ["no", "layer", "0.050", "0.010"]])
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             xla_profile.print_layers({"stock-xla": {"trace": {}}})
