@@ -287,9 +287,18 @@ def mode_spec(spec):
     return mode, env
 
 
-def _file_part(spec):
-    """A mode spec as part of a file name: ``@`` and ``=`` as ``-``."""
-    return spec.replace("@", "-").replace("=", "-")
+def file_part(spec):
+    """A mode spec as part of a file name: ``MODE-VAR-VALUE...``, a value
+    that holds paths named by its first path's last component
+    (``PYTHONPATH=/a/b/max_pool_gradient:/c`` -> ``PYTHONPATH-max_pool_gradient``),
+    every run of other characters than letters, digits, ``.`` and ``_`` as one ``-``."""
+    mode, env = mode_spec(spec)
+    parts = [mode]
+    for name, value in env.items():
+        if "/" in value:
+            value = os.path.basename(value.split(os.pathsep)[0].rstrip("/"))
+        parts += [name, value]
+    return re.sub(r"[^A-Za-z0-9._]+", "-", "-".join(parts))
 
 
 def _keep_module(dump, name):
@@ -300,8 +309,11 @@ def _keep_module(dump, name):
     if paths:
         with open(paths[-1]) as f:
             text = f.read()
-        with gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wt") as f:
-            f.write(text)
+        try:
+            with gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wt") as f:
+                f.write(text)
+        except OSError as e:  # the profile goes on without the copy
+            print(f"  could not keep the optimized module as {name}: {e}", flush=True)
     shutil.rmtree(dump, ignore_errors=True)
     return text
 
@@ -325,7 +337,7 @@ def main():
         limit = models.REFERENCE_LIMIT if mode == "stock" else 64 << 20
         r = models.launch(model, mode, limit, batch, 900, extra_env=env, precision=precision,
                           profile_dir=trace)
-        module = _keep_module(dump, f"hlo_{model}_{precision}_{_file_part(spec)}.txt.gz")
+        module = _keep_module(dump, f"hlo_{model}_{precision}_{file_part(spec)}.txt.gz")
         r["trace"] = (read_trace(trace, model=model, fusion_ops=module and fusion_op_names(module))
                       if "error" not in r else {})
         runs[spec] = r
@@ -370,7 +382,7 @@ def main():
             print(PlanTable(plans[:10]).to_string(max_width=150))
     out = os.path.join(os.environ.get("OUT", "."), f"xla_profile_{model}_{precision}"
                        + ("" if modes == DEFAULT_MODES else
-                          "_" + "_".join(_file_part(m) for m in modes))
+                          "_" + "_".join(file_part(m) for m in modes))
                        + ".json")
     with open(out, "w") as f:
         json.dump(runs, f, indent=1)
