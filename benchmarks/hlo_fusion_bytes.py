@@ -23,6 +23,7 @@ its activations, counted.
 
 import argparse
 import collections
+import glob
 import gzip
 import os
 import re
@@ -127,6 +128,13 @@ def by_origin(fusions):
         g[0] += 1
         g[1] += f["bytes_in"] + f["bytes_out"]
     return dict(groups)
+
+
+def largest_dump(directory, suffix="after_optimizations.txt"):
+    """The largest file of XLA's dump in ``directory`` whose name ends in
+    ``suffix`` (a step's module is the largest of its compilations), or None."""
+    paths = glob.glob(os.path.join(directory, "*" + suffix))
+    return max(paths, key=os.path.getsize) if paths else None
 
 
 def read_module(path):

@@ -146,14 +146,12 @@ def run(args):
         r = models.launch(args.model, "ucudnn-bnstats-xla", 64 << 20, args.batch, 900,
                           extra_env=env, precision=args.precision)
         r = {k: r[k] for k in ("step_ms", "peak_bytes", "error") if k in r}
-        modules = sorted((os.path.join(dump, f) for f in os.listdir(dump)
-                          if f.endswith("after_optimizations.txt")), key=os.path.getsize)
-        if modules:
-            r.update(module_summary(hlo_fusion_bytes.read_module(modules[-1])))
-        dumps = [os.path.join(dump, f) for f in os.listdir(dump)
-                 if f.endswith("priority_fusion_dump.txt")]
-        if args.decisions and dumps:
-            r["decisions"] = fusion_decisions(hlo_fusion_bytes.read_module(max(dumps, key=os.path.getsize)),
+        module = hlo_fusion_bytes.largest_dump(dump)
+        if module:
+            r.update(module_summary(hlo_fusion_bytes.read_module(module)))
+        decisions = hlo_fusion_bytes.largest_dump(dump, "priority_fusion_dump.txt")
+        if args.decisions and decisions:
+            r["decisions"] = fusion_decisions(hlo_fusion_bytes.read_module(decisions),
                                               args.producer)
         shutil.rmtree(dump, ignore_errors=True)
         results[variant] = r

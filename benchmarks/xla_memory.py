@@ -25,7 +25,6 @@ directory); with ``--keep-hlo`` also each run's optimized HLO module there
 (xla_hlo_MODEL_MODE.txt), to compare the fusions around the convolutions.
 """
 
-import glob
 import json
 import os
 import re
@@ -35,10 +34,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def _largest(paths):
-    return max(paths, key=os.path.getsize) if paths else None
+from hlo_fusion_bytes import largest_dump  # noqa: E402  (after the path)
 
 
 def _instructions(module):
@@ -175,7 +173,7 @@ def read_proto(directory, top=15):
     """:func:`peak_live` of the largest optimized module's proto in a dump folder."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
-    path = _largest(glob.glob(os.path.join(directory, "*after_optimizations.hlo.pb")))
+    path = largest_dump(directory, "after_optimizations.hlo.pb")
     if path is None:
         return None
     proto = hlo_pb2.HloProto()
@@ -186,8 +184,8 @@ def read_proto(directory, top=15):
 
 def read_dump(directory):
     """Totals from one dump folder (see the module docstring)."""
-    hlo = _largest(glob.glob(os.path.join(directory, "*after_optimizations.txt")))
-    assignment = _largest(glob.glob(os.path.join(directory, "*buffer-assignment.txt")))
+    hlo = largest_dump(directory)
+    assignment = largest_dump(directory, "buffer-assignment.txt")
     out = dict(hlo=os.path.basename(hlo or ""), assignment=os.path.basename(assignment or ""))
     if assignment:
         text = open(assignment).read()
@@ -220,7 +218,7 @@ def run(model, batch, modes, precision="float32", keep_hlo=False, top=15):
             step = models.launch(model, mode, 64 << 20, batch, 400, precision=precision,
                                  extra_env=dict(XLA_FLAGS=flags))
             results[mode] = dict(step=step, dump=read_dump(dump), peak=read_proto(dump, top))
-            hlo = _largest(glob.glob(os.path.join(dump, "*after_optimizations.txt")))
+            hlo = largest_dump(dump)
             if keep_hlo and hlo:
                 shutil.copy(hlo, os.path.join(os.environ.get("OUT", "."),
                                               f"xla_hlo_{model}_{mode}.txt"))

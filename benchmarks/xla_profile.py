@@ -304,11 +304,12 @@ def file_part(spec):
 def _keep_module(dump, name):
     """The text of the largest optimized module XLA dumped into ``dump``
     (None if none), gzipped into $OUT as ``name``; ``dump`` removed."""
-    paths = sorted(glob.glob(os.path.join(dump, "*after_optimizations.txt")), key=os.path.getsize)
+    import hlo_fusion_bytes
+
+    path = hlo_fusion_bytes.largest_dump(dump)
     text = None
-    if paths:
-        with open(paths[-1]) as f:
-            text = f.read()
+    if path:
+        text = hlo_fusion_bytes.read_module(path)
         try:
             with gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wt") as f:
                 f.write(text)

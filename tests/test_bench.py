@@ -620,14 +620,16 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
 
 
 def _benchmark_script(test, name):
-    """benchmarks/NAME.py as a module, or skips `test` where the checkout's
-    benchmarks/ is not beside the tests (make wheel-test copies tests/ alone)."""
+    """benchmarks/NAME.py as a module (NAME may name a file in a folder of
+    benchmarks/: ``max_pool_gradient/sitecustomize``), or skips `test` where
+    the checkout's benchmarks/ is not beside the tests (make wheel-test copies
+    tests/ alone)."""
     import importlib.util
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "benchmarks", f"{name}.py")
     if not os.path.exists(path):
         test.skipTest("benchmarks/ is a checkout's, not beside these tests")
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name.replace("/", "_"), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -812,6 +814,18 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
 }
 """
 
+    def test_the_largest_dump_of_a_kind_is_the_steps(self):
+        hlo_fusion_bytes = _benchmark_script(self, "hlo_fusion_bytes")
+        directory = tempfile.mkdtemp()
+        for name, size in (("module_0001.init.after_optimizations.txt", 10),
+                           ("module_0002.step.after_optimizations.txt", 100),
+                           ("module_0002.step.buffer-assignment.txt", 1000)):
+            with open(os.path.join(directory, name), "w") as f:
+                f.write("x" * size)
+        self.assertEqual(os.path.basename(hlo_fusion_bytes.largest_dump(directory)),
+                         "module_0002.step.after_optimizations.txt")
+        self.assertIsNone(hlo_fusion_bytes.largest_dump(directory, "priority_fusion_dump.txt"))
+
     def test_counts_each_fusions_operands_and_result_by_origin(self):
         module = _benchmark_script(self, "hlo_fusion_bytes")
         self.assertEqual(module.shape_bytes("(f32[16]{0}, bf16[2,3]{1,0})"), 64 + 12)
@@ -852,15 +866,7 @@ class MaxPoolGradientTest(tf.test.TestCase):
     tensor, ties included."""
 
     def _module(self):
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "benchmarks", "max_pool_gradient", "sitecustomize.py")
-        if not os.path.exists(path):
-            self.skipTest("benchmarks/ is a checkout's, not beside these tests")
-        spec = importlib.util.spec_from_file_location("max_pool_gradient_sitecustomize", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return _benchmark_script(self, "max_pool_gradient/sitecustomize")
 
     def test_gradient_equals_select_and_scatter_with_ties(self):
         module = self._module()

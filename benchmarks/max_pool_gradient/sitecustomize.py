@@ -1,7 +1,9 @@
-"""Another formulation of a max-pool's gradient, for
-``benchmarks/max_pool_gradient.py`` (which puts this directory first on the
-worker's ``PYTHONPATH``, so that Python imports this module as the worker
-starts).
+"""Another formulation of a max-pool's gradient, imported as a model
+worker starts where this directory is first on its ``PYTHONPATH`` (Python
+imports ``sitecustomize`` at start-up), e.g. by ``benchmarks/xla_profile.py``:
+
+    python3 benchmarks/xla_profile.py resnet50 256 mixed_float16 \
+        "ucudnn-bnstats-xla,ucudnn-bnstats-xla@PYTHONPATH=$PWD/benchmarks/max_pool_gradient:$PYTHONPATH@MAX_POOL_GRADIENT=first-max-index"
 
 Under XLA, TF's ``MaxPoolGrad`` becomes a select-and-scatter: for each
 window, the first of its largest inputs (row-major order) receives the
