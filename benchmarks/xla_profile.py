@@ -290,7 +290,7 @@ def mode_spec(spec):
 def file_part(spec):
     """A mode spec as part of a file name: ``MODE-VAR-VALUE...``, a value
     that holds paths named by its first path's last component
-    (``PYTHONPATH=/a/b/max_pool_gradient:/c`` -> ``PYTHONPATH-max_pool_gradient``),
+    (``PYTHONPATH=/a/b/relu_gradient:/c`` -> ``PYTHONPATH-relu_gradient``),
     every run of other characters than letters, digits, ``.`` and ``_`` as one ``-``."""
     mode, env = mode_spec(spec)
     parts = [mode]

@@ -621,7 +621,7 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
 
 def _benchmark_script(test, name):
     """benchmarks/NAME.py as a module (NAME may name a file in a folder of
-    benchmarks/: ``max_pool_gradient/sitecustomize``), or skips `test` where
+    benchmarks/: ``relu_gradient/sitecustomize``), or skips `test` where
     the checkout's benchmarks/ is not beside the tests (make wheel-test copies
     tests/ alone)."""
     import importlib.util
@@ -764,9 +764,9 @@ class ProfileLayersTest(tf.test.TestCase):
                                                "CHANNELS=65536"),
                          "ucudnn-bnstats-xla-UCUDNN_STATISTICS_AFTER_CHANNELS-65536")
         self.assertEqual(xla_profile.file_part(
-            "ucudnn-bnstats-xla@PYTHONPATH=/w/benchmarks/max_pool_gradient/:/w:/site"
-            "@MAX_POOL_GRADIENT=first-max-index@XLA_FLAGS=--a=1 --b"),
-            "ucudnn-bnstats-xla-PYTHONPATH-max_pool_gradient-MAX_POOL_GRADIENT-first-max-index-"
+            "ucudnn-bnstats-xla@PYTHONPATH=/w/benchmarks/relu_gradient/:/w:/site"
+            "@RELU_GRADIENT_VARIANT=custom@XLA_FLAGS=--a=1 --b"),
+            "ucudnn-bnstats-xla-PYTHONPATH-relu_gradient-RELU_GRADIENT_VARIANT-custom-"
             "XLA_FLAGS-a-1-b")
 
     def test_layers_print_side_by_side_longest_first(self):
@@ -858,49 +858,6 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
                          ["input_reduce_fusion"])
         self.assertEqual(module.layer_rows(fusions, "bn/")[0][4:6],
                          ("+1 small", "f32[16], f32[16]"))
-
-
-class MaxPoolGradientTest(tf.test.TestCase):
-    """benchmarks/max_pool_gradient/sitecustomize.py: a max-pool's gradient
-    from elementwise selects and pads is the select-and-scatter's, tensor for
-    tensor, ties included."""
-
-    def _module(self):
-        return _benchmark_script(self, "max_pool_gradient/sitecustomize")
-
-    def test_gradient_equals_select_and_scatter_with_ties(self):
-        module = self._module()
-        rng = np.random.default_rng(5)
-        cases = (([2, 9, 9, 3], (3, 3), (2, 2)),  # ResNet's pool: windows overlap
-                 ([2, 8, 8, 3], (2, 2), (2, 2)),  # VGG's: they tile
-                 ([1, 7, 6, 2], (3, 3), (1, 1)),
-                 ([2, 9, 8, 2], (2, 3), (2, 1)))
-        for shape, pool, strides in cases:
-            for dtype in (tf.float32, tf.float16):
-                # Three values: most windows hold their maximum more than once.
-                x = tf.constant(rng.integers(0, 3, shape), dtype)
-
-                def gradient(x, ours):
-                    with tf.GradientTape() as tape:
-                        tape.watch(x)
-                        y = (module.max_pool(x, pool, strides) if ours else
-                             tf.nn.max_pool2d(x, pool, strides, "VALID"))
-                        weight = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7 + 1, y.shape),
-                                         dtype) * tf.constant(0.37, dtype)
-                        loss = tf.reduce_sum(y * weight)
-                    return tape.gradient(loss, x)
-
-                want = tf.function(gradient, jit_compile=True)(x, False)  # select-and-scatter
-                label = f"{shape} {pool} {strides} {dtype.name}"
-                self.assertAllEqual(gradient(x, True), want, msg=label)
-                self.assertAllEqual(tf.function(gradient, jit_compile=True)(x, True), want,
-                                    msg=label)
-                self.assertAllEqual(gradient(x, False), want, msg=label)  # TF's own kernel
-
-    def test_an_unknown_variant_is_refused_naming_the_variants(self):
-        with mock.patch.dict(os.environ, MAX_POOL_GRADIENT="argmax"):
-            with self.assertRaisesRegex(ValueError, "select-and-scatter, first-max-index"):
-                self._module()
 
 
 class ReluGradientVariantsTest(tf.test.TestCase):

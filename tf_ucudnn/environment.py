@@ -54,6 +54,37 @@ def recompute():
     return checked_recompute(os.environ.get("UCUDNN_RECOMPUTE", "") or "off", "UCUDNN_RECOMPUTE")
 
 
+MAX_POOL_GRADIENTS = ("first-max-index", "select-and-scatter")
+
+
+def checked_max_pool_gradient(value, name="max_pool_gradient"):
+    """``value`` if it names a max-pool gradient (:data:`MAX_POOL_GRADIENTS`).
+
+    Raises:
+      ValueError: anything else, naming ``name`` and the allowed values.
+    """
+    if value not in MAX_POOL_GRADIENTS:
+        unset = " (unset: first-max-index)" if name.startswith(PREFIX) else ""
+        raise ValueError(f"{name} must be one of {', '.join(MAX_POOL_GRADIENTS)}{unset}, "
+                         f"got {value!r}")
+    return value
+
+
+def max_pool_gradient():
+    """``UCUDNN_MAX_POOL_GRADIENT``: how the ``keras.layers.MaxPooling2D``
+    layers of XLA-compiled models compute their gradient while
+    ``enable_rewrite`` is on, where it was not given:
+    ``"first-max-index"`` (unset or ``""``; ``tf_ucudnn.max_pool``) or
+    ``"select-and-scatter"`` (XLA's own).
+
+    Raises:
+      ValueError: any other value, naming the allowed ones.
+    """
+    return checked_max_pool_gradient(
+        os.environ.get("UCUDNN_MAX_POOL_GRADIENT", "") or "first-max-index",
+        "UCUDNN_MAX_POOL_GRADIENT")
+
+
 # Input channels up to which a convolution's batch-norm statistics are reduced
 # after it rather than in its cuDNN graph (statistics_after_channels).
 DEFAULT_STATISTICS_AFTER_CHANNELS = 4

@@ -1,8 +1,8 @@
 """Keras layers whose convolutions run through tf_ucudnn: `Conv2D` and
 `Conv2DTranspose`, drop-ins for Keras' own (same arguments, same weights),
-`Conv2DBatchNorm`, a convolution with the batch norm that follows it, and
+`Conv2DBatchNorm`, a convolution with the batch norm that follows it,
 `BatchNormalization`, Keras' own whose output the next convolution may apply
-as its prologue."""
+as its prologue, and `MaxPooling2D`, Keras' own whose gradient XLA fuses."""
 
 import keras
 import tensorflow as tf
@@ -10,7 +10,7 @@ from keras.src.backend.common.backend_utils import compute_conv_transpose_output
 
 from tf_ucudnn import batch_norm as batch_norm_math
 from tf_ucudnn import batch_norm_chain
-from tf_ucudnn import environment, gradients, nn
+from tf_ucudnn import environment, gradients, max_pool, nn
 
 
 def conv2d_arguments(layer):
@@ -644,3 +644,17 @@ def recording_batch_norm_call(batch_norm, inputs, training=None, mask=None):
     mean, variance = batch_norm._moments(tf.cast(inputs, tf.float32), None)
     return _train_and_normalize(batch_norm, inputs, mean, variance,
                                 "NHWC" if batch_norm.axis in (3, -1) else "NCHW")
+
+
+@keras.saving.register_keras_serializable(package="tf_ucudnn")
+class MaxPooling2D(keras.layers.MaxPooling2D):
+    """``keras.layers.MaxPooling2D`` (the same arguments and outputs) whose
+    gradient, traced under XLA (``jit_compile``, Keras' default ``fit`` on a
+    GPU), is elementwise selects and pads that XLA fuses instead of its
+    select-and-scatter (:func:`tf_ucudnn.max_pool.first_max_gradient`: the
+    same tensor). For ``padding="valid"``, ``channels_last`` and static
+    input H, W and C; otherwise, and without XLA, Keras' own."""
+
+    def call(self, inputs):
+        return max_pool.pool_call(self, inputs)
+

@@ -50,7 +50,8 @@ import keras
 import tensorflow as tf
 from tensorflow.python.eager import context as _context
 
-from tf_ucudnn import _engine, batch_norm_chain, database_link, environment, gradients, nn
+from tf_ucudnn import (_engine, batch_norm_chain, database_link, environment, gradients,
+                       max_pool, nn)
 from tf_ucudnn.units import AUTO_WORKSPACE_LIMIT, to_bytes, to_workspace_limit
 
 OPTIMIZER_NAME = "UcudnnRewriter"
@@ -86,6 +87,9 @@ class RewriteSettings:
         chains train on the convolution's statistics.
       recompute: ``"off"``, ``"1x1"``, or None (``UCUDNN_RECOMPUTE``): which
         chain convolutions' outputs the backward pass computes again.
+      max_pool_gradient: ``"first-max-index"``, ``"select-and-scatter"``, or
+        None (``UCUDNN_MAX_POOL_GRADIENT``): the gradient of XLA-compiled
+        models' ``keras.layers.MaxPooling2D`` layers.
     """
 
     workspace_limit: int = None
@@ -95,6 +99,7 @@ class RewriteSettings:
     layout_optimizer: bool = False
     fuse_batch_norm: bool = False
     recompute: str = None
+    max_pool_gradient: str = None
 
 
 class _Enabled:
@@ -243,7 +248,7 @@ def _rewriting_here():
 
 def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy=None,
                    devices=None, *, layout_optimizer=False, fuse_batch_norm=False,
-                   recompute=None):
+                   recompute=None, max_pool_gradient=None):
     """Runs the convolutions of every ``tf.function`` executed from now on through tf_ucudnn.
 
     While enabled, graphs have their ``Conv2D``, ``Conv2DBackpropInput`` and
@@ -323,6 +328,15 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         convolution reads it through its prologue, instead of keeping it;
         ``"off"`` keeps every one; None (default): ``UCUDNN_RECOMPUTE``
         decides (as ``Conv2DBatchNorm``'s ``recompute_output``).
+      max_pool_gradient: for models compiled with XLA, how their
+        ``keras.layers.MaxPooling2D`` layers (``padding="valid"``,
+        ``channels_last``) compute their gradient: ``"first-max-index"`` from
+        elementwise selects and pads that XLA fuses
+        (:func:`tf_ucudnn.max_pool.max_pool2d`: the same tensor, faster and
+        smaller than XLA's select-and-scatter on an H200), or
+        ``"select-and-scatter"`` (XLA's own). :func:`rewrite_stats` counts
+        the first as ``max_pool``. None (default):
+        ``UCUDNN_MAX_POOL_GRADIENT`` (unset: ``"first-max-index"``).
 
     Returns:
       A context manager that restores the previous state on exit.
@@ -334,7 +348,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         other than CPU and GPU, a device this process does not have
         (``"GPU:9"``; the message lists those it has), a
         ``layout_optimizer`` or ``fuse_batch_norm`` that is not a bool, or
-        a ``recompute`` other than ``"off"``, ``"1x1"`` and None.
+        a ``recompute`` other than ``"off"``, ``"1x1"`` and None, or a
+        ``max_pool_gradient`` other than those above and None.
     """
     for name, value in (("layout_optimizer", layout_optimizer),
                         ("fuse_batch_norm", fuse_batch_norm)):
@@ -342,6 +357,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if recompute is not None:
         environment.checked_recompute(recompute)
+    if max_pool_gradient is not None:
+        environment.checked_max_pool_gradient(max_pool_gradient)
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
                          "(bytes shared by all kernels), not both")
@@ -360,7 +377,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         devices=_normalize_devices(devices),
         layout_optimizer=layout_optimizer,
         fuse_batch_norm=fuse_batch_norm,
-        recompute=recompute)
+        recompute=recompute,
+        max_pool_gradient=max_pool_gradient)
     # The substituted kernels plan from (and save to) the benchmark database too.
     database_link.load()
     previous = _settings()
@@ -422,11 +440,16 @@ def rewrite_stats():
       pass computes again instead of keeping them: ``recompute`` of
       ``enable_rewrite`` and ``rewrite_model``, ``Conv2DBatchNorm``'s
       ``recompute_output``, ``UCUDNN_RECOMPUTE``; counted per traced
-      gradient).
+      gradient), and ``max_pool`` (max-pool gradients traced under XLA as
+      elementwise selects: ``tf_ucudnn.layers.MaxPooling2D``, and the
+      ``keras.layers.MaxPooling2D`` layers that ``max_pool_gradient`` of
+      ``enable_rewrite`` and ``rewrite_model`` sends there; counted per
+      traced gradient).
     """
     return dict(_engine.rewrite_stats(), bn_fused=_bn_fused_count[0],
                 bn_prologue=batch_norm_chain.prologues_taken[0],
-                bn_recomputed=gradients.recomputed_outputs[0])
+                bn_recomputed=gradients.recomputed_outputs[0],
+                max_pool=max_pool.first_max_gradients[0])
 
 
 def _install_xla_warning():
@@ -526,6 +549,9 @@ def _route_layers(model):
       ``Conv2DTranspose`` layers of a model compiled with XLA run their
       convolution and bias through tf_ucudnn's ops (whose XLA kernels are
       the micro-batched custom calls).
+    * ``max_pool_gradient``: under XLA, the ``keras.layers.MaxPooling2D``
+      layers that :func:`tf_ucudnn.max_pool.routable` accepts pool through
+      :func:`tf_ucudnn.max_pool.max_pool2d` (``"first-max-index"``).
     * ``fuse_batch_norm``: with or without XLA, the Conv2D ->
       BatchNormalization chains of ``rewrite_model(fuse_batch_norm=True)``
       run on the convolution's statistics (``_chain_conv_call``,
@@ -578,6 +604,25 @@ def _route_layers(model):
         else:
             layer.call = functools.partial(_xla_call, layer, wanted)
         layer._tf_ucudnn_route = route
+    gradient = None if xla is None else (xla.max_pool_gradient
+                                         or environment.max_pool_gradient())
+    pools = 0
+    for layer in model._flatten_layers(include_self=False):
+        if type(layer) is not keras.layers.MaxPooling2D:
+            continue
+        route = (("max_pool", gradient) if gradient == "first-max-index"
+                 and max_pool.routable(layer) else None)
+        pools += route is not None
+        if getattr(layer, "_tf_ucudnn_route", None) == route:
+            continue
+        changed = True
+        if "call" in layer.__dict__:
+            del layer.call
+        if route is None:
+            layer.__dict__.pop("_tf_ucudnn_route", None)
+        else:
+            layer.call = functools.partial(max_pool.pool_call, layer)
+            layer._tf_ucudnn_route = route
     routed = [layer for layer in layers if getattr(layer, "_tf_ucudnn_route", ("",))[0] == "xla"]
     chained = sum(getattr(layer, "_tf_ucudnn_route", ("",))[0] == "chain" for layer in layers)
     if changed:
@@ -589,6 +634,10 @@ def _route_layers(model):
                       "keras.layers.Conv2D%s layers run tf_ucudnn's XLA kernels while the "
                       "rewrite is on", model.name, len(routed) - transposed,
                       f" and {transposed} keras.layers.Conv2DTranspose" if transposed else "")
+        if pools:
+            _log.info("tf_ucudnn.enable_rewrite: model %r is compiled with XLA; its %d "
+                      "keras.layers.MaxPooling2D layers take their gradient from elementwise "
+                      "selects (max_pool_gradient='first-max-index')", model.name, pools)
         if chained:
             _log.info("tf_ucudnn.enable_rewrite: model %r: its %d keras.layers.Conv2D -> "
                       "BatchNormalization chains train on the convolution's statistics while "
@@ -596,7 +645,7 @@ def _route_layers(model):
 
 
 def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbose=1,
-                  fuse_batch_norm=False, recompute=None):
+                  fuse_batch_norm=False, recompute=None, max_pool_gradient=None):
     """A copy of a Keras model with each ``keras.layers.Conv2D`` replaced by
     ``tf_ucudnn.layers.Conv2D``, and each ``keras.layers.Conv2DTranspose`` by
     ``tf_ucudnn.layers.Conv2DTranspose``, of the same configuration and weights.
@@ -642,6 +691,13 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         v1's reducing convolutions, whose output the 3x3 after them reads
         through its prologue) and False for the others, ``"off"`` False for
         all, None (default) None: ``UCUDNN_RECOMPUTE`` decides.
+      max_pool_gradient: ``"first-max-index"`` replaces each
+        ``keras.layers.MaxPooling2D`` with ``padding="valid"`` and
+        ``channels_last`` by ``tf_ucudnn.layers.MaxPooling2D``, whose
+        gradient under XLA is elementwise selects that XLA fuses (the same
+        tensor as its select-and-scatter; without XLA, TF's);
+        ``"select-and-scatter"`` keeps them. None (default):
+        ``UCUDNN_MAX_POOL_GRADIENT`` (unset: ``"first-max-index"``).
 
     Returns:
       A new ``keras.Model``; the input model is unchanged.
@@ -649,13 +705,17 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     Raises:
       ValueError: ``model`` is not a ``keras.Model`` (the message names the
         type given), is a subclassed model, or is not built; or a knob is
-        out of range (``recompute``: not ``"off"``, ``"1x1"`` or None).
+        out of range (``recompute``: not ``"off"``, ``"1x1"`` or None;
+        ``max_pool_gradient``: not one of those above or None).
     """
     from tf_ucudnn import layers
 
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if recompute is not None:
         environment.checked_recompute(recompute)
+    if max_pool_gradient is not None:
+        environment.checked_max_pool_gradient(max_pool_gradient)
+    pool_gradient = max_pool_gradient or environment.max_pool_gradient()
     if not isinstance(model, keras.Model):
         raise ValueError(f"rewrite_model needs a keras.Model (Sequential or functional), got "
                          f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
@@ -667,7 +727,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
                          f"tf_ucudnn.enable_rewrite()")
     if not model.built:
         raise ValueError("rewrite_model needs a built model (call it once or build it first)")
-    replaced, skipped, nested = [], [], set()
+    replaced, skipped, nested, pools = [], [], set(), []
     for outer in _nested_models(model):
         nested.update(id(layer) for layer in outer.layers)
 
@@ -697,6 +757,10 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         if id(layer) in recorded_norms:
             return layers.BatchNormalization.from_config(layer.get_config())
         config = layer.get_config()
+        if (type(layer) is keras.layers.MaxPooling2D and pool_gradient == "first-max-index"
+                and max_pool.routable(layer)):
+            pools.append(layer)
+            return layers.MaxPooling2D.from_config(config)
         supported = getattr(layer, "compute_dtype", None) in layers._COMPUTE_DTYPES
         if type(layer) in stock and supported:
             replaced.append(layer)
@@ -737,6 +801,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
               + (f" and {transposed} keras.layers.Conv2DTranspose with "
                  f"tf_ucudnn.layers.Conv2DTranspose" if transposed else "")
               + (f" ({inside} in nested models)" if inside else "")
+              + (f"; replaced {len(pools)} keras.layers.MaxPooling2D with "
+                 f"tf_ucudnn.layers.MaxPooling2D" if pools else "")
               + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
 

@@ -1,0 +1,219 @@
+"""tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects and
+pads, and enable_rewrite's route of XLA-compiled models' MaxPooling2D."""
+
+import os
+from unittest import mock
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_ucudnn
+from tf_ucudnn import max_pool
+from testing_utils import rel_l2
+
+# (input shape, pool_size, strides)
+CASES = (([2, 9, 9, 3], (3, 3), (2, 2)),  # ResNet's pool: windows overlap
+         ([2, 8, 8, 3], (2, 2), (2, 2)),  # VGG's: they tile
+         ([1, 7, 6, 2], (3, 3), (1, 1)),  # a position in up to nine windows
+         ([2, 9, 8, 2], (2, 3), (2, 1)),
+         ([1, 5, 7, 1], (5, 2), (1, 3)))  # one window row; columns skipped
+
+
+def _gradient(x, pool, strides, ours):
+    """Output and input gradient of a weighted sum of the pool's output."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = (max_pool.max_pool2d(x, pool, strides) if ours else
+             tf.nn.max_pool2d(x, pool, strides, "VALID"))
+        weight = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7 + 1, y.shape),
+                         x.dtype) * tf.constant(0.37, x.dtype)
+        loss = tf.reduce_sum(y * weight)
+    return y, tape.gradient(loss, x)
+
+
+class MaxPool2dTest(tf.test.TestCase):
+
+    def test_gradient_is_tensorflows_and_xlas_tensor_for_tensor_with_ties(self):
+        rng = np.random.default_rng(5)
+        for shape, pool, strides in CASES:
+            for dtype in (tf.float32, tf.float16, tf.bfloat16):
+                # Three values: most windows hold their maximum more than once.
+                x = tf.constant(rng.integers(0, 3, shape), dtype)
+                label = f"{shape} {pool} {strides} {dtype.name}"
+                want_y, want = tf.function(_gradient, jit_compile=True)(
+                    x, pool, strides, False)  # XLA's select-and-scatter
+                self.assertAllEqual(_gradient(x, pool, strides, False)[1], want,
+                                    msg=label)  # TF's own kernel agrees
+                for compiled in (False, True):
+                    run = tf.function(_gradient, jit_compile=True) if compiled else _gradient
+                    y, got = run(x, pool, strides, True)
+                    self.assertAllEqual(y, want_y, msg=label)
+                    self.assertAllEqual(got, want, msg=f"{label} jit={compiled}")
+
+    def test_without_xla_the_gradient_is_tensorflows_own_op(self):
+        x = tf.constant(np.random.default_rng(2).standard_normal([2, 9, 9, 3]), tf.float32)
+        before = max_pool.first_max_gradients[0]
+        graph = tf.function(_gradient).get_concrete_function(x, (3, 3), (2, 2), True).graph
+        self.assertIn("MaxPoolGrad", {op.type for op in graph.get_operations()})
+        self.assertEqual(max_pool.first_max_gradients[0], before)
+        tf.function(_gradient, jit_compile=True)(x, (3, 3), (2, 2), True)
+        self.assertEqual(max_pool.first_max_gradients[0], before + 1)
+
+    def test_random_inputs_and_int_arguments(self):
+        x = tf.constant(np.random.default_rng(1).standard_normal([3, 10, 10, 4]), tf.float32)
+        y, got = _gradient(x, 2, None, True)
+        want_y, want = _gradient(x, (2, 2), (2, 2), False)
+        self.assertEqual(y.shape, [3, 5, 5, 4])
+        self.assertAllEqual(y, want_y)
+        self.assertAllEqual(got, want)
+
+    def test_bad_arguments_are_refused_with_what_is_allowed(self):
+        x = tf.zeros([1, 4, 4, 1])
+        with self.assertRaisesRegex(ValueError, "pool_size must be a positive int or two"):
+            max_pool.max_pool2d(x, 0)
+        with self.assertRaisesRegex(ValueError, "strides must be a positive int or two"):
+            max_pool.max_pool2d(x, 2, (1, 1, 1))
+        with self.assertRaisesRegex(ValueError, r"\[N, H, W, C\] with static H, W and C"):
+            max_pool.max_pool2d(tf.zeros([4, 4]), 2)
+        with self.assertRaisesRegex(ValueError, "larger than the input's H x W 4 x 4"):
+            max_pool.max_pool2d(x, (5, 1))
+
+
+def _pool_model():
+    keras.utils.set_random_seed(3)
+    return keras.Sequential([
+        keras.Input((12, 12, 3)),
+        keras.layers.Conv2D(4, 3, padding="same", activation="relu", name="conv"),
+        keras.layers.MaxPooling2D(3, strides=2, name="pool_valid"),        # 12 -> 5
+        keras.layers.MaxPooling2D(2, padding="same", name="pool_same"),    # keeps Keras'
+        keras.layers.Flatten(), keras.layers.Dense(2)])
+
+
+class MaxPoolRouteTest(tf.test.TestCase):
+    """enable_rewrite(max_pool_gradient=...) on XLA-compiled Keras models."""
+
+    def setUp(self):
+        super().setUp()
+        rng = np.random.default_rng(0)
+        self.x = rng.integers(0, 3, (8, 12, 12, 3)).astype("float32")  # ties in the pools
+        self.y = rng.standard_normal((8, 2)).astype("float32")
+
+    def _fit(self, model, **rewrite):
+        model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", jit_compile=True)
+        with tf_ucudnn.enable_rewrite(**rewrite):
+            return model.fit(self.x, self.y, batch_size=4, shuffle=False, epochs=2, verbose=0)
+
+    def test_valid_channels_last_pools_take_the_first_max_index_gradient(self):
+        model, twin = _pool_model(), _pool_model()
+        before = tf_ucudnn.rewrite_stats()["max_pool"]
+        with mock.patch.dict(os.environ):
+            os.environ.pop("UCUDNN_MAX_POOL_GRADIENT", None)  # the default
+            with self.assertLogs("tf_ucudnn", level="INFO") as logs:
+                ours = self._fit(model)
+        self.assertIn("its 1 keras.layers.MaxPooling2D layers take their gradient",
+                      "\n".join(logs.output))
+        self.assertGreaterEqual(tf_ucudnn.rewrite_stats()["max_pool"] - before, 1)
+        # The same training as with XLA's own max-pool gradient, convolutions
+        # through tf_ucudnn in both.
+        stock = self._fit(twin, max_pool_gradient="select-and-scatter")
+        self.assertNotIn("call", vars(twin.get_layer("pool_valid")))
+        np.testing.assert_allclose(ours.history["loss"], stock.history["loss"], rtol=1e-6)
+        for a, b in zip(model.get_weights(), twin.get_weights()):
+            self.assertLessEqual(rel_l2(a, b), 1e-6)
+        # Off again: Keras' call, traced anew.
+        model.fit(self.x, self.y, batch_size=4, verbose=0)
+        for layer in model.layers:
+            self.assertNotIn("call", vars(layer))
+
+    def test_the_environment_variable_chooses_where_the_argument_is_absent(self):
+        model = _pool_model()
+        before = tf_ucudnn.rewrite_stats()["max_pool"]
+        with mock.patch.dict(os.environ, UCUDNN_MAX_POOL_GRADIENT="select-and-scatter"):
+            self._fit(model)
+        self.assertEqual(tf_ucudnn.rewrite_stats()["max_pool"], before)
+        with mock.patch.dict(os.environ, UCUDNN_MAX_POOL_GRADIENT="argmax"):
+            with self.assertRaisesRegex(
+                    ValueError, "UCUDNN_MAX_POOL_GRADIENT must be one of first-max-index, "
+                    "select-and-scatter"):
+                self._fit(_pool_model())
+
+    def test_without_xla_keras_pools_stay(self):
+        model = _pool_model()
+        model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+        before = tf_ucudnn.rewrite_stats()["max_pool"]
+        with tf_ucudnn.enable_rewrite():
+            model.fit(self.x, self.y, batch_size=4, verbose=0)
+            self.assertNotIn("call", vars(model.get_layer("pool_valid")))
+        self.assertEqual(tf_ucudnn.rewrite_stats()["max_pool"], before)
+
+    def test_an_unknown_gradient_is_refused_naming_the_choices(self):
+        with self.assertRaisesRegex(ValueError, "max_pool_gradient must be one of "
+                                    "first-max-index, select-and-scatter, got 'argmax'"):
+            tf_ucudnn.enable_rewrite(max_pool_gradient="argmax")
+        self.assertIsNone(tf_ucudnn.rewrite_settings())
+
+
+class MaxPoolingLayerTest(tf.test.TestCase):
+    """tf_ucudnn.layers.MaxPooling2D and rewrite_model(max_pool_gradient=...)."""
+
+    def test_rewrite_model_replaces_valid_pools_and_training_matches(self):
+        model = _pool_model()
+        with mock.patch.dict(os.environ):
+            os.environ.pop("UCUDNN_MAX_POOL_GRADIENT", None)
+            ours = tf_ucudnn.rewrite_model(model, verbose=0)
+        kept = tf_ucudnn.rewrite_model(model, verbose=0, max_pool_gradient="select-and-scatter")
+        self.assertIs(type(ours.get_layer("pool_valid")), tf_ucudnn.layers.MaxPooling2D)
+        self.assertIs(type(ours.get_layer("pool_same")), keras.layers.MaxPooling2D)
+        self.assertIs(type(kept.get_layer("pool_valid")), keras.layers.MaxPooling2D)
+        rng = np.random.default_rng(4)
+        x = rng.integers(0, 3, (8, 12, 12, 3)).astype("float32")
+        y = rng.standard_normal((8, 2)).astype("float32")
+        before = tf_ucudnn.rewrite_stats()["max_pool"]
+        losses = []
+        for m in (ours, kept):
+            m.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", jit_compile=True)
+            losses.append(m.fit(x, y, batch_size=4, shuffle=False, epochs=2,
+                                verbose=0).history["loss"])
+        self.assertGreaterEqual(tf_ucudnn.rewrite_stats()["max_pool"] - before, 1)
+        np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+        for a, b in zip(ours.get_weights(), kept.get_weights()):
+            self.assertLessEqual(rel_l2(a, b), 1e-6)
+
+    def test_saves_and_loads_as_a_keras_file(self):
+        import tempfile
+        model = tf_ucudnn.rewrite_model(_pool_model(), verbose=0,
+                                        max_pool_gradient="first-max-index")
+        path = os.path.join(tempfile.mkdtemp(), "pool.keras")
+        model.save(path)
+        loaded = keras.models.load_model(path)
+        self.assertIs(type(loaded.get_layer("pool_valid")), tf_ucudnn.layers.MaxPooling2D)
+        x = np.random.default_rng(6).standard_normal((2, 12, 12, 3)).astype("float32")
+        self.assertAllEqual(loaded(x), model(x))
+
+    def test_an_unknown_gradient_is_refused_by_rewrite_model(self):
+        with self.assertRaisesRegex(ValueError, "max_pool_gradient must be one of"):
+            tf_ucudnn.rewrite_model(_pool_model(), max_pool_gradient="scatter")
+
+
+@pytest.mark.gpu
+class MaxPoolGpuTest(tf.test.TestCase):
+    """On the GPU under XLA: the same tensor as XLA's select-and-scatter,
+    whose GPU kernel may add overlapping windows' shares in another order."""
+
+    def test_gradient_matches_select_and_scatter_on_the_gpu(self):
+        rng = np.random.default_rng(7)
+        for shape, pool, strides in (([16, 112, 112, 64], (3, 3), (2, 2)),
+                                     ([8, 224, 224, 64], (2, 2), (2, 2))):
+            for dtype, bound in ((tf.float32, 1e-6), (tf.float16, 1e-3)):
+                with tf.device("/GPU:0"):
+                    x = tf.constant(rng.integers(0, 5, shape), dtype)
+                    run = tf.function(_gradient, jit_compile=True)
+                    want_y, want = run(x, pool, strides, False)
+                    y, got = run(x, pool, strides, True)
+                label = f"{shape} {pool} {strides} {dtype.name}"
+                self.assertAllEqual(y, want_y, msg=label)
+                if pool == strides:  # tiles: nothing added, the same bits
+                    self.assertAllEqual(got, want, msg=label)
+                self.assertLessEqual(rel_l2(got, want), bound, label)

@@ -1,0 +1,163 @@
+"""A max-pool whose gradient XLA compiles to elementwise passes.
+
+Under XLA, TF's ``MaxPoolGrad`` becomes a select-and-scatter: for each
+window, the first of its largest inputs (row-major order) receives the
+window's gradient, added up where windows overlap. On an H200 XLA runs it as
+one scatter kernel that is slow for what it moves: ResNet-50's one max-pool
+(3x3, stride 2, 112x112x64) takes 1.3 ms of a 32 ms float16 step at N = 256,
+VGG-16's five (2x2, stride 2) 1.6 ms of 31.5 ms in float32 at N = 64
+(``docs/benchmarks.md``).
+
+:func:`max_pool2d` pools as ``tf.nn.max_pool2d`` and has
+:func:`first_max_gradient` as its gradient: the same tensor from
+elementwise selects and pads, which XLA fuses with the passes around it (the
+same window element chosen, the contributions of overlapping windows added in
+one fixed order), where the gradient is traced into a function XLA compiles;
+elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling backward on a GPU), as its
+selects would run as dozens of unfused ops there. ``tf_ucudnn.layers.MaxPooling2D``
+pools through it, and ``rewrite_model`` and ``enable_rewrite`` (under XLA) run
+``keras.layers.MaxPooling2D`` layers so (``max_pool_gradient``).
+"""
+
+import keras
+import tensorflow as tf
+
+from tf_ucudnn import gradients
+
+# Max-pool gradients traced under XLA as first_max_gradient (rewrite_stats' max_pool).
+first_max_gradients = [0]
+
+def _spread(t, offset, stride, size, axis):
+    """``t`` (length n along ``axis``) placed at positions ``offset, offset +
+    stride, ..., offset + (n - 1) * stride`` of a zero tensor of length
+    ``size`` along that axis: an interior pad (each element followed by
+    ``stride - 1`` zeros), then edge pads."""
+    n = t.shape[axis]
+    if stride > 1:
+        t = tf.expand_dims(t, axis + 1)
+        pads = [[0, 0]] * len(t.shape)
+        pads[axis + 1] = [0, stride - 1]
+        t = tf.pad(t, pads)
+        shape = t.shape.as_list()
+        t = tf.reshape(t, [-1 if s is None else s for s in
+                           shape[:axis] + [n * stride] + shape[axis + 2:]])
+    span = (n - 1) * stride + 1
+    t = t[(slice(None),) * axis + (slice(0, span),)]
+    pads = [[0, 0]] * len(t.shape)
+    pads[axis] = [offset, size - offset - span]
+    return tf.pad(t, pads)
+
+
+def first_max_gradient(x, y, dy, pool_size, strides):
+    """The gradient to ``x`` of ``y = tf.nn.max_pool2d(x, pool_size, strides,
+    "VALID")``, as TF and XLA compute it, from elementwise ops.
+
+    Each window's gradient goes to the first (row-major) of its elements
+    equal to its maximum ``y``; where windows overlap, the contributions are
+    added. The index of that element within its window is one pass over the
+    ``kh * kw`` strided views of ``x`` (int8 for windows up to 126 elements,
+    else int32); each view's share ``where(index == k, dy, 0)`` is spread to
+    its positions with pads, and the shares are summed from the window's last
+    element to its first.
+
+    Args:
+      x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
+      y: its output, ``[N, Ho, Wo, C]``.
+      dy: the gradient to ``y``, as ``y``.
+      pool_size: ``(kh, kw)``.
+      strides: ``(sh, sw)``.
+
+    Returns:
+      The gradient to ``x``, as ``x``: the tensor of XLA's select-and-scatter
+      and TF's CPU kernel (the contributions of overlapping windows added in
+      the windows' row-major order, which this sum follows). A kernel that
+      adds them in another order (atomics on a GPU) can differ from it in
+      the last bits where windows overlap; where they tile (stride = window)
+      there is nothing to add.
+    """
+    (kh, kw), (sh, sw) = pool_size, strides
+    h, w = x.shape[1], x.shape[2]
+    ho, wo = y.shape[1], y.shape[2]
+    offsets = [(i, j) for i in range(kh) for j in range(kw)]
+    index_dtype = tf.int8 if len(offsets) < 127 else tf.int32
+
+    def view(i, j):
+        return x[:, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw, :]
+
+    index = tf.fill(tf.shape(y), tf.constant(len(offsets), index_dtype))
+    for k in reversed(range(len(offsets))):
+        index = tf.where(tf.equal(view(*offsets[k]), y), tf.constant(k, index_dtype), index)
+    dx = None
+    zero = tf.zeros_like(dy)
+    for k in reversed(range(len(offsets))):
+        i, j = offsets[k]
+        share = tf.where(tf.equal(index, tf.constant(k, index_dtype)), dy, zero)
+        placed = _spread(_spread(share, i, sh, h, 1), j, sw, w, 2)
+        dx = placed if dx is None else dx + placed
+    return dx
+
+
+def _pair(value, name):
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and v > 0 for v in pair):
+        raise ValueError(f"{name} must be a positive int or two of them, got {value!r}")
+    return pair
+
+
+def max_pool2d(x, pool_size, strides=None):
+    """``tf.nn.max_pool2d(x, pool_size, strides, "VALID")`` (NHWC) with
+    :func:`first_max_gradient` as its gradient where that is traced under
+    XLA (``jit_compile``), TF's ``MaxPoolGrad`` elsewhere.
+
+    Args:
+      x: ``[N, H, W, C]`` (NHWC), float; H, W and C static.
+      pool_size: the window, an int or ``(kh, kw)``.
+      strides: an int or ``(sh, sw)``; None: ``pool_size``.
+
+    Returns:
+      ``[N, (H - kh) // sh + 1, (W - kw) // sw + 1, C]``, ``x``'s dtype.
+
+    Raises:
+      ValueError: a ``pool_size`` or ``strides`` that is not one or two
+        positive ints, an ``x`` that is not 4-D with static H, W and C, or a
+        window larger than ``x``.
+    """
+    pool_size = _pair(pool_size, "pool_size")
+    strides = pool_size if strides is None else _pair(strides, "strides")
+    x = tf.convert_to_tensor(x)
+    if x.shape.rank != 4 or any(d is None for d in x.shape[1:]):
+        raise ValueError(f"max_pool2d takes [N, H, W, C] with static H, W and C, got {x.shape}")
+    if pool_size[0] > x.shape[1] or pool_size[1] > x.shape[2]:
+        raise ValueError(f"pool_size {pool_size} is larger than the input's H x W "
+                         f"{x.shape[1]} x {x.shape[2]}")
+
+    @tf.custom_gradient
+    def pool(x):
+        y = tf.nn.max_pool2d(x, pool_size, strides, "VALID")
+
+        def grad(dy):
+            if not gradients._in_xla_function():
+                return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy,
+                                              ksize=[1, *pool_size, 1],
+                                              strides=[1, *strides, 1], padding="VALID")
+            first_max_gradients[0] += 1
+            return first_max_gradient(x, y, dy, pool_size, strides)
+        return y, grad
+
+    return pool(x)
+
+
+def routable(layer):
+    """Whether a ``keras.layers.MaxPooling2D`` can pool through
+    :func:`max_pool2d`: ``padding="valid"`` and ``channels_last`` (the rest,
+    such as ``"same"``, keeps Keras' call)."""
+    return layer.padding == "valid" and layer.data_format == "channels_last"
+
+
+def pool_call(layer, inputs):
+    """A ``keras.layers.MaxPooling2D``'s call through :func:`max_pool2d`
+    where :func:`routable` and the input's H, W and C are static; Keras'
+    own call otherwise."""
+    if not routable(layer) or any(d is None for d in inputs.shape[1:]):
+        return keras.layers.MaxPooling2D.call(layer, inputs)
+    return max_pool2d(inputs, tuple(layer.pool_size), tuple(layer.strides))
