@@ -24,20 +24,26 @@ def debug_output():
     return os.environ.get("UCUDNN_DEBUG_OUTPUT", "0") not in ("", "0")
 
 
-RECOMPUTE_CHOICES = ("off", "1x1")
-
-
-def checked_recompute(value, name="recompute"):
-    """``value`` if it is a recompute policy (:data:`RECOMPUTE_CHOICES`).
+def checked_choice(value, choices, name):
+    """``value`` if it is one of ``choices`` (the first: what an unset
+    variable means).
 
     Raises:
       ValueError: anything else, naming ``name`` and the allowed values.
     """
-    if value not in RECOMPUTE_CHOICES:
-        unset = " (unset: off)" if name.startswith(PREFIX) else ""
-        raise ValueError(f"{name} must be one of {', '.join(RECOMPUTE_CHOICES)}{unset}, "
-                         f"got {value!r}")
+    if value not in choices:
+        unset = f" (unset: {choices[0]})" if name.startswith(PREFIX) else ""
+        raise ValueError(f"{name} must be one of {', '.join(choices)}{unset}, got {value!r}")
     return value
+
+
+def _choice(variable, choices):
+    """Environment variable ``variable``, one of ``choices``; unset or ``""``: the first."""
+    return checked_choice(os.environ.get(variable, "") or choices[0], choices, variable)
+
+
+# Recompute policies (Conv2DBatchNorm's recompute_output, UCUDNN_RECOMPUTE); unset: the first.
+RECOMPUTE_CHOICES = ("off", "1x1")
 
 
 def recompute():
@@ -51,38 +57,24 @@ def recompute():
     Raises:
       ValueError: any other value, naming the allowed ones.
     """
-    return checked_recompute(os.environ.get("UCUDNN_RECOMPUTE", "") or "off", "UCUDNN_RECOMPUTE")
+    return _choice("UCUDNN_RECOMPUTE", RECOMPUTE_CHOICES)
 
 
+# A max-pool's gradient under XLA (max_pool_gradient); unset: the first.
 MAX_POOL_GRADIENTS = ("first-max-index", "select-and-scatter")
 
 
-def checked_max_pool_gradient(value, name="max_pool_gradient"):
-    """``value`` if it names a max-pool gradient (:data:`MAX_POOL_GRADIENTS`).
-
-    Raises:
-      ValueError: anything else, naming ``name`` and the allowed values.
-    """
-    if value not in MAX_POOL_GRADIENTS:
-        unset = " (unset: first-max-index)" if name.startswith(PREFIX) else ""
-        raise ValueError(f"{name} must be one of {', '.join(MAX_POOL_GRADIENTS)}{unset}, "
-                         f"got {value!r}")
-    return value
-
-
 def max_pool_gradient():
-    """``UCUDNN_MAX_POOL_GRADIENT``: how the ``keras.layers.MaxPooling2D``
-    layers of XLA-compiled models compute their gradient while
-    ``enable_rewrite`` is on, where it was not given:
-    ``"first-max-index"`` (unset or ``""``; ``tf_ucudnn.max_pool``) or
-    ``"select-and-scatter"`` (XLA's own).
+    """``UCUDNN_MAX_POOL_GRADIENT``: how valid, channels-last
+    ``keras.layers.MaxPooling2D`` layers compute their gradient under XLA
+    where ``rewrite_model`` or ``enable_rewrite`` was not told:
+    ``"first-max-index"`` (unset or ``""``; elementwise selects that XLA
+    fuses, ``tf_ucudnn.max_pool``) or ``"select-and-scatter"`` (XLA's own).
 
     Raises:
       ValueError: any other value, naming the allowed ones.
     """
-    return checked_max_pool_gradient(
-        os.environ.get("UCUDNN_MAX_POOL_GRADIENT", "") or "first-max-index",
-        "UCUDNN_MAX_POOL_GRADIENT")
+    return _choice("UCUDNN_MAX_POOL_GRADIENT", MAX_POOL_GRADIENTS)
 
 
 # Input channels up to which a convolution's batch-norm statistics are reduced

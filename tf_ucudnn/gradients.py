@@ -155,7 +155,8 @@ def recompute_1x1(kernel_size, policy=None):
     Raises:
       ValueError: ``policy`` (or ``UCUDNN_RECOMPUTE``) is neither ``off`` nor ``1x1``.
     """
-    policy = environment.recompute() if policy is None else environment.checked_recompute(policy)
+    policy = environment.recompute() if policy is None else environment.checked_choice(
+        policy, environment.RECOMPUTE_CHOICES, "recompute")
     return policy == "1x1" and tuple(kernel_size) == (1, 1)
 
 

@@ -356,9 +356,10 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if recompute is not None:
-        environment.checked_recompute(recompute)
+        environment.checked_choice(recompute, environment.RECOMPUTE_CHOICES, "recompute")
     if max_pool_gradient is not None:
-        environment.checked_max_pool_gradient(max_pool_gradient)
+        environment.checked_choice(max_pool_gradient, environment.MAX_POOL_GRADIENTS,
+                                    "max_pool_gradient")
     if workspace_limit is not None and total_workspace is not None:
         raise ValueError("pass either workspace_limit (bytes per kernel) or total_workspace "
                          "(bytes shared by all kernels), not both")
@@ -712,9 +713,10 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
 
     nn.ucudnn_attrs(workspace_limit=workspace_limit, batch_size_policy=batch_size_policy)
     if recompute is not None:
-        environment.checked_recompute(recompute)
+        environment.checked_choice(recompute, environment.RECOMPUTE_CHOICES, "recompute")
     if max_pool_gradient is not None:
-        environment.checked_max_pool_gradient(max_pool_gradient)
+        environment.checked_choice(max_pool_gradient, environment.MAX_POOL_GRADIENTS,
+                                    "max_pool_gradient")
     pool_gradient = max_pool_gradient or environment.max_pool_gradient()
     if not isinstance(model, keras.Model):
         raise ValueError(f"rewrite_model needs a keras.Model (Sequential or functional), got "
