@@ -657,4 +657,3 @@ class MaxPooling2D(keras.layers.MaxPooling2D):
 
     def call(self, inputs):
         return max_pool.pool_call(self, inputs)
-

@@ -27,6 +27,7 @@ from tf_ucudnn import gradients
 # Max-pool gradients traced under XLA as first_max_gradient (rewrite_stats' max_pool).
 first_max_gradients = [0]
 
+
 def _spread(t, offset, stride, size, axis):
     """``t`` (length n along ``axis``) placed at positions ``offset, offset +
     stride, ..., offset + (n - 1) * stride`` of a zero tensor of length
