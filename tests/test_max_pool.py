@@ -84,10 +84,12 @@ class MaxPool2dTest(tf.test.TestCase):
 def _pool_model():
     keras.utils.set_random_seed(3)
     return keras.Sequential([
-        keras.Input((12, 12, 3)),
+        keras.Input((12, 30, 3)),
         keras.layers.Conv2D(4, 3, padding="same", activation="relu", name="conv"),
-        keras.layers.MaxPooling2D(3, strides=2, name="pool_valid"),        # 12 -> 5
-        keras.layers.MaxPooling2D(2, padding="same", name="pool_same"),    # keeps Keras'
+        keras.layers.MaxPooling2D(3, strides=2, name="pool_valid"),        # 12 x 30 -> 5 x 14
+        keras.layers.MaxPooling2D(2, padding="same", name="pool_same"),    # -> 3 x 7, keeps Keras'
+        keras.layers.MaxPooling2D((1, 2), 1, name="pool_small"),           # -> 3 x 6
+        keras.layers.MaxPooling2D((2, 5), name="pool_wide"),  # -> 1 x 1; 10 elements: keeps Keras'
         keras.layers.Flatten(), keras.layers.Dense(2)])
 
 
@@ -97,7 +99,7 @@ class MaxPoolRouteTest(tf.test.TestCase):
     def setUp(self):
         super().setUp()
         rng = np.random.default_rng(0)
-        self.x = rng.integers(0, 3, (8, 12, 12, 3)).astype("float32")  # ties in the pools
+        self.x = rng.integers(0, 3, (8, 12, 30, 3)).astype("float32")  # ties in the pools
         self.y = rng.standard_normal((8, 2)).astype("float32")
 
     def _fit(self, model, **rewrite):
@@ -112,7 +114,7 @@ class MaxPoolRouteTest(tf.test.TestCase):
             os.environ.pop("UCUDNN_MAX_POOL_GRADIENT", None)  # the default
             with self.assertLogs("tf_ucudnn", level="INFO") as logs:
                 ours = self._fit(model)
-        self.assertIn("its 1 keras.layers.MaxPooling2D layers take their gradient",
+        self.assertIn("its 2 keras.layers.MaxPooling2D layers take their gradient",
                       "\n".join(logs.output))
         self.assertGreaterEqual(tf_ucudnn.rewrite_stats()["max_pool"] - before, 1)
         # The same training as with XLA's own max-pool gradient, convolutions
@@ -166,9 +168,11 @@ class MaxPoolingLayerTest(tf.test.TestCase):
         kept = tf_ucudnn.rewrite_model(model, verbose=0, max_pool_gradient="select-and-scatter")
         self.assertIs(type(ours.get_layer("pool_valid")), tf_ucudnn.layers.MaxPooling2D)
         self.assertIs(type(ours.get_layer("pool_same")), keras.layers.MaxPooling2D)
+        self.assertIs(type(ours.get_layer("pool_small")), tf_ucudnn.layers.MaxPooling2D)
+        self.assertIs(type(ours.get_layer("pool_wide")), keras.layers.MaxPooling2D)
         self.assertIs(type(kept.get_layer("pool_valid")), keras.layers.MaxPooling2D)
         rng = np.random.default_rng(4)
-        x = rng.integers(0, 3, (8, 12, 12, 3)).astype("float32")
+        x = rng.integers(0, 3, (8, 12, 30, 3)).astype("float32")
         y = rng.standard_normal((8, 2)).astype("float32")
         before = tf_ucudnn.rewrite_stats()["max_pool"]
         losses = []
@@ -189,7 +193,7 @@ class MaxPoolingLayerTest(tf.test.TestCase):
         model.save(path)
         loaded = keras.models.load_model(path)
         self.assertIs(type(loaded.get_layer("pool_valid")), tf_ucudnn.layers.MaxPooling2D)
-        x = np.random.default_rng(6).standard_normal((2, 12, 12, 3)).astype("float32")
+        x = np.random.default_rng(6).standard_normal((2, 12, 30, 3)).astype("float32")
         self.assertAllEqual(loaded(x), model(x))
 
     def test_an_unknown_gradient_is_refused_by_rewrite_model(self):

@@ -148,11 +148,19 @@ def max_pool2d(x, pool_size, strides=None):
     return pool(x)
 
 
+# The largest window (kh * kw elements) a layer pools through max_pool2d: the
+# gradient is one select and spread per element; 2x2 and 3x3 were measured.
+MAX_WINDOW = 9
+
+
 def routable(layer):
     """Whether a ``keras.layers.MaxPooling2D`` can pool through
-    :func:`max_pool2d`: ``padding="valid"`` and ``channels_last`` (the rest,
-    such as ``"same"``, keeps Keras' call)."""
-    return layer.padding == "valid" and layer.data_format == "channels_last"
+    :func:`max_pool2d`: ``padding="valid"``, ``channels_last`` and a window
+    of at most :data:`MAX_WINDOW` elements (the rest, such as ``"same"``,
+    keeps Keras' call)."""
+    kh, kw = layer.pool_size
+    return (layer.padding == "valid" and layer.data_format == "channels_last"
+            and kh * kw <= MAX_WINDOW)
 
 
 def pool_call(layer, inputs):

@@ -330,7 +330,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         decides (as ``Conv2DBatchNorm``'s ``recompute_output``).
       max_pool_gradient: for models compiled with XLA, how their
         ``keras.layers.MaxPooling2D`` layers (``padding="valid"``,
-        ``channels_last``) compute their gradient: ``"first-max-index"`` from
+        ``channels_last``, windows up to :data:`tf_ucudnn.max_pool.MAX_WINDOW`
+        elements) compute their gradient: ``"first-max-index"`` from
         elementwise selects and pads that XLA fuses
         (:func:`tf_ucudnn.max_pool.max_pool2d`: the same tensor, faster and
         smaller than XLA's select-and-scatter on an H200), or
@@ -693,10 +694,12 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         through its prologue) and False for the others, ``"off"`` False for
         all, None (default) None: ``UCUDNN_RECOMPUTE`` decides.
       max_pool_gradient: ``"first-max-index"`` replaces each
-        ``keras.layers.MaxPooling2D`` with ``padding="valid"`` and
-        ``channels_last`` by ``tf_ucudnn.layers.MaxPooling2D``, whose
-        gradient under XLA is elementwise selects that XLA fuses (the same
-        tensor as its select-and-scatter; without XLA, TF's);
+        ``keras.layers.MaxPooling2D`` that
+        :func:`tf_ucudnn.max_pool.routable` accepts (``padding="valid"``,
+        ``channels_last``, windows of up to 9 elements) by
+        ``tf_ucudnn.layers.MaxPooling2D``, whose gradient under XLA is
+        elementwise selects that XLA fuses (the same tensor as its
+        select-and-scatter; without XLA, TF's);
         ``"select-and-scatter"`` keeps them. None (default):
         ``UCUDNN_MAX_POOL_GRADIENT`` (unset: ``"first-max-index"``).
 
