@@ -620,16 +620,14 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
 
 
 def _benchmark_script(test, name):
-    """benchmarks/NAME.py as a module (NAME may name a file in a folder of
-    benchmarks/: ``relu_gradient/sitecustomize``), or skips `test` where
-    the checkout's benchmarks/ is not beside the tests (make wheel-test copies
-    tests/ alone)."""
+    """benchmarks/NAME.py as a module, or skips `test` where the checkout's
+    benchmarks/ is not beside the tests (make wheel-test copies tests/ alone)."""
     import importlib.util
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "benchmarks", f"{name}.py")
     if not os.path.exists(path):
         test.skipTest("benchmarks/ is a checkout's, not beside these tests")
-    spec = importlib.util.spec_from_file_location(name.replace("/", "_"), path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

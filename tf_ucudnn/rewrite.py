@@ -541,6 +541,22 @@ def _stock_layer_classes():
             keras.layers.Conv2DTranspose: layers.Conv2DTranspose}
 
 
+def _reroute(layer, route, call):
+    """Gives ``layer`` the ``call`` of ``route`` (a tuple naming it), or back
+    Keras' own where ``route`` is None, dropping what a previous route kept
+    on it; whether anything changed."""
+    if getattr(layer, "_tf_ucudnn_route", None) == route:
+        return False
+    if "call" in layer.__dict__:
+        del layer.call
+    layer.__dict__.pop("_tf_ucudnn_statistics", None)
+    layer.__dict__.pop("_tf_ucudnn_route", None)
+    if route is not None:
+        layer.call = call
+        layer._tf_ucudnn_route = route
+    return True
+
+
 def _route_layers(model):
     """The Keras route of ``enable_rewrite``, taken by Keras'
     ``make_*_function`` before it builds (or reuses) them; when it changes
@@ -587,25 +603,15 @@ def _route_layers(model):
             kind, wanted = "chain", fused
         else:  # a batch norm runs as Keras' unless its chain is fused
             kind, wanted = "xla", None if is_batch_norm else xla
-        route = (kind, wanted) if wanted is not None else None
-        if getattr(layer, "_tf_ucudnn_route", None) == route:
-            continue
-        changed = True
-        if "call" in layer.__dict__:
-            del layer.call
-        layer.__dict__.pop("_tf_ucudnn_statistics", None)
-        if route is None:
-            layer.__dict__.pop("_tf_ucudnn_route", None)
-            continue
         if kind == "record":
-            layer.call = functools.partial(recording_batch_norm_call, layer)
+            call = functools.partial(recording_batch_norm_call, layer)
         elif kind == "chain" and is_batch_norm:
-            layer.call = functools.partial(_chain_batch_norm_call, layer, convs[id(layer)])
+            call = functools.partial(_chain_batch_norm_call, layer, convs[id(layer)])
         elif kind == "chain":
-            layer.call = functools.partial(_chain_conv_call, layer, wanted)
+            call = functools.partial(_chain_conv_call, layer, wanted)
         else:
-            layer.call = functools.partial(_xla_call, layer, wanted)
-        layer._tf_ucudnn_route = route
+            call = functools.partial(_xla_call, layer, wanted)
+        changed |= _reroute(layer, (kind, wanted) if wanted is not None else None, call)
     gradient = None if xla is None else (xla.max_pool_gradient
                                          or environment.max_pool_gradient())
     pools = 0
@@ -615,16 +621,7 @@ def _route_layers(model):
         route = (("max_pool", gradient) if gradient == "first-max-index"
                  and max_pool.routable(layer) else None)
         pools += route is not None
-        if getattr(layer, "_tf_ucudnn_route", None) == route:
-            continue
-        changed = True
-        if "call" in layer.__dict__:
-            del layer.call
-        if route is None:
-            layer.__dict__.pop("_tf_ucudnn_route", None)
-        else:
-            layer.call = functools.partial(max_pool.pool_call, layer)
-            layer._tf_ucudnn_route = route
+        changed |= _reroute(layer, route, functools.partial(max_pool.pool_call, layer))
     routed = [layer for layer in layers if getattr(layer, "_tf_ucudnn_route", ("",))[0] == "xla"]
     chained = sum(getattr(layer, "_tf_ucudnn_route", ("",))[0] == "chain" for layer in layers)
     if changed:
