@@ -218,9 +218,9 @@ def run(model, batch, modes, precision="float32", keep_hlo=False, top=15):
             step = models.launch(model, mode, 64 << 20, batch, 400, precision=precision,
                                  extra_env=dict(XLA_FLAGS=flags))
             results[mode] = dict(step=step, dump=read_dump(dump), peak=read_proto(dump, top))
-            hlo = largest_dump(dump)
+            hlo = results[mode]["dump"]["hlo"]  # the largest module's file name, or ""
             if keep_hlo and hlo:
-                shutil.copy(hlo, os.path.join(os.environ.get("OUT", "."),
+                shutil.copy(os.path.join(dump, hlo), os.path.join(os.environ.get("OUT", "."),
                                               f"xla_hlo_{model}_{mode}.txt"))
     return results
 

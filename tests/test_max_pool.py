@@ -13,20 +13,25 @@ import tf_ucudnn
 from tf_ucudnn import max_pool
 from testing_utils import rel_l2
 
-# (input shape, pool_size, strides)
-CASES = (([2, 9, 9, 3], (3, 3), (2, 2)),  # ResNet's pool: windows overlap
-         ([2, 8, 8, 3], (2, 2), (2, 2)),  # VGG's: they tile
-         ([1, 7, 6, 2], (3, 3), (1, 1)),  # a position in up to nine windows
-         ([2, 9, 8, 2], (2, 3), (2, 1)),
-         ([1, 5, 7, 1], (5, 2), (1, 3)))  # one window row; columns skipped
+# (input shape, pool_size, strides, padding)
+CASES = (([2, 9, 9, 3], (3, 3), (2, 2), "VALID"),  # ResNet's pool: windows overlap
+         ([2, 8, 8, 3], (2, 2), (2, 2), "VALID"),  # VGG's: they tile
+         ([1, 7, 6, 2], (3, 3), (1, 1), "VALID"),  # a position in up to nine windows
+         ([2, 9, 8, 2], (2, 3), (2, 1), "VALID"),
+         ([1, 5, 7, 1], (5, 2), (1, 3), "VALID"),  # one window row; columns skipped
+         ([2, 9, 9, 3], (3, 3), (2, 2), "SAME"),   # one padded row and column each side
+         ([2, 8, 7, 2], (2, 2), (2, 2), "SAME"),   # tiles; W padded after only
+         ([1, 7, 6, 2], (3, 3), (1, 1), "SAME"),
+         ([1, 6, 5, 1], (3, 2), (2, 3), "SAME"),   # the odd padding after
+         ([1, 2, 3, 1], (3, 3), (2, 2), "SAME"))   # the window larger than the input
 
 
-def _gradient(x, pool, strides, ours):
+def _gradient(x, pool, strides, ours, padding="VALID"):
     """Output and input gradient of a weighted sum of the pool's output."""
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = (max_pool.max_pool2d(x, pool, strides) if ours else
-             tf.nn.max_pool2d(x, pool, strides, "VALID"))
+        y = (max_pool.max_pool2d(x, pool, strides, padding) if ours else
+             tf.nn.max_pool2d(x, pool, strides, padding))
         weight = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7 + 1, y.shape),
                          x.dtype) * tf.constant(0.37, x.dtype)
         loss = tf.reduce_sum(y * weight)
@@ -35,22 +40,56 @@ def _gradient(x, pool, strides, ours):
 
 class MaxPool2dTest(tf.test.TestCase):
 
-    def test_gradient_is_tensorflows_and_xlas_tensor_for_tensor_with_ties(self):
+    def test_gradient_is_tensorflows_tensor_for_tensor_with_ties(self):
         rng = np.random.default_rng(5)
-        for shape, pool, strides in CASES:
+        for shape, pool, strides, padding in CASES:
             for dtype in (tf.float32, tf.float16, tf.bfloat16):
                 # Three values: most windows hold their maximum more than once.
                 x = tf.constant(rng.integers(0, 3, shape), dtype)
-                label = f"{shape} {pool} {strides} {dtype.name}"
-                want_y, want = tf.function(_gradient, jit_compile=True)(
-                    x, pool, strides, False)  # XLA's select-and-scatter
-                self.assertAllEqual(_gradient(x, pool, strides, False)[1], want,
-                                    msg=label)  # TF's own kernel agrees
+                label = f"{shape} {pool} {strides} {padding} {dtype.name}"
+                want_y, want = _gradient(x, pool, strides, False, padding)  # TF's kernel
+                xla_y, xla = tf.function(_gradient, jit_compile=True)(
+                    x, pool, strides, False, padding)  # XLA's select-and-scatter
+                self.assertAllEqual(xla_y, want_y, msg=label)
+                if padding == "VALID":
+                    # Padded, XLA's CPU select-and-scatter can take another
+                    # of a window's tied maxima (the next test: without ties
+                    # it agrees).
+                    self.assertAllEqual(xla, want, msg=label)
                 for compiled in (False, True):
                     run = tf.function(_gradient, jit_compile=True) if compiled else _gradient
-                    y, got = run(x, pool, strides, True)
+                    y, got = run(x, pool, strides, True, padding)
                     self.assertAllEqual(y, want_y, msg=label)
                     self.assertAllEqual(got, want, msg=f"{label} jit={compiled}")
+
+    def test_gradient_is_xlas_tensor_without_ties(self):
+        rng = np.random.default_rng(8)
+        for shape, pool, strides, padding in CASES:
+            # Distinct values: every window has one maximum.
+            x = tf.constant(rng.permutation(np.prod(shape)).reshape(shape), tf.float32)
+            run = tf.function(_gradient, jit_compile=True)
+            _, want = run(x, pool, strides, False, padding)
+            _, got = run(x, pool, strides, True, padding)
+            self.assertAllEqual(got, want, msg=f"{shape} {pool} {strides} {padding}")
+
+    def test_xlas_cpu_select_and_scatter_breaks_padded_ties_its_own_way(self):
+        # Why the test above holds XLA to TF's kernel unpadded only: a 2x2
+        # window at W = 3 ("SAME" pads a column after), maxima at (0, 1) and
+        # (1, 0); TF's kernel and ours send the gradient to the first in
+        # row-major order, XLA's CPU select-and-scatter to the other. If
+        # this starts failing, XLA agrees now, and the test above can ask it.
+        x = np.zeros([1, 2, 3, 1], np.float32)
+        x[0, 0, 1, 0] = x[0, 1, 0, 0] = 1.0
+        x = tf.constant(x)
+        _, want = _gradient(x, 2, 2, False, "SAME")
+        _, ours = tf.function(_gradient, jit_compile=True)(x, 2, 2, True, "SAME")
+        with tf.device("/CPU:0"):
+            _, xla = tf.function(_gradient, jit_compile=True)(x, 2, 2, False, "SAME")
+        self.assertAllEqual(ours, want)
+        self.assertGreater(float(want[0, 0, 1, 0]), 0.0)
+        self.assertEqual(float(want[0, 1, 0, 0]), 0.0)
+        self.assertEqual(float(xla[0, 0, 1, 0]), 0.0)
+        self.assertGreater(float(xla[0, 1, 0, 0]), 0.0)
 
     def test_without_xla_the_gradient_is_tensorflows_own_op(self):
         x = tf.constant(np.random.default_rng(2).standard_normal([2, 9, 9, 3]), tf.float32)
@@ -60,6 +99,18 @@ class MaxPool2dTest(tf.test.TestCase):
         self.assertEqual(max_pool.first_max_gradients[0], before)
         tf.function(_gradient, jit_compile=True)(x, (3, 3), (2, 2), True)
         self.assertEqual(max_pool.first_max_gradients[0], before + 1)
+
+    def test_same_padding_never_sends_a_gradient_to_the_padding(self):
+        # All zeros: every window's maximum 0 is tied by all its elements,
+        # and under "SAME" (one row and column padded before) a padded
+        # position comes first in the border windows; TF has no candidates
+        # there, so each window's gradient reaches an input.
+        x = tf.zeros([1, 5, 5, 2])
+        _, want = _gradient(x, (3, 3), (2, 2), False, "SAME")  # TF's kernel
+        y, got = tf.function(_gradient, jit_compile=True)(x, (3, 3), (2, 2), True, "SAME")
+        self.assertAllEqual(got, want)
+        weights = tf.cast(tf.range(tf.size(y)) % 7 + 1, tf.float32) * 0.37
+        self.assertAllClose(tf.reduce_sum(got), tf.reduce_sum(weights), rtol=1e-6)
 
     def test_random_inputs_and_int_arguments(self):
         x = tf.constant(np.random.default_rng(1).standard_normal([3, 10, 10, 4]), tf.float32)
@@ -77,8 +128,11 @@ class MaxPool2dTest(tf.test.TestCase):
             max_pool.max_pool2d(x, 2, (1, 1, 1))
         with self.assertRaisesRegex(ValueError, r"\[N, H, W, C\] with static H, W and C"):
             max_pool.max_pool2d(tf.zeros([4, 4]), 2)
-        with self.assertRaisesRegex(ValueError, "larger than the input's H x W 4 x 4"):
+        with self.assertRaisesRegex(ValueError, r"larger than the input's H x W 4 x 4 \(padding 'valid'\)"):
             max_pool.max_pool2d(x, (5, 1))
+        self.assertEqual(max_pool.max_pool2d(x, (5, 1), padding="same").shape, [1, 1, 4, 1])
+        with self.assertRaisesRegex(ValueError, "padding must be 'valid' or 'same', got 'full'"):
+            max_pool.max_pool2d(x, 2, padding="full")
 
 
 def _pool_model():
@@ -87,7 +141,7 @@ def _pool_model():
         keras.Input((12, 30, 3)),
         keras.layers.Conv2D(4, 3, padding="same", activation="relu", name="conv"),
         keras.layers.MaxPooling2D(3, strides=2, name="pool_valid"),        # 12 x 30 -> 5 x 14
-        keras.layers.MaxPooling2D(2, padding="same", name="pool_same"),    # -> 3 x 7, keeps Keras'
+        keras.layers.MaxPooling2D(2, padding="same", name="pool_same"),    # -> 3 x 7
         keras.layers.MaxPooling2D((1, 2), 1, name="pool_small"),           # -> 3 x 6
         keras.layers.MaxPooling2D((2, 5), name="pool_wide"),  # -> 1 x 1; 10 elements: keeps Keras'
         keras.layers.Flatten(), keras.layers.Dense(2)])
@@ -107,14 +161,14 @@ class MaxPoolRouteTest(tf.test.TestCase):
         with tf_ucudnn.enable_rewrite(**rewrite):
             return model.fit(self.x, self.y, batch_size=4, shuffle=False, epochs=2, verbose=0)
 
-    def test_valid_channels_last_pools_take_the_first_max_index_gradient(self):
+    def test_small_window_pools_take_the_first_max_index_gradient(self):
         model, twin = _pool_model(), _pool_model()
         before = tf_ucudnn.rewrite_stats()["max_pool"]
         with mock.patch.dict(os.environ):
             os.environ.pop("UCUDNN_MAX_POOL_GRADIENT", None)  # the default
             with self.assertLogs("tf_ucudnn", level="INFO") as logs:
                 ours = self._fit(model)
-        self.assertIn("its 2 keras.layers.MaxPooling2D layers take their gradient",
+        self.assertIn("its 3 keras.layers.MaxPooling2D layers take their gradient",
                       "\n".join(logs.output))
         self.assertGreaterEqual(tf_ucudnn.rewrite_stats()["max_pool"] - before, 1)
         # The same training as with XLA's own max-pool gradient, convolutions
@@ -160,14 +214,14 @@ class MaxPoolRouteTest(tf.test.TestCase):
 class MaxPoolingLayerTest(tf.test.TestCase):
     """tf_ucudnn.layers.MaxPooling2D and rewrite_model(max_pool_gradient=...)."""
 
-    def test_rewrite_model_replaces_valid_pools_and_training_matches(self):
+    def test_rewrite_model_replaces_small_window_pools_and_training_matches(self):
         model = _pool_model()
         with mock.patch.dict(os.environ):
             os.environ.pop("UCUDNN_MAX_POOL_GRADIENT", None)
             ours = tf_ucudnn.rewrite_model(model, verbose=0)
         kept = tf_ucudnn.rewrite_model(model, verbose=0, max_pool_gradient="select-and-scatter")
         self.assertIs(type(ours.get_layer("pool_valid")), tf_ucudnn.layers.MaxPooling2D)
-        self.assertIs(type(ours.get_layer("pool_same")), keras.layers.MaxPooling2D)
+        self.assertIs(type(ours.get_layer("pool_same")), tf_ucudnn.layers.MaxPooling2D)
         self.assertIs(type(ours.get_layer("pool_small")), tf_ucudnn.layers.MaxPooling2D)
         self.assertIs(type(ours.get_layer("pool_wide")), keras.layers.MaxPooling2D)
         self.assertIs(type(kept.get_layer("pool_valid")), keras.layers.MaxPooling2D)
@@ -208,16 +262,28 @@ class MaxPoolGpuTest(tf.test.TestCase):
 
     def test_gradient_matches_select_and_scatter_on_the_gpu(self):
         rng = np.random.default_rng(7)
-        for shape, pool, strides in (([16, 112, 112, 64], (3, 3), (2, 2)),
-                                     ([8, 224, 224, 64], (2, 2), (2, 2))):
+        for shape, pool, strides, padding in (([16, 112, 112, 64], (3, 3), (2, 2), "VALID"),
+                                              ([8, 224, 224, 64], (2, 2), (2, 2), "VALID"),
+                                              ([16, 112, 112, 64], (3, 3), (2, 2), "SAME"),
+                                              ([8, 75, 75, 32], (2, 2), (2, 2), "SAME")):
             for dtype, bound in ((tf.float32, 1e-6), (tf.float16, 1e-3)):
+                label = f"{shape} {pool} {strides} {padding} {dtype.name}"
+                run = tf.function(_gradient, jit_compile=True)
+                # Ties (five values) against TF's CPU kernel, the first of
+                # tied maxima; without ties (normal samples in float32) against
+                # XLA's select-and-scatter on the GPU.
+                ties = tf.constant(rng.integers(0, 5, shape), dtype)
+                with tf.device("/CPU:0"):
+                    want_y, want = _gradient(ties, pool, strides, False, padding)
                 with tf.device("/GPU:0"):
-                    x = tf.constant(rng.integers(0, 5, shape), dtype)
-                    run = tf.function(_gradient, jit_compile=True)
-                    want_y, want = run(x, pool, strides, False)
-                    y, got = run(x, pool, strides, True)
-                label = f"{shape} {pool} {strides} {dtype.name}"
+                    y, got = run(ties, pool, strides, True, padding)
+                    if dtype == tf.float32:
+                        distinct = tf.constant(rng.standard_normal(shape), dtype)
+                        _, xla = run(distinct, pool, strides, False, padding)
+                        _, ours = run(distinct, pool, strides, True, padding)
                 self.assertAllEqual(y, want_y, msg=label)
                 if pool == strides:  # tiles: nothing added, the same bits
                     self.assertAllEqual(got, want, msg=label)
                 self.assertLessEqual(rel_l2(got, want), bound, label)
+                if dtype == tf.float32:
+                    self.assertLessEqual(rel_l2(ours, xla), bound, label)

@@ -65,7 +65,7 @@ MAX_POOL_GRADIENTS = ("first-max-index", "select-and-scatter")
 
 
 def max_pool_gradient():
-    """``UCUDNN_MAX_POOL_GRADIENT``: how valid, channels-last
+    """``UCUDNN_MAX_POOL_GRADIENT``: how channels-last
     ``keras.layers.MaxPooling2D`` layers (windows of up to 9 elements)
     compute their gradient under XLA where ``rewrite_model`` or
     ``enable_rewrite`` was not told:

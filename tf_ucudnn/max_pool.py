@@ -20,6 +20,7 @@ pools through it, and ``rewrite_model`` and ``enable_rewrite`` (under XLA) run
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_ucudnn import gradients
@@ -49,9 +50,17 @@ def _spread(t, offset, stride, size, axis):
     return tf.pad(t, pads)
 
 
-def first_max_gradient(x, y, dy, pool_size, strides):
+def same_padding(size, window, stride):
+    """TensorFlow's ``"SAME"`` padding of one spatial axis: ``(before,
+    after)`` elements, the output ``ceil(size / stride)`` long, the odd
+    element after."""
+    total = max((-(-size // stride) - 1) * stride + window - size, 0)
+    return total // 2, total - total // 2
+
+
+def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
     """The gradient to ``x`` of ``y = tf.nn.max_pool2d(x, pool_size, strides,
-    "VALID")``, as TF and XLA compute it, from elementwise ops.
+    padding)``, as TF and XLA compute it, from elementwise ops.
 
     Each window's gradient goes to the first (row-major) of its elements
     equal to its maximum ``y``; where windows overlap, the contributions are
@@ -59,7 +68,11 @@ def first_max_gradient(x, y, dy, pool_size, strides):
     ``kh * kw`` strided views of ``x`` (int8 for windows up to 126 elements,
     else int32); each view's share ``where(index == k, dy, 0)`` is spread to
     its positions with pads, and the shares are summed from the window's last
-    element to its first.
+    element to its first. Under ``"SAME"`` the views run over ``x`` padded as
+    TF pads it (:func:`same_padding`), and a constant in-bounds mask keeps
+    each view's padded positions from matching (as in TF, where they are no
+    candidates: a window whose inputs are all ``-inf`` still sends its
+    gradient to the first of them); the padded gradient is cropped to ``x``.
 
     Args:
       x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
@@ -67,34 +80,54 @@ def first_max_gradient(x, y, dy, pool_size, strides):
       dy: the gradient to ``y``, as ``y``.
       pool_size: ``(kh, kw)``.
       strides: ``(sh, sw)``.
+      padding: ``"VALID"`` or ``"SAME"``.
 
     Returns:
-      The gradient to ``x``, as ``x``: the tensor of XLA's select-and-scatter
-      and TF's CPU kernel (the contributions of overlapping windows added in
-      the windows' row-major order, which this sum follows). A kernel that
-      adds them in another order (atomics on a GPU) can differ from it in
-      the last bits where windows overlap; where they tile (stride = window)
-      there is nothing to add.
+      The gradient to ``x``, as ``x``: the tensor of TF's CPU kernel (the
+      contributions of overlapping windows added in the windows' row-major
+      order, which this sum follows), and of XLA's select-and-scatter
+      where nothing is padded or no window holds its maximum twice (padded,
+      XLA's CPU backend can send a window's gradient to another of its
+      tied maxima). A kernel that adds the contributions in another order
+      (atomics on a GPU) can differ from it in the last bits where windows
+      overlap; where they tile (stride = window) there is nothing to add.
     """
     (kh, kw), (sh, sw) = pool_size, strides
     h, w = x.shape[1], x.shape[2]
     ho, wo = y.shape[1], y.shape[2]
+    (top, bottom), (left, right) = ((same_padding(h, kh, sh), same_padding(w, kw, sw))
+                                    if padding == "SAME" else ((0, 0), (0, 0)))
+    if top or bottom or left or right:
+        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]])
     offsets = [(i, j) for i in range(kh) for j in range(kw)]
     index_dtype = tf.int8 if len(offsets) < 127 else tf.int32
 
-    def view(i, j):
-        return x[:, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw, :]
+    def inside(offset, stride, n, before, size):
+        """Which of a view's n positions along an axis are no padding."""
+        at = offset + stride * np.arange(n)
+        return (at >= before) & (at < before + size)
+
+    def matches(i, j):
+        view = x[:, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw, :]
+        equal = tf.equal(view, y)
+        rows, cols = inside(i, sh, ho, top, h), inside(j, sw, wo, left, w)
+        if rows.all() and cols.all():
+            return equal
+        return tf.logical_and(equal, tf.constant(rows[None, :, None, None]
+                                                 & cols[None, None, :, None]))
 
     index = tf.fill(tf.shape(y), tf.constant(len(offsets), index_dtype))
     for k in reversed(range(len(offsets))):
-        index = tf.where(tf.equal(view(*offsets[k]), y), tf.constant(k, index_dtype), index)
+        index = tf.where(matches(*offsets[k]), tf.constant(k, index_dtype), index)
     dx = None
     zero = tf.zeros_like(dy)
     for k in reversed(range(len(offsets))):
         i, j = offsets[k]
         share = tf.where(tf.equal(index, tf.constant(k, index_dtype)), dy, zero)
-        placed = _spread(_spread(share, i, sh, h, 1), j, sw, w, 2)
+        placed = _spread(_spread(share, i, sh, x.shape[1], 1), j, sw, x.shape[2], 2)
         dx = placed if dx is None else dx + placed
+    if top or bottom or left or right:
+        dx = dx[:, top:top + h, left:left + w, :]
     return dx
 
 
@@ -105,8 +138,8 @@ def _pair(value, name):
     return pair
 
 
-def max_pool2d(x, pool_size, strides=None):
-    """``tf.nn.max_pool2d(x, pool_size, strides, "VALID")`` (NHWC) with
+def max_pool2d(x, pool_size, strides=None, padding="VALID"):
+    """``tf.nn.max_pool2d(x, pool_size, strides, padding)`` (NHWC) with
     :func:`first_max_gradient` as its gradient where that is traced under
     XLA (``jit_compile``), TF's ``MaxPoolGrad`` elsewhere.
 
@@ -114,35 +147,41 @@ def max_pool2d(x, pool_size, strides=None):
       x: ``[N, H, W, C]`` (NHWC), float; H, W and C static.
       pool_size: the window, an int or ``(kh, kw)``.
       strides: an int or ``(sh, sw)``; None: ``pool_size``.
+      padding: ``"VALID"`` or ``"SAME"`` (either case, as Keras spells it).
 
     Returns:
-      ``[N, (H - kh) // sh + 1, (W - kw) // sw + 1, C]``, ``x``'s dtype.
+      ``[N, Ho, Wo, C]``, ``x``'s dtype: ``Ho = (H - kh) // sh + 1`` under
+      ``"VALID"``, ``ceil(H / sh)`` under ``"SAME"``; ``Wo`` likewise.
 
     Raises:
       ValueError: a ``pool_size`` or ``strides`` that is not one or two
-        positive ints, an ``x`` that is not 4-D with static H, W and C, or a
-        window larger than ``x``.
+        positive ints, a ``padding`` other than those two, an ``x`` that is
+        not 4-D with static H, W and C, or under ``"VALID"`` a window larger
+        than ``x``.
     """
     pool_size = _pair(pool_size, "pool_size")
     strides = pool_size if strides is None else _pair(strides, "strides")
+    if not isinstance(padding, str) or padding.upper() not in ("VALID", "SAME"):
+        raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
+    padding = padding.upper()
     x = tf.convert_to_tensor(x)
     if x.shape.rank != 4 or any(d is None for d in x.shape[1:]):
         raise ValueError(f"max_pool2d takes [N, H, W, C] with static H, W and C, got {x.shape}")
-    if pool_size[0] > x.shape[1] or pool_size[1] > x.shape[2]:
+    if padding == "VALID" and (pool_size[0] > x.shape[1] or pool_size[1] > x.shape[2]):
         raise ValueError(f"pool_size {pool_size} is larger than the input's H x W "
-                         f"{x.shape[1]} x {x.shape[2]}")
+                         f"{x.shape[1]} x {x.shape[2]} (padding 'valid')")
 
     @tf.custom_gradient
     def pool(x):
-        y = tf.nn.max_pool2d(x, pool_size, strides, "VALID")
+        y = tf.nn.max_pool2d(x, pool_size, strides, padding)
 
         def grad(dy):
             if not gradients._in_xla_function():
                 return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy,
                                               ksize=[1, *pool_size, 1],
-                                              strides=[1, *strides, 1], padding="VALID")
+                                              strides=[1, *strides, 1], padding=padding)
             first_max_gradients[0] += 1
-            return first_max_gradient(x, y, dy, pool_size, strides)
+            return first_max_gradient(x, y, dy, pool_size, strides, padding)
         return y, grad
 
     return pool(x)
@@ -155,12 +194,10 @@ MAX_WINDOW = 9
 
 def routable(layer):
     """Whether a ``keras.layers.MaxPooling2D`` can pool through
-    :func:`max_pool2d`: ``padding="valid"``, ``channels_last`` and a window
-    of at most :data:`MAX_WINDOW` elements (the rest, such as ``"same"``,
-    keeps Keras' call)."""
+    :func:`max_pool2d`: ``channels_last`` and a window of at most
+    :data:`MAX_WINDOW` elements (either padding); the rest keeps Keras' call."""
     kh, kw = layer.pool_size
-    return (layer.padding == "valid" and layer.data_format == "channels_last"
-            and kh * kw <= MAX_WINDOW)
+    return layer.data_format == "channels_last" and kh * kw <= MAX_WINDOW
 
 
 def pool_call(layer, inputs):
@@ -169,4 +206,4 @@ def pool_call(layer, inputs):
     own call otherwise."""
     if not routable(layer) or any(d is None for d in inputs.shape[1:]):
         return keras.layers.MaxPooling2D.call(layer, inputs)
-    return max_pool2d(inputs, tuple(layer.pool_size), tuple(layer.strides))
+    return max_pool2d(inputs, tuple(layer.pool_size), tuple(layer.strides), layer.padding)

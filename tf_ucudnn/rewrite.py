@@ -329,8 +329,8 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         ``"off"`` keeps every one; None (default): ``UCUDNN_RECOMPUTE``
         decides (as ``Conv2DBatchNorm``'s ``recompute_output``).
       max_pool_gradient: for models compiled with XLA, how their
-        ``keras.layers.MaxPooling2D`` layers (``padding="valid"``,
-        ``channels_last``, windows up to :data:`tf_ucudnn.max_pool.MAX_WINDOW`
+        ``keras.layers.MaxPooling2D`` layers (``channels_last``, either
+        padding, windows up to :data:`tf_ucudnn.max_pool.MAX_WINDOW`
         elements) compute their gradient: ``"first-max-index"`` from
         elementwise selects and pads that XLA fuses
         (:func:`tf_ucudnn.max_pool.max_pool2d`: the same tensor, faster and
@@ -692,8 +692,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         all, None (default) None: ``UCUDNN_RECOMPUTE`` decides.
       max_pool_gradient: ``"first-max-index"`` replaces each
         ``keras.layers.MaxPooling2D`` that
-        :func:`tf_ucudnn.max_pool.routable` accepts (``padding="valid"``,
-        ``channels_last``, windows of up to 9 elements) by
+        :func:`tf_ucudnn.max_pool.routable` accepts (``channels_last``,
+        either padding, windows of up to 9 elements) by
         ``tf_ucudnn.layers.MaxPooling2D``, whose gradient under XLA is
         elementwise selects that XLA fuses (the same tensor as its
         select-and-scatter; without XLA, TF's);
