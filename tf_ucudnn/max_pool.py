@@ -70,9 +70,10 @@ def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
     its positions with pads, and the shares are summed from the window's last
     element to its first. Under ``"SAME"`` the views run over ``x`` padded as
     TF pads it (:func:`same_padding`), and a constant in-bounds mask keeps
-    each view's padded positions from matching (as in TF, where they are no
-    candidates: a window whose inputs are all ``-inf`` still sends its
-    gradient to the first of them); the padded gradient is cropped to ``x``.
+    each view's padded positions from matching (in TF they are no
+    candidates: a border window of zeros, as a ReLU leaves many, sends its
+    gradient to its first input, not to the padding before it); the padded
+    gradient is cropped to ``x``.
 
     Args:
       x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
