@@ -257,8 +257,9 @@ class MaxPoolingLayerTest(tf.test.TestCase):
 
 @pytest.mark.gpu
 class MaxPoolGpuTest(tf.test.TestCase):
-    """On the GPU under XLA: the same tensor as XLA's select-and-scatter,
-    whose GPU kernel may add overlapping windows' shares in another order."""
+    """On the GPU under XLA: the tensor of TF's kernel, and where nothing is
+    padded of XLA's select-and-scatter, whose GPU kernel may add overlapping
+    windows' shares in another order."""
 
     def test_gradient_matches_tensorflows_kernel_and_select_and_scatter_on_the_gpu(self):
         rng = np.random.default_rng(7)
@@ -281,7 +282,8 @@ class MaxPoolGpuTest(tf.test.TestCase):
                         want_y, want = _gradient(x, pool, strides, False, padding)
                     with tf.device("/GPU:0"):
                         y, got = run(x, pool, strides, True, padding)
-                        _, xla = run(x, pool, strides, False, padding)
+                        if padding == "VALID":
+                            _, xla = run(x, pool, strides, False, padding)
                     self.assertAllEqual(y, want_y, msg=label)
                     if pool == strides:  # tiles: nothing added, the same bits
                         self.assertAllEqual(got, want, msg=label)

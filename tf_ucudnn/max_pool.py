@@ -98,7 +98,8 @@ def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
     ho, wo = y.shape[1], y.shape[2]
     (top, bottom), (left, right) = ((same_padding(h, kh, sh), same_padding(w, kw, sw))
                                     if padding == "SAME" else ((0, 0), (0, 0)))
-    if top or bottom or left or right:
+    padded = top or bottom or left or right
+    if padded:
         x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]])
     offsets = [(i, j) for i in range(kh) for j in range(kw)]
     index_dtype = tf.int8 if len(offsets) < 127 else tf.int32
@@ -127,7 +128,7 @@ def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
         share = tf.where(tf.equal(index, tf.constant(k, index_dtype)), dy, zero)
         placed = _spread(_spread(share, i, sh, x.shape[1], 1), j, sw, x.shape[2], 2)
         dx = placed if dx is None else dx + placed
-    if top or bottom or left or right:
+    if padded:
         dx = dx[:, top:top + h, left:left + w, :]
     return dx
 
