@@ -1,5 +1,5 @@
-"""tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects and
-pads, and enable_rewrite's route of XLA-compiled models' MaxPooling2D."""
+"""tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects,
+shifts and a stack, and enable_rewrite's route of XLA-compiled models' MaxPooling2D."""
 
 import os
 from unittest import mock
@@ -19,6 +19,7 @@ CASES = (([2, 9, 9, 3], (3, 3), (2, 2), "VALID"),  # ResNet's pool: windows over
          ([1, 7, 6, 2], (3, 3), (1, 1), "VALID"),  # a position in up to nine windows
          ([2, 9, 8, 2], (2, 3), (2, 1), "VALID"),
          ([1, 5, 7, 1], (5, 2), (1, 3), "VALID"),  # one window row; columns skipped
+         ([2, 7, 8, 2], (1, 2), (2, 3), "VALID"),  # rows and columns in no window
          ([2, 9, 9, 3], (3, 3), (2, 2), "SAME"),   # one padded row and column each side
          ([2, 8, 7, 2], (2, 2), (2, 2), "SAME"),   # tiles; W padded after only
          ([1, 7, 6, 2], (3, 3), (1, 1), "SAME"),
@@ -32,7 +33,7 @@ def _gradient(x, pool, strides, ours, padding="VALID"):
         tape.watch(x)
         y = (max_pool.max_pool2d(x, pool, strides, padding) if ours else
              tf.nn.max_pool2d(x, pool, strides, padding))
-        weight = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7 + 1, y.shape),
+        weight = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7 + 1, tf.shape(y)),
                          x.dtype) * tf.constant(0.37, x.dtype)
         loss = tf.reduce_sum(y * weight)
     return y, tape.gradient(loss, x)
@@ -111,6 +112,18 @@ class MaxPool2dTest(tf.test.TestCase):
         self.assertAllEqual(got, want)
         weights = tf.cast(tf.range(tf.size(y)) % 7 + 1, tf.float32) * 0.37
         self.assertAllClose(tf.reduce_sum(got), tf.reduce_sum(weights), rtol=1e-6)
+
+    def test_an_unknown_batch_size_under_xla(self):
+        # Keras may trace a step with the batch dimension unknown.
+        rng = np.random.default_rng(4)
+        for shape, pool, strides, padding in (CASES[0], CASES[4], CASES[5]):
+            x = tf.constant(rng.integers(0, 3, shape), tf.float32)
+            _, want = _gradient(x, pool, strides, False, padding)
+            run = tf.function(lambda x: _gradient(x, pool, strides, True, padding),
+                              jit_compile=True,
+                              input_signature=[tf.TensorSpec([None] + shape[1:], tf.float32)])
+            _, got = run(x)
+            self.assertAllEqual(got, want, msg=f"{shape} {pool} {strides} {padding}")
 
     def test_random_inputs_and_int_arguments(self):
         x = tf.constant(np.random.default_rng(1).standard_normal([3, 10, 10, 4]), tf.float32)

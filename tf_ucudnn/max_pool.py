@@ -10,8 +10,8 @@ VGG-16's five (2x2, stride 2) 1.6 ms of 31.5 ms in float32 at N = 64
 
 :func:`max_pool2d` pools as ``tf.nn.max_pool2d`` and has
 :func:`first_max_gradient` as its gradient: the same tensor from
-elementwise selects and pads, which XLA fuses with the passes around it (the
-same window element chosen, the contributions of overlapping windows added in
+elementwise selects, shifts and a stack, which XLA fuses with the passes
+around it (the same window element chosen, the contributions of overlapping windows added in
 one fixed order), where the gradient is traced into a function XLA compiles;
 elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling backward on a GPU), as its
 selects would run as dozens of unfused ops there. ``tf_ucudnn.layers.MaxPooling2D``
@@ -29,27 +29,6 @@ from tf_ucudnn import gradients
 first_max_gradients = [0]
 
 
-def _spread(t, offset, stride, size, axis):
-    """``t`` (length n along ``axis``) placed at positions ``offset, offset +
-    stride, ..., offset + (n - 1) * stride`` of a zero tensor of length
-    ``size`` along that axis: an interior pad (each element followed by
-    ``stride - 1`` zeros), then edge pads."""
-    n = t.shape[axis]
-    if stride > 1:
-        t = tf.expand_dims(t, axis + 1)
-        pads = [[0, 0]] * len(t.shape)
-        pads[axis + 1] = [0, stride - 1]
-        t = tf.pad(t, pads)
-        shape = t.shape.as_list()
-        t = tf.reshape(t, [-1 if s is None else s for s in
-                           shape[:axis] + [n * stride] + shape[axis + 2:]])
-    span = (n - 1) * stride + 1
-    t = t[(slice(None),) * axis + (slice(0, span),)]
-    pads = [[0, 0]] * len(t.shape)
-    pads[axis] = [offset, size - offset - span]
-    return tf.pad(t, pads)
-
-
 def same_padding(size, window, stride):
     """TensorFlow's ``"SAME"`` padding of one spatial axis: ``(before,
     after)`` elements, the output ``ceil(size / stride)`` long, the odd
@@ -58,48 +37,42 @@ def same_padding(size, window, stride):
     return total // 2, total - total // 2
 
 
-def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
-    """The gradient to ``x`` of ``y = tf.nn.max_pool2d(x, pool_size, strides,
-    padding)``, as TF and XLA compute it, from elementwise ops.
+def _padding(h, w, pool_size, strides, padding):
+    """``((top, bottom), (left, right))``: the elements TF pads around an
+    ``h x w`` input before pooling it."""
+    if padding != "SAME":
+        return (0, 0), (0, 0)
+    return same_padding(h, pool_size[0], strides[0]), same_padding(w, pool_size[1], strides[1])
 
-    Each window's gradient goes to the first (row-major) of its elements
-    equal to its maximum ``y``; where windows overlap, the contributions are
-    added. The index of that element within its window is one pass over the
-    ``kh * kw`` strided views of ``x`` (int8 for windows up to 126 elements,
-    else int32); each view's share ``where(index == k, dy, 0)`` is spread to
-    its positions with pads, and the shares are summed from the window's last
-    element to its first. Under ``"SAME"`` the views run over ``x`` padded as
-    TF pads it (:func:`same_padding`), and a constant in-bounds mask keeps
-    each view's padded positions from matching (in TF they are no
-    candidates: a border window of zeros, as a ReLU leaves many, sends its
-    gradient to its first input, not to the padding before it); the padded
-    gradient is cropped to ``x``.
+
+def first_max_index(x, y, pool_size, strides, padding="VALID"):
+    """For each window of ``y = tf.nn.max_pool2d(x, pool_size, strides,
+    padding)``, the position ``k = i * kw + j`` within the window of its
+    first (row-major) element equal to its maximum: the element TF's kernel
+    and XLA's select-and-scatter send the window's gradient to.
+
+    One pass over the ``kh * kw`` strided views of ``x``. Under ``"SAME"``
+    the views run over ``x`` padded as TF pads it (:func:`same_padding`),
+    and a constant in-bounds mask keeps a view's padded positions from
+    matching: in TF they are no candidates, so a border window of zeros (as
+    a ReLU leaves many) takes its first input, not the padding before it.
 
     Args:
       x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
       y: its output, ``[N, Ho, Wo, C]``.
-      dy: the gradient to ``y``, as ``y``.
       pool_size: ``(kh, kw)``.
       strides: ``(sh, sw)``.
       padding: ``"VALID"`` or ``"SAME"``.
 
     Returns:
-      The gradient to ``x``, as ``x``: the tensor of TF's CPU kernel (the
-      contributions of overlapping windows added in the windows' row-major
-      order, which this sum follows), and of XLA's select-and-scatter
-      where nothing is padded or no window holds its maximum twice (padded,
-      XLA's CPU backend can send a window's gradient to another of its
-      tied maxima). A kernel that adds the contributions in another order
-      (atomics on a GPU) can differ from it in the last bits where windows
-      overlap; where they tile (stride = window) there is nothing to add.
+      ``[N, Ho, Wo, C]``, int8 for windows of up to 126 elements, else
+      int32.
     """
     (kh, kw), (sh, sw) = pool_size, strides
     h, w = x.shape[1], x.shape[2]
     ho, wo = y.shape[1], y.shape[2]
-    (top, bottom), (left, right) = ((same_padding(h, kh, sh), same_padding(w, kw, sw))
-                                    if padding == "SAME" else ((0, 0), (0, 0)))
-    padded = top or bottom or left or right
-    if padded:
+    (top, bottom), (left, right) = _padding(h, w, pool_size, strides, padding)
+    if top or bottom or left or right:
         x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]])
     offsets = [(i, j) for i in range(kh) for j in range(kw)]
     index_dtype = tf.int8 if len(offsets) < 127 else tf.int32
@@ -121,16 +94,103 @@ def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
     index = tf.fill(tf.shape(y), tf.constant(len(offsets), index_dtype))
     for k in reversed(range(len(offsets))):
         index = tf.where(matches(*offsets[k]), tf.constant(k, index_dtype), index)
-    dx = None
+    return index
+
+
+def _shifted(t, by, length, axis):
+    """``t`` moved ``by`` positions up ``axis`` (zeros before), cut or
+    zero-filled to ``length``."""
+    pads = [[0, 0]] * len(t.shape)
+    pads[axis] = [by, max(0, length - t.shape[axis] - by)]
+    return tf.pad(t, pads)[(slice(None),) * axis + (slice(0, length),)]
+
+
+def _windows_at(residue, window, stride):
+    """How many windows hold an input position ``stride * q + residue``
+    (away from the edges): the shifts ``t`` with ``residue + stride * t <
+    window``."""
+    return max(0, -(-(window - residue) // stride))
+
+
+def spread_to_first_max(index, dy, hw, pool_size, strides, padding="VALID"):
+    """Each window's gradient ``dy`` sent to its element ``index``
+    (:func:`first_max_index`), added where windows overlap: the gradient to
+    the pool's ``H x W`` input.
+
+    An input row ``p = sh * q + r`` (in the padded input) lies in the
+    windows ``q - t`` at their rows ``r + sh * t < kh``, so each residue
+    ``r`` (and likewise each column residue) gathers its shares from
+    ``dy`` shifted by ``t`` windows: ``ceil(kh / sh) * ceil(kw / sw)``
+    selects at most per input element (4 for a 3x3 stride-2 window, 1 where
+    windows tile), with no interior padding. The residues are interleaved by
+    a stack and a reshape, which XLA fuses with the ops around them. The
+    contributions to one element are added in the windows' row-major order,
+    as TF's CPU kernel adds them.
+
+    Args:
+      index: ``[N, Ho, Wo, C]`` from :func:`first_max_index`.
+      dy: the gradient to the pool's output, ``[N, Ho, Wo, C]``.
+      hw: the input's ``(H, W)``.
+      pool_size, strides, padding: the pool's, as for
+        :func:`first_max_index`.
+
+    Returns:
+      ``[N, H, W, C]``, ``dy``'s dtype.
+    """
+    (kh, kw), (sh, sw) = pool_size, strides
+    h, w = hw
+    (top, bottom), (left, right) = _padding(h, w, pool_size, strides, padding)
+    qh, qw = -(-(top + h + bottom) // sh), -(-(left + w + right) // sw)
     zero = tf.zeros_like(dy)
-    for k in reversed(range(len(offsets))):
-        i, j = offsets[k]
-        share = tf.where(tf.equal(index, tf.constant(k, index_dtype)), dy, zero)
-        placed = _spread(_spread(share, i, sh, x.shape[1], 1), j, sw, x.shape[2], 2)
-        dx = placed if dx is None else dx + placed
-    if padded:
-        dx = dx[:, top:top + h, left:left + w, :]
-    return dx
+    rows = []
+    for rh in range(sh):
+        cols = []
+        for rw in range(sw):
+            part = None
+            # The earliest window first: the largest shifts.
+            for th in reversed(range(_windows_at(rh, kh, sh))):
+                for tw in reversed(range(_windows_at(rw, kw, sw))):
+                    k = (rh + sh * th) * kw + rw + sw * tw
+                    share = tf.where(tf.equal(index, tf.constant(k, index.dtype)), dy, zero)
+                    term = _shifted(_shifted(share, th, qh, 1), tw, qw, 2)
+                    part = term if part is None else part + term
+            if part is None:  # a stride longer than the window: never in one
+                part = tf.zeros(tf.stack([tf.shape(dy)[0], qh, qw, dy.shape[3]]), dy.dtype)
+            cols.append(part)
+        rows.append(tf.stack(cols, axis=3))  # [N, qh, qw, sw, C]
+    dx = tf.reshape(tf.stack(rows, axis=2),  # [N, qh, sh, qw, sw, C]
+                    tf.stack([-1, qh * sh, qw * sw, dy.shape[3]]))
+    return dx[:, top:top + h, left:left + w, :]
+
+
+def first_max_gradient(x, y, dy, pool_size, strides, padding="VALID"):
+    """The gradient to ``x`` of ``y = tf.nn.max_pool2d(x, pool_size, strides,
+    padding)``, as TF and XLA compute it, from elementwise ops.
+
+    Each window's gradient goes to the first (row-major) of its elements
+    equal to its maximum ``y`` (:func:`first_max_index`); where windows
+    overlap, the contributions are added (:func:`spread_to_first_max`).
+
+    Args:
+      x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
+      y: its output, ``[N, Ho, Wo, C]``.
+      dy: the gradient to ``y``, as ``y``.
+      pool_size: ``(kh, kw)``.
+      strides: ``(sh, sw)``.
+      padding: ``"VALID"`` or ``"SAME"``.
+
+    Returns:
+      The gradient to ``x``, as ``x``: the tensor of TF's CPU kernel (the
+      contributions of overlapping windows added in the windows' row-major
+      order), and of XLA's select-and-scatter where nothing is padded or no
+      window holds its maximum twice (padded, XLA's CPU backend can send a
+      window's gradient to another of its tied maxima). A kernel that adds
+      the contributions in another order (atomics on a GPU) can differ from
+      it in the last bits where windows overlap; where they tile (stride =
+      window) there is nothing to add.
+    """
+    return spread_to_first_max(first_max_index(x, y, pool_size, strides, padding), dy,
+                               (x.shape[1], x.shape[2]), pool_size, strides, padding)
 
 
 def _pair(value, name):
