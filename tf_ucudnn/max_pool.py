@@ -250,7 +250,7 @@ def max_pool2d(x, pool_size, strides=None, padding="VALID"):
 
 
 # The largest window (kh * kw elements) a layer pools through max_pool2d: the
-# gradient is one select and spread per element; 2x2 and 3x3 were measured.
+# gradient is one select per window element; 2x2 and 3x3 were measured.
 MAX_WINDOW = 9
 
 
