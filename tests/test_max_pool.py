@@ -1,5 +1,6 @@
 """tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects,
-shifts and a stack, and enable_rewrite's route of XLA-compiled models' MaxPooling2D."""
+shifts and a stack, and enable_rewrite's route of XLA-compiled models'
+MaxPooling2D."""
 
 import os
 from unittest import mock

@@ -11,12 +11,13 @@ VGG-16's five (2x2, stride 2) 1.6 ms of 31.5 ms in float32 at N = 64
 :func:`max_pool2d` pools as ``tf.nn.max_pool2d`` and has
 :func:`first_max_gradient` as its gradient: the same tensor from
 elementwise selects, shifts and a stack, which XLA fuses with the passes
-around it (the same window element chosen, the contributions of overlapping windows added in
-one fixed order), where the gradient is traced into a function XLA compiles;
-elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling backward on a GPU), as its
-selects would run as dozens of unfused ops there. ``tf_ucudnn.layers.MaxPooling2D``
-pools through it, and ``rewrite_model`` and ``enable_rewrite`` (under XLA) run
-``keras.layers.MaxPooling2D`` layers so (``max_pool_gradient``).
+around it (the same window element chosen, the contributions of overlapping
+windows added in one fixed order), where the gradient is traced into a
+function XLA compiles; elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling
+backward on a GPU), as its selects would run as dozens of unfused ops there.
+``tf_ucudnn.layers.MaxPooling2D`` pools through it, and ``rewrite_model``
+and ``enable_rewrite`` (under XLA) run ``keras.layers.MaxPooling2D`` layers
+so (``max_pool_gradient``).
 """
 
 import keras
