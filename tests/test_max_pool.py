@@ -1,6 +1,5 @@
-"""tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects,
-shifts and a stack, and enable_rewrite's route of XLA-compiled models'
-MaxPooling2D."""
+"""tf_ucudnn.max_pool: a max-pool whose gradient is elementwise selects and
+shifts, and enable_rewrite's route of XLA-compiled models' MaxPooling2D."""
 
 import os
 from unittest import mock
@@ -125,6 +124,17 @@ class MaxPool2dTest(tf.test.TestCase):
                               input_signature=[tf.TensorSpec([None] + shape[1:], tf.float32)])
             _, got = run(x)
             self.assertAllEqual(got, want, msg=f"{shape} {pool} {strides} {padding}")
+
+    def test_the_residues_interleave_without_a_concatenate_or_transpose(self):
+        # A stack of the residues lowers to a concatenate and a transpose,
+        # through which XLA's GPU fusions read the gradient slowly; the
+        # interleave is a masked select over a broadcast and a reshape.
+        x = tf.constant(np.random.default_rng(5).integers(0, 3, [2, 9, 9, 3]), tf.float32)
+        run = tf.function(lambda x: _gradient(x, (3, 3), (2, 2), True)[1], jit_compile=True)
+        hlo = run.experimental_get_compiler_ir(x)(stage="hlo")
+        counts = {op: hlo.count(f" {op}(") for op in ("select", "concatenate", "transpose")}
+        self.assertGreater(counts["select"], 0, counts)
+        self.assertEqual((counts["concatenate"], counts["transpose"]), (0, 0), counts)
 
     def test_random_inputs_and_int_arguments(self):
         x = tf.constant(np.random.default_rng(1).standard_normal([3, 10, 10, 4]), tf.float32)

@@ -10,7 +10,7 @@ VGG-16's five (2x2, stride 2) 1.6 ms of 31.5 ms in float32 at N = 64
 
 :func:`max_pool2d` pools as ``tf.nn.max_pool2d`` and has
 :func:`first_max_gradient` as its gradient: the same tensor from
-elementwise selects, shifts and a stack, which XLA fuses with the passes
+elementwise selects and shifts, which XLA fuses with the passes
 around it (the same window element chosen, the contributions of overlapping
 windows added in one fixed order), where the gradient is traced into a
 function XLA compiles; elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling
@@ -123,8 +123,12 @@ def spread_to_first_max(index, dy, hw, pool_size, strides, padding="VALID"):
     ``r`` (and likewise each column residue) gathers its shares from
     ``dy`` shifted by ``t`` windows: ``ceil(kh / sh) * ceil(kw / sw)``
     selects at most per input element (4 for a 3x3 stride-2 window, 1 where
-    windows tile), with no interior padding. The residues are interleaved by
-    a stack and a reshape, which XLA fuses with the ops around them. The
+    windows tile), with no interior padding. The residues are interleaved
+    elementwise: each broadcast over ``[N, Hp / sh, sh, Wp / sw, sw, C]``
+    (``Hp x Wp``: the padded input, rounded up to whole strides) and chosen
+    by a constant mask of its residue, then a reshape (a stack would
+    lower to a concatenate and a transpose, through which XLA's GPU fusions
+    reading the gradient ran at a third of their bandwidth). The
     contributions to one element are added in the windows' row-major order,
     as TF's CPU kernel adds them.
 
@@ -140,12 +144,12 @@ def spread_to_first_max(index, dy, hw, pool_size, strides, padding="VALID"):
     """
     (kh, kw), (sh, sw) = pool_size, strides
     h, w = hw
+    c = dy.shape[3]
     (top, bottom), (left, right) = _padding(h, w, pool_size, strides, padding)
     qh, qw = -(-(top + h + bottom) // sh), -(-(left + w + right) // sw)
     zero = tf.zeros_like(dy)
-    rows = []
+    parts = {}
     for rh in range(sh):
-        cols = []
         for rw in range(sw):
             part = None
             # The earliest window first: the largest shifts.
@@ -155,12 +159,20 @@ def spread_to_first_max(index, dy, hw, pool_size, strides, padding="VALID"):
                     share = tf.where(tf.equal(index, tf.constant(k, index.dtype)), dy, zero)
                     term = _shifted(_shifted(share, th, qh, 1), tw, qw, 2)
                     part = term if part is None else part + term
-            if part is None:  # a stride longer than the window: never in one
-                part = tf.zeros(tf.stack([tf.shape(dy)[0], qh, qw, dy.shape[3]]), dy.dtype)
-            cols.append(part)
-        rows.append(tf.stack(cols, axis=3))  # [N, qh, qw, sw, C]
-    dx = tf.reshape(tf.stack(rows, axis=2),  # [N, qh, sh, qw, sw, C]
-                    tf.stack([-1, qh * sh, qw * sw, dy.shape[3]]))
+            if part is not None:  # None: a stride longer than the window, never in one
+                parts[rh, rw] = tf.reshape(part, tf.stack([-1, qh, 1, qw, 1, c]))
+    # dx6[n, a, rh, b, rw] = parts[rh, rw][n, a, b]: each residue chosen by a
+    # constant mask over the broadcast; the reshape after it is a bitcast.
+    shape6 = tf.stack([tf.shape(dy)[0], qh, sh, qw, sw, c])
+    if len(parts) == sh * sw:
+        dx6 = tf.broadcast_to(parts.pop((sh - 1, sw - 1)), shape6)
+    else:
+        dx6 = tf.zeros(shape6, dy.dtype)
+    for (rh, rw), part in parts.items():
+        mask = np.zeros([1, 1, sh, 1, sw, 1], bool)
+        mask[0, 0, rh, 0, rw, 0] = True
+        dx6 = tf.where(tf.constant(mask), part, dx6)
+    dx = tf.reshape(dx6, tf.stack([-1, qh * sh, qw * sw, c]))
     return dx[:, top:top + h, left:left + w, :]
 
 
@@ -270,3 +282,4 @@ def pool_call(layer, inputs):
     if not routable(layer) or any(d is None for d in inputs.shape[1:]):
         return keras.layers.MaxPooling2D.call(layer, inputs)
     return max_pool2d(inputs, tuple(layer.pool_size), tuple(layer.strides), layer.padding)
+
