@@ -19,12 +19,17 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
   transposes), XLA fusions (split into reductions and elementwise fusions by
   name), copies and sets, other;
+* per XLA fusion among the largest kernels, the bytes it reads and writes
+  (from the dumped module) and so its bandwidth (``add_bandwidth``);
 * per layer, its Conv -> BN -> ReLU as one (``layer_of``): the
   convolutions by pass (forward, backward-data, backward-filter), XLA's
   reductions, its elementwise fusions and the rest. A kernel's TF op comes
   from the annotation XLA's runtime puts around each launch (a ``name``
   stat), and for XLA's fusions, whose kernels mostly carry none, from the
-  fusion of that name in the dumped module (``fusion_op_names``).
+  fusion of that name in the dumped module (``fusion_op_names``). XLA
+  launches one kernel for identical fusions (the same computation on the
+  same shapes, e.g. the normalize + ReLU of three 56x56x64 layers), named
+  after one of them: all its launches count for that fusion's layer.
 
 Prints one table and the largest kernels of each run, the per-layer times
 side by side, and writes xla_profile_MODEL_PRECISION[_MODES].json and each
@@ -148,6 +153,23 @@ def fusion_op_names(module_text):
 
     return {f["name"].replace(".", "_"): f["op_name"]
             for f in hlo_fusion_bytes.entry_fusions(module_text) if f["op_name"]}
+
+
+def add_bandwidth(top, module_text):
+    """Each XLA fusion of ``top`` (``read_trace``'s kernels) that the module
+    names gets ``gb``, the bytes its launches of a step read and write (its
+    operands and result, once per launch: ``hlo_fusion_bytes``), and
+    ``tb_per_s``: those bytes over its time. The step's fusions are
+    memory-bound, so one far below the others (an H200 reaches about 4.4
+    TB/s) is slow for what it moves, not large."""
+    import hlo_fusion_bytes
+
+    sizes = {f["name"].replace(".", "_"): f["bytes_in"] + f["bytes_out"]
+             for f in hlo_fusion_bytes.entry_fusions(module_text)}
+    for kernel in top:
+        if kernel["kind"] == "XLA fusion" and kernel["name"] in sizes and kernel["ms"] > 0:
+            kernel["gb"] = sizes[kernel["name"]] * kernel["count"] / 1e9
+            kernel["tb_per_s"] = kernel["gb"] / kernel["ms"]  # GB per ms
 
 
 def _union_ps(intervals):
@@ -341,6 +363,8 @@ def main():
         module = _keep_module(dump, f"hlo_{model}_{precision}_{file_part(spec)}.txt.gz")
         r["trace"] = (read_trace(trace, model=model, fusion_ops=module and fusion_op_names(module))
                       if "error" not in r else {})
+        if module and "top" in r["trace"]:
+            add_bandwidth(r["trace"]["top"], module)
         runs[spec] = r
         print(f"  {spec}: " + (r["error"] if "error" in r else
                                f"{r['step_ms']:.1f} ms; trace: {r['trace'].get('error', 'read')}"),
@@ -364,9 +388,11 @@ def main():
           f"per step (3 profiled)")
     print(table.render(("",) + tuple(ok), rows, align="l" + "r" * len(ok)))
     for mode, r in ok.items():
-        print(f"\n{mode}: largest kernels, ms per step (launches)")
+        print(f"\n{mode}: largest kernels, ms per step (launches; XLA's fusions: GB read and "
+              f"written, TB/s)")
         for t in r["trace"]["top"][:15]:
-            print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+            moved = f"  {t['gb']:.3f} GB, {t['tb_per_s']:.2f} TB/s" if "gb" in t else ""
+            print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}{moved}")
         for kind in ("layout transform", "copy / set", "cuDNN tensor op", "other"):
             rest = [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
             for t in rest:

@@ -684,6 +684,31 @@ class ProfileLayersTest(tf.test.TestCase):
         self.assertEqual(xla_profile.layer_of("a/b/resnet50/conv1_conv/Conv2D", "resnet50"),
                          "conv1")
 
+    def test_fusion_bandwidth_from_the_module(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        module = """HloModule step
+
+%fused_computation.1 (p0: f16[8,4], p1: f32[4]) -> f16[8,4] {
+  %p0 = f16[8,4]{1,0} parameter(0)
+  ROOT %p1 = f16[8,4]{1,0} parameter(1)
+}
+
+ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
+  %a = f16[1000,1000]{1,0} parameter(0)
+  %b = f32[1000]{0} parameter(1)
+  ROOT %loop_select_fusion.1 = f16[1000,1000]{1,0} fusion(f16[1000,1000]{1,0} %a, f32[1000]{0} %b), kind=kLoop, calls=%fused_computation.1, metadata={op_type="ReluGrad" op_name="gradient_tape/conv1_relu/ReluGrad"}
+}
+"""
+        top = [dict(name="loop_select_fusion_1", ms=0.002, count=2, kind="XLA fusion"),
+               dict(name="loop_add_fusion_9", ms=0.5, count=1, kind="XLA fusion"),
+               dict(name="sm90_xmma_fprop", ms=0.3, count=1, kind="convolution")]
+        xla_profile.add_bandwidth(top, module)
+        # Two launches of 2 MB read + 4 kB read + 2 MB written, in 2 µs.
+        self.assertAlmostEqual(top[0]["gb"], 2 * (2e6 + 4e3 + 2e6) / 1e9)
+        self.assertAlmostEqual(top[0]["tb_per_s"], top[0]["gb"] / 0.002)
+        self.assertNotIn("gb", top[1])  # not in the module
+        self.assertNotIn("gb", top[2])  # no fusion
+
     def test_kernel_times_add_up_per_layer_and_part(self):
         from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
