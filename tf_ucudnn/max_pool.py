@@ -282,4 +282,3 @@ def pool_call(layer, inputs):
     if not routable(layer) or any(d is None for d in inputs.shape[1:]):
         return keras.layers.MaxPooling2D.call(layer, inputs)
     return max_pool2d(inputs, tuple(layer.pool_size), tuple(layer.strides), layer.padding)
-
