@@ -26,7 +26,7 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   reductions, its elementwise fusions and the rest. A kernel's TF op comes
   from the annotation XLA's runtime puts around each launch (a ``name``
   stat), and for XLA's fusions, whose kernels mostly carry none, from the
-  fusion of that name in the dumped module (``fusion_op_names``). XLA
+  fusion of that name in the dumped module (``kernel_fusions``). XLA
   launches one kernel for identical fusions (the same computation on the
   same shapes, e.g. the normalize + ReLU of three 56x56x64 layers), named
   after one of them: all its launches count for that fusion's layer.
@@ -143,32 +143,33 @@ def conv_pass(op_name):
     return "forward"
 
 
-def fusion_op_names(module_text):
-    """``{kernel name: TF op name}`` for the fusions of an optimized module's
+def kernel_fusions(module_text):
+    """``{kernel name: fusion}`` for the fusions of an optimized module's
     entry computation (``hlo_fusion_bytes.entry_fusions``): XLA names a
     fusion's kernel after the fusion with its dots as underscores
-    (``loop_select_fusion.1`` -> ``loop_select_fusion_1``); fusions without
-    an op name left out."""
+    (``loop_select_fusion.1`` -> ``loop_select_fusion_1``)."""
     import hlo_fusion_bytes
 
-    return {f["name"].replace(".", "_"): f["op_name"]
-            for f in hlo_fusion_bytes.entry_fusions(module_text) if f["op_name"]}
+    return {f["name"].replace(".", "_"): f for f in hlo_fusion_bytes.entry_fusions(module_text)}
 
 
-def add_bandwidth(top, module_text):
-    """Each XLA fusion of ``top`` (``read_trace``'s kernels) that the module
-    names gets ``gb``, the bytes its launches of a step read and write (its
-    operands and result, once per launch: ``hlo_fusion_bytes``), and
-    ``tb_per_s``: those bytes over its time. The step's fusions are
-    memory-bound, so one far below the others (an H200 reaches about 4.4
-    TB/s) is slow for what it moves, not large."""
-    import hlo_fusion_bytes
+def fusion_op_names(fusions):
+    """``{kernel name: TF op name}`` of :func:`kernel_fusions`' ``fusions``;
+    fusions without an op name left out."""
+    return {kernel: f["op_name"] for kernel, f in fusions.items() if f["op_name"]}
 
-    sizes = {f["name"].replace(".", "_"): f["bytes_in"] + f["bytes_out"]
-             for f in hlo_fusion_bytes.entry_fusions(module_text)}
+
+def add_bandwidth(top, fusions):
+    """Each XLA fusion of ``top`` (``read_trace``'s kernels) among
+    :func:`kernel_fusions`' ``fusions`` gets ``gb``, the bytes its launches
+    of a step read and write (its operands and result, once per launch:
+    ``hlo_fusion_bytes``), and ``tb_per_s``: those bytes over its time. The
+    step's fusions are memory-bound, so one far below the others (an H200
+    reaches about 4.4 TB/s) is slow for what it moves, not large."""
     for kernel in top:
-        if kernel["kind"] == "XLA fusion" and kernel["name"] in sizes and kernel["ms"] > 0:
-            kernel["gb"] = sizes[kernel["name"]] * kernel["count"] / 1e9
+        f = fusions.get(kernel["name"])
+        if kernel["kind"] == "XLA fusion" and f and kernel["ms"] > 0:
+            kernel["gb"] = (f["bytes_in"] + f["bytes_out"]) * kernel["count"] / 1e9
             kernel["tb_per_s"] = kernel["gb"] / kernel["ms"]  # GB per ms
 
 
@@ -361,10 +362,11 @@ def main():
         r = models.launch(model, mode, limit, batch, 900, extra_env=env, precision=precision,
                           profile_dir=trace)
         module = _keep_module(dump, f"hlo_{model}_{precision}_{file_part(spec)}.txt.gz")
-        r["trace"] = (read_trace(trace, model=model, fusion_ops=module and fusion_op_names(module))
+        fusions = kernel_fusions(module) if module else {}
+        r["trace"] = (read_trace(trace, model=model, fusion_ops=fusion_op_names(fusions))
                       if "error" not in r else {})
-        if module and "top" in r["trace"]:
-            add_bandwidth(r["trace"]["top"], module)
+        if "top" in r["trace"]:
+            add_bandwidth(r["trace"]["top"], fusions)
         runs[spec] = r
         print(f"  {spec}: " + (r["error"] if "error" in r else
                                f"{r['step_ms']:.1f} ms; trace: {r['trace'].get('error', 'read')}"),

@@ -702,7 +702,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         top = [dict(name="loop_select_fusion_1", ms=0.002, count=2, kind="XLA fusion"),
                dict(name="loop_add_fusion_9", ms=0.5, count=1, kind="XLA fusion"),
                dict(name="sm90_xmma_fprop", ms=0.3, count=1, kind="convolution")]
-        xla_profile.add_bandwidth(top, module)
+        xla_profile.add_bandwidth(top, xla_profile.kernel_fusions(module))
         # Two launches of 2 MB read + 4 kB read + 2 MB written, in 2 µs.
         self.assertAlmostEqual(top[0]["gb"], 2 * (2e6 + 4e3 + 2e6) / 1e9)
         self.assertAlmostEqual(top[0]["tb_per_s"], top[0]["gb"] / 0.002)
@@ -769,7 +769,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         module = HloFusionBytesTest.MODULE
         # Dots as underscores: the kernel of "loop_select_fusion.2" is "loop_select_fusion_2".
         module = module.replace("%loop_relu_fusion =", "%loop_select_fusion.2 =")
-        self.assertEqual(xla_profile.fusion_op_names(module), {
+        self.assertEqual(xla_profile.fusion_op_names(xla_profile.kernel_fusions(module)), {
             "loop_select_fusion": "gradient_tape/net/relu/ReluGrad",
             "input_reduce_fusion": "net/bn/Sum",
             "loop_select_fusion_2": "gradient_tape/net/relu_1/ReluGrad"})
