@@ -259,6 +259,33 @@ _MODES_CHILD = """
 """
 
 
+# A child process that runs a 1x1 expanding convolution with statistics
+# (N = 8, 28x28, 64 -> 128, NHWC) three times in float16, bfloat16 and float32
+# (TF32 on), each run after a float32 tensor of 1e30s the size of one sum was
+# freed (whose memory the sums then likely reuse), with the debug log on. It
+# prints per run the relative L2 distance of the sums from the float64 sums
+# of the returned output.
+_REPEATED_RUNS_CHILD = """
+    import json, numpy as np, tensorflow as tf, tf_ucudnn
+    def rel(a, b):
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+    rng = np.random.default_rng(0)
+    out = []
+    for dtype in ("float16", "bfloat16", "float32"):
+        x = tf.constant(rng.standard_normal((8, 28, 28, 64)), dtype)
+        f = tf.constant(rng.standard_normal((1, 1, 64, 128)) / 8.0, dtype)
+        with tf.device("/GPU:0"):
+            for _ in range(3):
+                junk = tf.fill([128], 1e30)
+                del junk
+                y, total, squares = tf_ucudnn.conv2d_with_statistics(x, f, 1, "SAME")
+                y64 = tf.cast(y, tf.float64).numpy()
+                out.append(dict(dtype=dtype, sum=rel(total.numpy(), y64.sum((0, 1, 2))),
+                                squares=rel(squares.numpy(), (y64 * y64).sum((0, 1, 2)))))
+    print("RESULT " + json.dumps(out))
+"""
+
+
 # A child process that plans a bfloat16 1x1 expanding convolution with
 # statistics (N = 32, 56x56, 64 -> 256, NHWC: ResNet-50's costliest fused
 # graph) within 64 MiB, then within no workspace at all. It prints "LIMIT 0"
@@ -358,6 +385,26 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         y_tol = 5e-3 if case["dtype"] == "float32" else TOLERANCE[getattr(tf, case["dtype"])]
         assert_rel_l2(self, np.array(case["y"]), np.array(reference["y"]), y_tol,
                       what + ": output")
+
+    def test_sums_hold_over_repeated_runs(self):
+        # A plan of one micro-batch hands its engine the op's own sums. Its
+        # first run fills them with NaN: an engine that stores its sums
+        # (finite after it) runs uncleared from then on; one that adds into
+        # them runs again on cleared sums, and is cleared before every run.
+        # Either way every run's sums are its output's, whatever the memory
+        # they reuse held, and the debug log says which the engine does.
+        done = run_python(_REPEATED_RUNS_CHILD, UCUDNN_DEBUG_OUTPUT="1")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
+        runs = json.loads(line[len("RESULT "):])
+        self.assertLen(runs, 9)
+        for i, run in enumerate(runs):
+            tol = {"float32": 1e-5}.get(run["dtype"], TOLERANCE[getattr(tf, run["dtype"])])
+            self.assertLessEqual(run["sum"], tol, f"{run['dtype']} run {i % 3}: sum")
+            self.assertLessEqual(run["squares"], tol, f"{run['dtype']} run {i % 3}: squares")
+        probed = re.findall(r"NHWC float16 .*: statistics engine \S+ (stores|adds into) its sums",
+                            done.stderr)
+        self.assertNotEmpty(probed, done.stderr[-3000:])
 
     def test_plans_built_on_threads_are_those_built_one_by_one(self):
         # UCUDNN_PLAN_BUILD_THREADS: a statistics kernel's run-time compiled

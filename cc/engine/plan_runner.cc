@@ -3,13 +3,16 @@
 #include "cc/engine/plan_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cc/engine/cuda_check.h"
 #include "cc/engine/executor.h"
+#include "cc/engine/knobs.h"
 
 namespace ucudnn {
 namespace {
@@ -43,21 +46,20 @@ Status AllocateWorkspaceOrSmallerPlan(const PlanRunner& runner, const PerfTable&
 
 }  // namespace
 
-Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels,
-                             bool several, const PassTensors& t, ScratchAllocator* scratch,
+Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels, bool several,
+                             const PassTensors& t, ScratchAllocator* scratch,
                              FusionPointers* fusion) {
   if (t.sum == nullptr || t.sum_of_squares == nullptr) {
     return Status::Internal("a statistics plan ran without its sums");
   }
   bytes_ = channels * static_cast<int64_t>(sizeof(float));
-  // The graphs' sums are cleared first, whichever way an engine writes them.
-  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum, 0, bytes_, stream));
-  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum_of_squares, 0, bytes_, stream));
   if (!several) {
     fusion->sum = t.sum;
     fusion->sum_of_squares = t.sum_of_squares;
     return Status();
   }
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum, 0, bytes_, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum_of_squares, 0, bytes_, stream));
   // One micro-batch's two sums in one block.
   const int64_t stride = AlignedBytes(bytes_);
   partial_ = static_cast<float*>(scratch->Allocate(2 * stride));
@@ -84,6 +86,53 @@ Status StatisticsSums::AddPartial(cudnnHandle_t handle, const PassTensors& t) {
   UCUDNN_CUDNN_OK(
       cudnnAddTensor(handle, &one, desc_.d, partial_squares_, &one, desc_.d, t.sum_of_squares));
   return Status();
+}
+
+Status PlanRunner::RunWithStatistics(cudnnHandle_t handle, cudaStream_t stream,
+                                     const MicroBatch& mb, const CudnnAlgo& algo,
+                                     const PassTensors& t, const void* b, void* out,
+                                     const FusionPointers& fusion, void* workspace,
+                                     void* padded) {
+  auto run = [&] {
+    return RunMicroBatch(handle, stream, mb, algo, /*offset=*/0, /*accumulate=*/false, t.a, b,
+                         out, fusion, workspace, padded);
+  };
+  const int64_t bytes = spec_.params.out_channels * static_cast<int64_t>(sizeof(float));
+  auto clear_and_run = [&]() -> Status {
+    UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum, 0, bytes, stream));
+    UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum_of_squares, 0, bytes, stream));
+    return run();
+  };
+  {
+    std::lock_guard<std::mutex> lock(stores_mu_);
+    for (const auto& known : engine_stores_sums_) {
+      if (known.first == algo) return known.second ? run() : clear_and_run();
+    }
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  UCUDNN_CUDA_OK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return clear_and_run();
+  UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum, 0xFF, bytes, stream));  // NaN
+  UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum_of_squares, 0xFF, bytes, stream));
+  UCUDNN_RETURN_IF_ERROR(run());
+  std::vector<float> sums(2 * spec_.params.out_channels);
+  UCUDNN_CUDA_OK(cudaMemcpyAsync(sums.data(), fusion.sum, bytes, cudaMemcpyDeviceToHost, stream));
+  UCUDNN_CUDA_OK(cudaMemcpyAsync(sums.data() + spec_.params.out_channels, fusion.sum_of_squares,
+                                 bytes, cudaMemcpyDeviceToHost, stream));
+  UCUDNN_CUDA_OK(cudaStreamSynchronize(stream));
+  const bool stores =
+      std::all_of(sums.begin(), sums.end(), [](float v) { return std::isfinite(v); });
+  {
+    std::lock_guard<std::mutex> lock(stores_mu_);
+    engine_stores_sums_.emplace_back(algo, stores);
+  }
+  if (DebugOutput()) {
+    std::fprintf(stderr, "tf_ucudnn: forward %s: statistics engine %s %s\n",
+                 spec_.params.ToString().c_str(), CudnnAlgoName(spec_.pass, algo).c_str(),
+                 stores ? "stores its sums (not cleared before its runs)"
+                        : "adds into its sums (cleared before each run)");
+  }
+  return stores ? Status() : clear_and_run();
 }
 
 int64_t PlanRunner::AccumulatorBytes() const {
@@ -132,13 +181,19 @@ Status PlanRunner::Run(CudnnHandle* handle, cudaStream_t stream, const Plan& pla
   }
   FusionPointers fusion = t.fusion();  // the sums: StatisticsSums's
   StatisticsSums sums;
+  const bool one_statistics_run =
+      params.fusion.statistics() && chosen.micro_batches.size() == 1;
   if (params.fusion.statistics()) {
-    UCUDNN_RETURN_IF_ERROR(sums.Begin(stream, params.out_channels,
-                                      chosen.micro_batches.size() > 1, t, scratch, &fusion));
+    UCUDNN_RETURN_IF_ERROR(
+        sums.Begin(stream, params.out_channels, !one_statistics_run, t, scratch, &fusion));
   }
   UCUDNN_RETURN_IF_ERROR(ExecutePlan(
       chosen, pass, [&](int64_t offset, const MicroBatch& mb, bool accumulate) -> Status {
         if (sums.partial()) UCUDNN_RETURN_IF_ERROR(sums.ClearPartial(stream));
+        if (one_statistics_run) {
+          return RunWithStatistics(handle->handle, stream, mb, algos[mb.algo], t, b, out, fusion,
+                                   workspace, ps.padded);
+        }
         if (!float_sum) {
           UCUDNN_RETURN_IF_ERROR(RunMicroBatch(handle->handle, stream, mb, algos[mb.algo],
                                                offset, accumulate, t.a, b, out, fusion,

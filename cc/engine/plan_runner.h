@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "cuda_runtime_api.h"
@@ -34,14 +36,16 @@ namespace ucudnn {
 // The statistics epilogue's sums over a plan's micro-batches: each
 // micro-batch's graph writes its own sums (cleared before it), which
 // cudnnAddTensor adds in float32 into the caller's; a plan of one micro-batch
-// writes the caller's directly.
+// writes the caller's directly (PlanRunner::RunWithStatistics clears them
+// where its engine adds into them).
 class StatisticsSums {
  public:
-  // Clears the caller's sums (t.sum, t.sum_of_squares) and points *fusion at
-  // what the micro-batches write: with `several`, two partial sums of
-  // `channels` floats from `scratch`.
-  Status Begin(cudaStream_t stream, int64_t channels, bool several,
-               const PassTensors& t, ScratchAllocator* scratch, FusionPointers* fusion);
+  // Points *fusion at what the micro-batches write: with `several`, two
+  // partial sums of `channels` floats from `scratch`, and the caller's sums
+  // (t.sum, t.sum_of_squares) cleared to add them into; otherwise the
+  // caller's.
+  Status Begin(cudaStream_t stream, int64_t channels, bool several, const PassTensors& t,
+               ScratchAllocator* scratch, FusionPointers* fusion);
   bool partial() const { return partial_ != nullptr; }
   Status ClearPartial(cudaStream_t stream);
   // Adds the micro-batch's sums into the caller's.
@@ -95,6 +99,19 @@ class PlanRunner {
   }
 
  private:
+  // Runs the micro-batch of a one-micro-batch plan whose engine fuses the
+  // statistics into fusion.sum and fusion.sum_of_squares. An engine not yet
+  // known runs once with its sums filled with NaN: finite sums after it mean
+  // that it stores them (its later runs skip the two memsets); NaN means
+  // that it adds into them, or that the output holds a NaN, and it runs
+  // again on cleared sums, as it does from then on. The probe waits for the
+  // stream once per engine and is skipped (sums cleared) while the stream is
+  // being captured into a CUDA graph.
+  Status RunWithStatistics(cudnnHandle_t handle, cudaStream_t stream, const MicroBatch& mb,
+                           const CudnnAlgo& algo, const PassTensors& t, const void* b,
+                           void* out, const FusionPointers& fusion, void* workspace,
+                           void* padded);
+
   const KernelSpec spec_;
   const PaddedGeometry geometry_;
   DescriptorCache descriptors_;
@@ -103,6 +120,10 @@ class PlanRunner {
   // Whether cuDNN takes cudnnOpTensor's T + T -> float and float -> T here:
   // 0 not yet known, 1 yes, -1 no (accumulate in T; AccumulatorBytes() is 0).
   std::atomic<int> float_accumulation_{0};
+  // The statistics engines probed (RunWithStatistics): true where the engine
+  // stores its sums.
+  std::mutex stores_mu_;
+  std::vector<std::pair<CudnnAlgo, bool>> engine_stores_sums_;
 };
 
 }  // namespace ucudnn
