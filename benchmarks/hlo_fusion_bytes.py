@@ -65,9 +65,11 @@ def _operand_names(rest):
 def entry_fusions(text):
     """The fusions of a module's entry computation, in program order: dicts
     of ``name``, ``kind`` (kLoop, kInput, …), ``op_type`` and ``op_name``
-    (TF's, from the metadata; empty where XLA gave none), ``reads`` (the
-    operands' shape strings), ``writes`` (the result's), ``bytes_in``,
-    ``bytes_out``."""
+    (TF's, from the metadata; empty where XLA gave none),
+    ``deduplicated_name`` (the name XLA gives a group of identical fusions
+    that share one kernel; the fusion's own name where it gives none),
+    ``reads`` (the operands' shape strings), ``writes`` (the result's),
+    ``bytes_in``, ``bytes_out``."""
     shapes, fusions, in_entry = {}, [], False
     for line in text.splitlines():
         if not line.startswith((" ", "\t")):
@@ -80,9 +82,11 @@ def entry_fusions(text):
         shapes[name] = shape
         if not in_entry or opcode != "fusion":
             continue
-        meta = dict(re.findall(r'\b(kind|op_type|op_name)="?([^",}\s]+)"?', rest))
+        meta = dict(re.findall(r'\b(kind|op_type|op_name|deduplicated_name)="?([^",}\s]+)"?',
+                               rest))
         fusions.append(dict(name=name, kind=meta.get("kind", ""), op_type=meta.get("op_type", ""),
                             op_name=meta.get("op_name", ""),
+                            deduplicated_name=meta.get("deduplicated_name", name),
                             operands=_operand_names(rest), writes=shape,
                             bytes_out=shape_bytes(shape)))
     for f in fusions:

@@ -28,8 +28,10 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   stat), and for XLA's fusions, whose kernels mostly carry none, from the
   fusion of that name in the dumped module (``kernel_fusions``). XLA
   launches one kernel for identical fusions (the same computation on the
-  same shapes, e.g. the normalize + ReLU of three 56x56x64 layers), named
-  after one of them: all its launches count for that fusion's layer.
+  same shapes, e.g. the normalize + ReLU of three 56x56x64 layers: one
+  ``deduplicated_name``), named after one of them; its launches in a step
+  go to the group's fusions in program order, the order XLA's scheduled
+  module runs them in.
 
 Prints one table and the largest kernels of each run, the per-layer times
 side by side, and writes xla_profile_MODEL_PRECISION[_MODES].json and each
@@ -147,16 +149,30 @@ def kernel_fusions(module_text):
     """``{kernel name: fusion}`` for the fusions of an optimized module's
     entry computation (``hlo_fusion_bytes.entry_fusions``): XLA names a
     fusion's kernel after the fusion with its dots as underscores
-    (``loop_select_fusion.1`` -> ``loop_select_fusion_1``)."""
+    (``loop_select_fusion.1`` -> ``loop_select_fusion_1``). Fusions of one
+    ``deduplicated_name`` run one kernel, named after one of them: each of
+    their names maps to the first, whose ``group`` lists them all in
+    program order (one fusion's group is itself)."""
     import hlo_fusion_bytes
 
-    return {f["name"].replace(".", "_"): f for f in hlo_fusion_bytes.entry_fusions(module_text)}
+    groups = collections.defaultdict(list)
+    for f in hlo_fusion_bytes.entry_fusions(module_text):
+        groups[f["deduplicated_name"]].append(f)
+    kernels = {}
+    for members in groups.values():
+        members[0]["group"] = members
+        for f in members:
+            kernels[f["name"].replace(".", "_")] = members[0]
+    return kernels
 
 
 def fusion_op_names(fusions):
-    """``{kernel name: TF op name}`` of :func:`kernel_fusions`' ``fusions``;
-    fusions without an op name left out."""
-    return {kernel: f["op_name"] for kernel, f in fusions.items() if f["op_name"]}
+    """``{kernel name: [TF op name, ...]}`` of :func:`kernel_fusions`'
+    ``fusions``: the op of each fusion of the kernel's group, in program
+    order (``read_trace`` gives a step's n-th launch the n-th); kernels
+    whose fusions have no op name left out."""
+    return {kernel: [g["op_name"] for g in f["group"]] for kernel, f in fusions.items()
+            if all(g["op_name"] for g in f["group"])}
 
 
 def add_bandwidth(top, fusions):
@@ -192,9 +208,10 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     :func:`layer_of` (``model``: the model's scope name), the parts in
     ``LAYER_PARTS``: the convolutions by :func:`conv_pass`, XLA's fusions as
     :func:`fusion_part`, and ``other``; and ``unnamed_ms``, the kernel time
-    of no layer. An XLA fusion's op name is ``fusion_ops[kernel name]``
-    (:func:`fusion_op_names`) where given, else, as for every other kernel,
-    the ``name`` stat of XLA's annotation."""
+    of no layer. An XLA fusion's op name comes from ``fusion_ops[kernel
+    name]`` (:func:`fusion_op_names`) where given: the kernel's launches in
+    time order take its op names in turn. Else, as for every other kernel,
+    it is the ``name`` stat of XLA's annotation."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
@@ -215,29 +232,32 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     fusion_ops = fusion_ops or {}
     unnamed = 0
     name_stat = next((i for i, m in plane.stat_metadata.items() if m.name == "name"), None)
-    for line in plane.lines:
-        base_ps = line.timestamp_ns * 1000
-        for event in line.events:
-            name = plane.event_metadata[event.metadata_id].name
-            start = base_ps + event.offset_ps
-            intervals.append((start, start + event.duration_ps))
-            kind = kind_of(name)
-            by_kind[kind] += event.duration_ps
-            part = ("convolution" if kind == "convolution" else
-                    fusion_part(name) if kind == "XLA fusion" else "other")
-            if kind == "XLA fusion":
-                fusion_parts[part] += event.duration_ps
-            op_name = fusion_ops.get(name) if kind == "XLA fusion" else None
-            if not op_name and name_stat is not None:
-                op_name = _stat_value(plane, event, name_stat)
-            if op_name:
-                layer_part = conv_pass(op_name) if part == "convolution" else part
-                layers[layer_of(op_name, model)][layer_part] += event.duration_ps
-            else:
-                unnamed += event.duration_ps
-            kind_counts[kind] += 1
-            by_kernel[name] += event.duration_ps
-            counts[name] += 1
+    events = sorted(((line.timestamp_ns * 1000 + event.offset_ps, event)
+                     for line in plane.lines for event in line.events), key=lambda e: e[0])
+    launches = collections.Counter()  # per fusion kernel, for its group's op names
+    for start, event in events:
+        name = plane.event_metadata[event.metadata_id].name
+        intervals.append((start, start + event.duration_ps))
+        kind = kind_of(name)
+        by_kind[kind] += event.duration_ps
+        part = ("convolution" if kind == "convolution" else
+                fusion_part(name) if kind == "XLA fusion" else "other")
+        if kind == "XLA fusion":
+            fusion_parts[part] += event.duration_ps
+        op_name = None
+        if kind == "XLA fusion" and name in fusion_ops:
+            op_name = fusion_ops[name][launches[name] % len(fusion_ops[name])]
+            launches[name] += 1
+        if not op_name and name_stat is not None:
+            op_name = _stat_value(plane, event, name_stat)
+        if op_name:
+            layer_part = conv_pass(op_name) if part == "convolution" else part
+            layers[layer_of(op_name, model)][layer_part] += event.duration_ps
+        else:
+            unnamed += event.duration_ps
+        kind_counts[kind] += 1
+        by_kernel[name] += event.duration_ps
+        counts[name] += 1
     if not intervals:
         return dict(error="the GPU plane has no events")
     span = max(e for _, e in intervals) - min(s for s, _ in intervals)

@@ -746,8 +746,8 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         directory = tempfile.mkdtemp()
         with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
             f.write(space.SerializeToString())
-        fusion_ops = {"loop_convert_fusion_7": "gradient_tape/resnet50_1/conv2_block1_3_conv_"
-                                               "conv2_block1_3_bn_1/Cast"}
+        fusion_ops = {"loop_convert_fusion_7": ["gradient_tape/resnet50_1/conv2_block1_3_conv_"
+                                                "conv2_block1_3_bn_1/Cast"]}
         trace = xla_profile.read_trace(directory, per=1, model="resnet50", fusion_ops=fusion_ops)
         self.assertEqual(trace["layers"], {
             "conv2_block1_2": {"forward": 0.3, "backward-filter": 0.2, "backward-data": 0.15,
@@ -770,9 +770,51 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         # Dots as underscores: the kernel of "loop_select_fusion.2" is "loop_select_fusion_2".
         module = module.replace("%loop_relu_fusion =", "%loop_select_fusion.2 =")
         self.assertEqual(xla_profile.fusion_op_names(xla_profile.kernel_fusions(module)), {
-            "loop_select_fusion": "gradient_tape/net/relu/ReluGrad",
-            "input_reduce_fusion": "net/bn/Sum",
-            "loop_select_fusion_2": "gradient_tape/net/relu_1/ReluGrad"})
+            "loop_select_fusion": ["gradient_tape/net/relu/ReluGrad"],
+            "input_reduce_fusion": ["net/bn/Sum"],
+            "loop_select_fusion_2": ["gradient_tape/net/relu_1/ReluGrad"]})
+        # Identical fusions share a deduplicated name and one kernel: each of
+        # their names maps to the group, its ops in program order.
+        shared = module.replace(
+            'op_name="gradient_tape/net/relu_1/ReluGrad"}',
+            'op_name="gradient_tape/net/relu_1/ReluGrad" deduplicated_name="loop_select_fusion"}')
+        fusions = xla_profile.kernel_fusions(shared)
+        self.assertIs(fusions["loop_select_fusion_2"], fusions["loop_select_fusion"])
+        both = ["gradient_tape/net/relu/ReluGrad", "gradient_tape/net/relu_1/ReluGrad"]
+        self.assertEqual(xla_profile.fusion_op_names(fusions), {
+            "loop_select_fusion": both, "input_reduce_fusion": ["net/bn/Sum"],
+            "loop_select_fusion_2": both})
+
+    def test_a_shared_kernels_launches_go_to_its_fusions_in_turn(self):
+        # XLA's one kernel for identical fusions: in time order, across the
+        # GPU's lines (streams), its launches take the group's op names in
+        # turn, step after step.
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        xla_profile = _benchmark_script(self, "xla_profile")
+        space = xplane_pb2.XSpace()
+        plane = space.planes.add(name="/device:GPU:0")
+        plane.event_metadata[1].name = "loop_maximum_fusion_3"
+        plane.event_metadata[2].name = "loop_add_fusion"
+        compute = plane.lines.add(timestamp_ns=0)
+        other = plane.lines.add(timestamp_ns=0)
+        us = 10**6
+        # Two steps: the shared kernel at 0 and 300 µs, 100 µs each; 50 µs at
+        # 200 on another line; then 10 and 30 µs.
+        for line, metadata, start, duration in ((compute, 1, 0, 100), (other, 1, 200, 50),
+                                                (compute, 2, 120, 20), (compute, 1, 300, 10),
+                                                (other, 1, 400, 30)):
+            line.events.add(metadata_id=metadata, offset_ps=start * us, duration_ps=duration * us)
+        directory = tempfile.mkdtemp()
+        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+            f.write(space.SerializeToString())
+        ops = ["resnet50_1/conv2_block1_2_relu_1/Relu", "resnet50_1/conv2_block2_2_relu_1/Relu"]
+        trace = xla_profile.read_trace(directory, per=2, model="resnet50",
+                                       fusion_ops={"loop_maximum_fusion_3": ops})
+        self.assertEqual(set(trace["layers"]), {"conv2_block1_2", "conv2_block2_2"})
+        self.assertAlmostEqual(trace["layers"]["conv2_block1_2"]["elementwise"], (0.1 + 0.01) / 2)
+        self.assertAlmostEqual(trace["layers"]["conv2_block2_2"]["elementwise"], (0.05 + 0.03) / 2)
+        self.assertAlmostEqual(trace["unnamed_ms"], 0.02 / 2)
 
     def test_mode_specs_carry_environment_variables(self):
         xla_profile = _benchmark_script(self, "xla_profile")
@@ -856,6 +898,9 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
         # Only the entry computation's fusions; the fused computation's own
         # instructions are not fusions of the step.
         self.assertEqual([f["name"] for f in fusions],
+                         ["loop_select_fusion", "input_reduce_fusion", "loop_relu_fusion"])
+        # XLA's name for a group of identical fusions, or the fusion's own.
+        self.assertEqual([f["deduplicated_name"] for f in fusions],
                          ["loop_select_fusion", "input_reduce_fusion", "loop_relu_fusion"])
         tensor = 8 * 4 * 4 * 16 * 2
         self.assertEqual(fusions[0]["bytes_in"], tensor + 16 * 4)
