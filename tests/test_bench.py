@@ -619,6 +619,27 @@ def test_summarize_keeps_a_setting_whose_runs_all_failed():
         bench_models.run_models(["vgg16"], [], [], runs=0)
 
 
+def _gpu_plane(kernel_names):
+    """An XSpace with a GPU plane whose event metadata 1, 2, … name
+    `kernel_names`, and the plane."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/device:GPU:0")
+    for i, kernel in enumerate(kernel_names):
+        plane.event_metadata[i + 1].name = kernel
+    return space, plane
+
+
+def _write_trace(space, directory=None):
+    """`space` as a trace file in `directory` (a new one by default), which
+    it returns."""
+    directory = directory or tempfile.mkdtemp()
+    with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+        f.write(space.SerializeToString())
+    return directory
+
+
 def _benchmark_script(test, name):
     """benchmarks/NAME.py as a module, or skips `test` where the checkout's
     benchmarks/ is not beside the tests (make wheel-test copies tests/ alone)."""
@@ -710,11 +731,8 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         self.assertNotIn("gb", top[2])  # no fusion
 
     def test_kernel_times_add_up_per_layer_and_part(self):
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
         xla_profile = _benchmark_script(self, "xla_profile")
-        space = xplane_pb2.XSpace()
-        plane = space.planes.add(name="/device:GPU:0")
+        space, plane = _gpu_plane([])
         plane.stat_metadata[1].name = "name"
         plane.stat_metadata[2].name = "hlo_op"
         kernels = [  # (kernel name, TF op name or None, µs)
@@ -743,9 +761,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
                 event.stats.add(metadata_id=1, ref_value=10 + i)
                 event.stats.add(metadata_id=2, str_value=f"fusion.{i}")
             offset += us * 10**6
-        directory = tempfile.mkdtemp()
-        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
-            f.write(space.SerializeToString())
+        directory = _write_trace(space)
         fusion_ops = {"loop_convert_fusion_7": ["gradient_tape/resnet50_1/conv2_block1_3_conv_"
                                                 "conv2_block1_3_bn_1/Cast"]}
         trace = xla_profile.read_trace(directory, per=1, model="resnet50", fusion_ops=fusion_ops)
@@ -760,8 +776,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         # A trace without the annotation has no per-layer times.
         for event in line.events:
             del event.stats[:]
-        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
-            f.write(space.SerializeToString())
+        _write_trace(space, directory)
         self.assertNotIn("layers", xla_profile.read_trace(directory, per=1))
 
     def test_fusion_kernels_named_from_the_module(self):
@@ -789,13 +804,8 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         # XLA's one kernel for identical fusions: in time order, across the
         # GPU's lines (streams), its launches take the group's op names in
         # turn, step after step.
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
         xla_profile = _benchmark_script(self, "xla_profile")
-        space = xplane_pb2.XSpace()
-        plane = space.planes.add(name="/device:GPU:0")
-        plane.event_metadata[1].name = "loop_maximum_fusion_3"
-        plane.event_metadata[2].name = "loop_add_fusion"
+        space, plane = _gpu_plane(["loop_maximum_fusion_3", "loop_add_fusion"])
         compute = plane.lines.add(timestamp_ns=0)
         other = plane.lines.add(timestamp_ns=0)
         us = 10**6
@@ -805,9 +815,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
                                                 (compute, 2, 120, 20), (compute, 1, 300, 10),
                                                 (other, 1, 400, 30)):
             line.events.add(metadata_id=metadata, offset_ps=start * us, duration_ps=duration * us)
-        directory = tempfile.mkdtemp()
-        with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
-            f.write(space.SerializeToString())
+        directory = _write_trace(space)
         ops = ["resnet50_1/conv2_block1_2_relu_1/Relu", "resnet50_1/conv2_block2_2_relu_1/Relu"]
         trace = xla_profile.read_trace(directory, per=2, model="resnet50",
                                        fusion_ops={"loop_maximum_fusion_3": ops})
