@@ -20,7 +20,9 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   transposes), XLA fusions (split into reductions and elementwise fusions by
   name), copies and sets, other;
 * per XLA fusion among the largest kernels, the bytes it reads and writes
-  (from the dumped module) and so its bandwidth (``add_bandwidth``);
+  (from the dumped module) and so its bandwidth (``add_bandwidth``), and
+  the fusions that lose the most time against the best of them
+  (``slow_fusions``);
 * per layer, its Conv -> BN -> ReLU as one (``layer_of``): the
   convolutions by pass (forward, backward-data, backward-filter), XLA's
   reductions, its elementwise fusions and the rest. A kernel's TF op comes
@@ -187,6 +189,21 @@ def add_bandwidth(top, fusions):
         if kernel["kind"] == "XLA fusion" and f and kernel["ms"] > 0:
             kernel["gb"] = (f["bytes_in"] + f["bytes_out"]) * kernel["count"] / 1e9
             kernel["tb_per_s"] = kernel["gb"] / kernel["ms"]  # GB per ms
+
+
+def slow_fusions(top, count=5, min_ms=0.1):
+    """The XLA fusions of ``top`` (after :func:`add_bandwidth`) that lose
+    the most time against the run's own bandwidth: the highest ``tb_per_s``
+    of its fusions of at least ``min_ms`` ms. Each gets ``excess_ms``, its
+    time less what its bytes take at that bandwidth; the ``count`` largest
+    excesses first, and the bandwidth (TB/s, 0 where none)."""
+    moved = [t for t in top if "tb_per_s" in t]
+    best = max((t["tb_per_s"] for t in moved if t["ms"] >= min_ms), default=0)
+    if not best:
+        return [], 0
+    for t in moved:
+        t["excess_ms"] = t["ms"] - t["gb"] / best
+    return sorted(moved, key=lambda t: -t["excess_ms"])[:count], best
 
 
 def _union_ps(intervals):
@@ -419,6 +436,13 @@ def main():
             rest = [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
             for t in rest:
                 print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
+        slow, best = slow_fusions(r["trace"]["top"])
+        if slow:
+            print(f"{mode}: XLA's fusions furthest from the step's best bandwidth ({best:.2f} TB/s): "
+                  f"ms per step, ms over it")
+            for t in slow:
+                print(f"  {t['ms']:7.3f} +{t['excess_ms']:.3f} ({t['count']:3.0f})  {t['name']}  "
+                      f"{t['gb']:.3f} GB, {t['tb_per_s']:.2f} TB/s")
     print_layers(ok)
     for mode, r in ok.items():
         if r.get("plans"):

@@ -730,6 +730,23 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         self.assertNotIn("gb", top[1])  # not in the module
         self.assertNotIn("gb", top[2])  # no fusion
 
+    def test_slow_fusions_against_the_steps_best_bandwidth(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        top = [dict(name="loop_select_fusion_1", ms=0.4, count=2, gb=1.6, tb_per_s=4.0),
+               dict(name="loop_add_fusion_1", ms=0.33, count=1, gb=0.4, tb_per_s=0.4 / 0.33),
+               dict(name="input_reduce_fusion", ms=0.2, count=1, gb=0.6, tb_per_s=3.0),
+               # Too short to set the bandwidth, but ranked.
+               dict(name="loop_tiny_fusion", ms=0.01, count=1, gb=0.06, tb_per_s=6.0),
+               dict(name="sm90_xmma_fprop", ms=0.5, count=1)]
+        slow, best = xla_profile.slow_fusions(top, count=3)
+        self.assertEqual(best, 4.0)
+        self.assertEqual([t["name"] for t in slow],
+                         ["loop_add_fusion_1", "input_reduce_fusion", "loop_select_fusion_1"])
+        self.assertAlmostEqual(slow[0]["excess_ms"], 0.33 - 0.1)
+        self.assertAlmostEqual(slow[1]["excess_ms"], 0.2 - 0.15)
+        self.assertAlmostEqual(slow[2]["excess_ms"], 0.0)
+        self.assertEqual(xla_profile.slow_fusions(top[4:]), ([], 0))
+
     def test_kernel_times_add_up_per_layer_and_part(self):
         xla_profile = _benchmark_script(self, "xla_profile")
         space, plane = _gpu_plane([])
