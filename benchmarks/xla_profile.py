@@ -429,13 +429,12 @@ def main():
     for mode, r in ok.items():
         print(f"\n{mode}: largest kernels, ms per step (launches; XLA's fusions: GB read and "
               f"written, TB/s)")
-        for t in r["trace"]["top"][:15]:
+        shown = r["trace"]["top"][:15]
+        for kind in ("layout transform", "copy / set", "cuDNN tensor op", "other"):
+            shown += [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
+        for t in shown:
             moved = f"  {t['gb']:.3f} GB, {t['tb_per_s']:.2f} TB/s" if "gb" in t else ""
             print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}{moved}")
-        for kind in ("layout transform", "copy / set", "cuDNN tensor op", "other"):
-            rest = [t for t in r["trace"]["top"][15:] if t["kind"] == kind][:5]
-            for t in rest:
-                print(f"  {t['ms']:7.3f} ({t['count']:3.0f})  {t['kind']:<16}  {t['name']}")
         slow, best = slow_fusions(r["trace"]["top"])
         if slow:
             print(f"{mode}: XLA's fusions furthest from the step's best bandwidth ({best:.2f} TB/s): "

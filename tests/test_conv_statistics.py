@@ -367,9 +367,10 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         self.addCleanup(SHAPES.pop, "n16_28x28_64")
         self.check("n16_28x28_64", "NHWC", dtype, None)
 
-    def run_modes_child(self, **env):
-        """_MODES_CHILD under `env`: the finished process and its cases."""
-        done = run_python(_MODES_CHILD, **env)
+    def run_child(self, code, **env):
+        """`code` (one of the child scripts above) under `env`: the finished
+        process and what it printed after "RESULT "."""
+        done = run_python(code, **env)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
         return done, json.loads(line[len("RESULT "):])
@@ -393,10 +394,7 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # them runs again on cleared sums, and is cleared before every run.
         # Either way every run's sums are its output's, whatever the memory
         # they reuse held, and the debug log says which the engine does.
-        done = run_python(_REPEATED_RUNS_CHILD, UCUDNN_DEBUG_OUTPUT="1")
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-        runs = json.loads(line[len("RESULT "):])
+        done, runs = self.run_child(_REPEATED_RUNS_CHILD, UCUDNN_DEBUG_OUTPUT="1")
         self.assertLen(runs, 9)
         for i, run in enumerate(runs):
             tol = {"float32": 1e-5}.get(run["dtype"], TOLERANCE[getattr(tf, run["dtype"])])
@@ -414,8 +412,8 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # and the sums and outputs are the same within the types' bounds.
         engines, results = {}, {}
         for threads in ("1", "8"):
-            done, results[threads] = self.run_modes_child(
-                UCUDNN_PLAN_BUILD_THREADS=threads, UCUDNN_DEBUG_OUTPUT="1",
+            done, results[threads] = self.run_child(
+                _MODES_CHILD, UCUDNN_PLAN_BUILD_THREADS=threads, UCUDNN_DEBUG_OUTPUT="1",
                 UCUDNN_GRAPH_PRUNE_FACTOR="0")
             engines[threads] = set(re.findall(r"^  (\S+) \(workspace \d+ bytes\)", done.stderr,
                                               re.MULTILINE))
@@ -431,10 +429,7 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # "candidates over the workspace limit"). Within 64 MiB and within
         # no workspace: the plan fits, covers the batch, and its sums and
         # output are as right either way.
-        done = run_python(_TIGHT_LIMIT_CHILD, UCUDNN_DEBUG_OUTPUT="1")
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-        plans = json.loads(line[len("RESULT "):])
+        done, plans = self.run_child(_TIGHT_LIMIT_CHILD, UCUDNN_DEBUG_OUTPUT="1")
         for log, plan in zip(done.stderr.split("LIMIT 0"), plans):
             timed = [int(n) for n in re.findall(r"timed at (\d+):", log)]
             over = re.findall(r"size 32: (\d+) candidates over the workspace limit", log)
@@ -456,7 +451,7 @@ class ConvStatisticsGpuTest(OnGpuWithoutTf32, ConvStatisticsTest):
         # in each type: the sums are the returned output's, the outputs agree.
         results = {}
         for mode in ("fused", "unfused", "timed"):
-            done, results[mode] = self.run_modes_child(UCUDNN_STATISTICS=mode)
+            done, results[mode] = self.run_child(_MODES_CHILD, UCUDNN_STATISTICS=mode)
             if mode == "unfused":
                 self.assertNotIn("measured faster", done.stderr)
         for mode, cases in results.items():
