@@ -498,6 +498,28 @@ class ResultTablesTest(tf.test.TestCase):
         self.assertIn("error", lines[4])
 
 
+def test_launch_extra_env_adds_and_overrides_the_worker_environment(monkeypatch):
+    """extra_env reaches the worker's environment and may override the
+    variables launch sets itself (stock TF's cuDNN workspace limit)."""
+    seen = {}
+
+    def fake_run(cmd, env, **kwargs):
+        seen.update(cmd=cmd, env=env)
+        return subprocess.CompletedProcess(cmd, 0, stdout='RESULT {"step_ms": 1.0}\n', stderr="")
+
+    monkeypatch.setattr(models_runner.subprocess, "run", fake_run)
+    result = models_runner.launch("vgg16", "stock-xla", 64 << 20, 8, 5)
+    assert result == {"step_ms": 1.0}
+    assert seen["env"]["TF_CUDNN_WORKSPACE_LIMIT_IN_MB"] == "64"
+    assert seen["env"]["UCUDNN_DATABASE"] == "off"
+    models_runner.launch("vgg16", "stock-xla", 64 << 20, 8, 5,
+                         extra_env={"TF_CUDNN_WORKSPACE_LIMIT_IN_MB": "512", "XLA_FLAGS": "--x"})
+    assert seen["env"]["TF_CUDNN_WORKSPACE_LIMIT_IN_MB"] == "512"
+    assert seen["env"]["XLA_FLAGS"] == "--x"
+    # The worker's own limit (tf_ucudnn's) stays the argument.
+    assert seen["cmd"][-5:] == ["vgg16", "stock-xla", str(64 << 20), "8", "float32"]
+
+
 def test_model_modes_select_the_settings_that_run(monkeypatch):
     """--modes keeps only the named settings; --xla adds the two XLA settings."""
 

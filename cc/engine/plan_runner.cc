@@ -44,6 +44,15 @@ Status AllocateWorkspaceOrSmallerPlan(const PlanRunner& runner, const PerfTable&
   return Status();
 }
 
+// Sets every byte of a convolution's two per-channel sums (`bytes` each)
+// to `value`: 0 clears them, 0xFF fills them with NaN.
+Status FillSums(float* sum, float* sum_of_squares, int64_t bytes, int value,
+                cudaStream_t stream) {
+  UCUDNN_CUDA_OK(cudaMemsetAsync(sum, value, bytes, stream));
+  UCUDNN_CUDA_OK(cudaMemsetAsync(sum_of_squares, value, bytes, stream));
+  return Status();
+}
+
 }  // namespace
 
 Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels, bool several,
@@ -58,8 +67,7 @@ Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels, bool several
     fusion->sum_of_squares = t.sum_of_squares;
     return Status();
   }
-  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum, 0, bytes_, stream));
-  UCUDNN_CUDA_OK(cudaMemsetAsync(t.sum_of_squares, 0, bytes_, stream));
+  UCUDNN_RETURN_IF_ERROR(FillSums(t.sum, t.sum_of_squares, bytes_, 0, stream));
   // One micro-batch's two sums in one block.
   const int64_t stride = AlignedBytes(bytes_);
   partial_ = static_cast<float*>(scratch->Allocate(2 * stride));
@@ -75,9 +83,7 @@ Status StatisticsSums::Begin(cudaStream_t stream, int64_t channels, bool several
 }
 
 Status StatisticsSums::ClearPartial(cudaStream_t stream) {
-  UCUDNN_CUDA_OK(cudaMemsetAsync(partial_, 0, bytes_, stream));
-  UCUDNN_CUDA_OK(cudaMemsetAsync(partial_squares_, 0, bytes_, stream));
-  return Status();
+  return FillSums(partial_, partial_squares_, bytes_, 0, stream);
 }
 
 Status StatisticsSums::AddPartial(cudnnHandle_t handle, const PassTensors& t) {
@@ -99,8 +105,7 @@ Status PlanRunner::RunWithStatistics(cudnnHandle_t handle, cudaStream_t stream,
   };
   const int64_t bytes = spec_.params.out_channels * static_cast<int64_t>(sizeof(float));
   auto clear_and_run = [&]() -> Status {
-    UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum, 0, bytes, stream));
-    UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum_of_squares, 0, bytes, stream));
+    UCUDNN_RETURN_IF_ERROR(FillSums(fusion.sum, fusion.sum_of_squares, bytes, 0, stream));
     return run();
   };
   {
@@ -112,8 +117,7 @@ Status PlanRunner::RunWithStatistics(cudnnHandle_t handle, cudaStream_t stream,
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   UCUDNN_CUDA_OK(cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone) return clear_and_run();
-  UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum, 0xFF, bytes, stream));  // NaN
-  UCUDNN_CUDA_OK(cudaMemsetAsync(fusion.sum_of_squares, 0xFF, bytes, stream));
+  UCUDNN_RETURN_IF_ERROR(FillSums(fusion.sum, fusion.sum_of_squares, bytes, 0xFF, stream));
   UCUDNN_RETURN_IF_ERROR(run());
   std::vector<float> sums(2 * spec_.params.out_channels);
   UCUDNN_CUDA_OK(cudaMemcpyAsync(sums.data(), fusion.sum, bytes, cudaMemcpyDeviceToHost, stream));

@@ -19,12 +19,15 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
     A process per setting, because TensorFlow reads
     ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` once per process (it is set to
     ``bytes_`` here). ``extra_env`` adds environment variables (e.g.
-    ``XLA_FLAGS``); the benchmark database is off unless ``extra_env`` sets
-    ``UCUDNN_DATABASE``. On a failure or after ``timeout`` seconds the dict
+    ``XLA_FLAGS``) or overrides those set here (its
+    ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` changes stock TF's limit only:
+    tf_ucudnn's is ``bytes_``, passed to the worker); the benchmark database
+    is off unless ``extra_env`` sets ``UCUDNN_DATABASE``. On a failure or after ``timeout`` seconds the dict
     has ``error`` (the exit status and the end of stderr) instead of timings.
     """
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
-               TF_CPP_MIN_LOG_LEVEL="2", **(extra_env or {}))
+               TF_CPP_MIN_LOG_LEVEL="2")
+    env.update(extra_env or {})
     env.setdefault("UCUDNN_DATABASE", "off")
     env = harness.with_package_on_path(env)
     cmd = [sys.executable, "-m", "tf_ucudnn.bench.models", "--worker", model_name, mode,
