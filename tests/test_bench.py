@@ -975,6 +975,65 @@ ENTRY %main (x: f16[8,4,4,16], s: f32[16]) -> f16[8,4,4,16] {
                          ("+1 small", "f32[16], f32[16]"))
 
 
+class MaxPoolVariantsTest(tf.test.TestCase):
+    """benchmarks/max_pool/sitecustomize.py: each formulation of the routed
+    max-pool gives the shipped forward and gradient bit for bit."""
+
+    def _variants(self):
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "benchmarks", "max_pool", "sitecustomize.py")
+        if not os.path.exists(path):
+            self.skipTest("benchmarks/ is a checkout's, not beside these tests")
+        spec = importlib.util.spec_from_file_location("max_pool_sitecustomize", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_every_variant_gives_the_shipped_pool_and_gradient(self):
+        from tf_ucudnn import max_pool
+
+        variants = self._variants()
+        self.assertEqual(variants.VARIANT, "shipped")  # nothing patched without the variable
+        shipped = (max_pool.max_pool2d, max_pool.spread_to_first_max)
+        rng = np.random.default_rng(5)
+        cases = [((3, 3), (2, 2), "SAME", 11, 12), ((3, 3), (2, 2), "VALID", 9, 10),
+                 ((2, 2), (2, 2), "VALID", 8, 7), ((2, 3), (1, 2), "SAME", 6, 9),
+                 ((3, 2), (3, 1), "SAME", 10, 5), ((1, 2), (3, 3), "VALID", 7, 8)]
+        for variant in variants.VARIANTS[1:]:
+            for dtype in (tf.float32, tf.float16):
+                for pool_size, strides, padding, h, w in cases:
+                    x = tf.constant(rng.integers(-2, 3, (2, h, w, 3)), dtype)  # many ties
+                    weight = tf.constant(rng.standard_normal((2, h, w, 3)), tf.float32)
+
+                    @tf.function(jit_compile=True)
+                    def forward_and_gradient(x):
+                        with tf.GradientTape() as tape:
+                            tape.watch(x)
+                            y = max_pool.max_pool2d(x, pool_size, strides, padding)
+                            loss = tf.reduce_sum(tf.cast(y, tf.float32) * weight[:, :y.shape[1],
+                                                                                 :y.shape[2]])
+                        return y, tape.gradient(loss, x)
+
+                    want = forward_and_gradient(x)
+                    try:
+                        variants._patch(variant)
+                        counted = max_pool.first_max_gradients[0]
+                        got = tf.function(forward_and_gradient.python_function,
+                                          jit_compile=True)(x)
+                        self.assertGreater(max_pool.first_max_gradients[0], counted)
+                    finally:
+                        max_pool.max_pool2d, max_pool.spread_to_first_max = shipped
+                    where = f"{variant} {dtype.name} {pool_size} {strides} {padding} {h}x{w}"
+                    self.assertAllEqual(got[0], want[0], msg=where)
+                    self.assertAllEqual(got[1], want[1], msg=where)
+
+    def test_an_unknown_variant_is_refused_naming_the_variants(self):
+        with mock.patch.dict(os.environ, MAX_POOL_VARIANT="cudnn"):
+            with self.assertRaisesRegex(ValueError, "shipped, shared-shifts, views-max"):
+                self._variants()
+
+
 class ReluGradientVariantsTest(tf.test.TestCase):
     """benchmarks/relu_gradient_variants.py: each formulation of a batch-norm
     ReLU's gradient is TF's own, and XLA's dumps read as they are written."""
