@@ -1030,7 +1030,7 @@ class MaxPoolVariantsTest(tf.test.TestCase):
 
     def test_an_unknown_variant_is_refused_naming_the_variants(self):
         with mock.patch.dict(os.environ, MAX_POOL_VARIANT="cudnn"):
-            with self.assertRaisesRegex(ValueError, "shipped, shared-shifts, views-max"):
+            with self.assertRaisesRegex(ValueError, "shipped, shared-shifts, reduce-window"):
                 self._variants()
 
 

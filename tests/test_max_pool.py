@@ -136,6 +136,37 @@ class MaxPool2dTest(tf.test.TestCase):
         self.assertGreater(counts["select"], 0, counts)
         self.assertEqual((counts["concatenate"], counts["transpose"]), (0, 0), counts)
 
+    def test_under_xla_the_forward_is_the_views_maximum_with_infinities(self):
+        # The forward under XLA: no reduce-window, the maximum of the
+        # window's views. It gives XLA's own max-pool's values, -inf for a
+        # window of -inf (TF's CPU kernel gives the lowest finite value
+        # there); the gradient is TF's kernel's where some -inf are inputs.
+        rng = np.random.default_rng(9)
+        for shape, pool, strides, padding in CASES:
+            x = rng.integers(0, 3, shape).astype(np.float32)
+            x.flat[rng.integers(0, x.size, 3)] = -np.inf
+            for dtype in (tf.float32, tf.float16):
+                label = f"{shape} {pool} {strides} {padding} {dtype.name}"
+                some_inf = tf.constant(x, dtype)
+                want_y, want = _gradient(some_inf, pool, strides, False, padding)
+                y, got = tf.function(_gradient, jit_compile=True)(some_inf, pool, strides, True,
+                                                                  padding)
+                if not np.isinf(want_y.numpy()).any():
+                    self.assertAllEqual(y, want_y, msg=label)
+                    self.assertAllEqual(got, want, msg=label)
+                odd = x.copy()
+                odd[0, :pool[0], :pool[1], 0] = -np.inf  # a window of -inf
+                odd = tf.constant(odd, dtype)
+                run = tf.function(lambda x, ours: _gradient(x, pool, strides, ours, padding)[0],
+                                  jit_compile=True)
+                self.assertAllEqual(run(odd, True), run(odd, False), msg=label)
+        x = tf.constant(rng.integers(0, 3, [2, 9, 9, 3]), tf.float32)
+        run = tf.function(lambda x: _gradient(x, (3, 3), (2, 2), True, "SAME")[0],
+                          jit_compile=True)
+        hlo = run.experimental_get_compiler_ir(x)(stage="hlo")
+        self.assertNotIn("reduce-window(", hlo)
+        self.assertIn("maximum(", hlo)
+
     def test_random_inputs_and_int_arguments(self):
         x = tf.constant(np.random.default_rng(1).standard_normal([3, 10, 10, 4]), tf.float32)
         y, got = _gradient(x, 2, None, True)

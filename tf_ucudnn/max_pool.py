@@ -15,6 +15,8 @@ around it (the same window element chosen, the contributions of overlapping
 windows added in one fixed order), where the gradient is traced into a
 function XLA compiles; elsewhere TF's ``MaxPoolGrad`` (cuDNN's pooling
 backward on a GPU), as its selects would run as dozens of unfused ops there.
+Under XLA its forward is elementwise too: the maximum of the window's
+strided views, from which the first-max index comes in the same pass.
 ``tf_ucudnn.layers.MaxPooling2D`` pools through it, and ``rewrite_model``
 and ``enable_rewrite`` (under XLA) run ``keras.layers.MaxPooling2D`` layers
 so (``max_pool_gradient``).
@@ -46,17 +48,57 @@ def _padding(h, w, pool_size, strides, padding):
     return same_padding(h, pool_size[0], strides[0]), same_padding(w, pool_size[1], strides[1])
 
 
+def _window_views(x, pool_size, strides, padding):
+    """The ``kh * kw`` strided views of ``x`` (NHWC) that a max-pool's
+    windows take their element ``k = i * kw + j`` from, each ``[N, Ho, Wo,
+    C]``, in the order of ``k``; and per view an in-bounds mask ``[1, Ho,
+    Wo, 1]`` (numpy bool), or None where no window takes that element from
+    the padding.
+
+    Under ``"SAME"`` the views run over ``x`` padded as TF pads it
+    (:func:`same_padding`), with the lowest value of its dtype (-inf for
+    floats), so that the padding never is a window's maximum."""
+    (kh, kw), (sh, sw) = pool_size, strides
+    h, w = x.shape[1], x.shape[2]
+    (top, bottom), (left, right) = _padding(h, w, pool_size, strides, padding)
+    ho, wo = (top + h + bottom - kh) // sh + 1, (left + w + right - kw) // sw + 1
+    if top or bottom or left or right:
+        lowest = -np.inf if x.dtype.is_floating else x.dtype.min
+        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]], constant_values=lowest)
+    views, masks = [], []
+    for i in range(kh):
+        for j in range(kw):
+            views.append(x[:, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw, :])
+            rows, cols = i + sh * np.arange(ho), j + sw * np.arange(wo)
+            mask = (((rows >= top) & (rows < top + h))[None, :, None, None]
+                    & ((cols >= left) & (cols < left + w))[None, None, :, None])
+            masks.append(None if mask.all() else mask)
+    return views, masks
+
+
+def _first_match(views, masks, y):
+    """Per window, the first ``k`` whose in-bounds view equals ``y``."""
+    index_dtype = tf.int8 if len(views) < 127 else tf.int32
+    index = tf.fill(tf.shape(y), tf.constant(len(views), index_dtype))
+    for k in reversed(range(len(views))):
+        match = tf.equal(views[k], y)
+        if masks[k] is not None:
+            match = tf.logical_and(match, tf.constant(masks[k]))
+        index = tf.where(match, tf.constant(k, index_dtype), index)
+    return index
+
+
 def first_max_index(x, y, pool_size, strides, padding="VALID"):
     """For each window of ``y = tf.nn.max_pool2d(x, pool_size, strides,
     padding)``, the position ``k = i * kw + j`` within the window of its
     first (row-major) element equal to its maximum: the element TF's kernel
     and XLA's select-and-scatter send the window's gradient to.
 
-    One pass over the ``kh * kw`` strided views of ``x``. Under ``"SAME"``
-    the views run over ``x`` padded as TF pads it (:func:`same_padding`),
-    and a constant in-bounds mask keeps a view's padded positions from
-    matching: in TF they are no candidates, so a border window of zeros (as
-    a ReLU leaves many) takes its first input, not the padding before it.
+    One pass over the ``kh * kw`` strided views of ``x``
+    (:func:`_window_views`). Under ``"SAME"`` a constant in-bounds mask
+    keeps a view's padded positions from matching: in TF they are no
+    candidates, so a border window whose maximum is -inf takes its first
+    input, not the padding before it.
 
     Args:
       x: the pool's input, ``[N, H, W, C]`` (NHWC), static H and W.
@@ -69,33 +111,35 @@ def first_max_index(x, y, pool_size, strides, padding="VALID"):
       ``[N, Ho, Wo, C]``, int8 for windows of up to 126 elements, else
       int32.
     """
-    (kh, kw), (sh, sw) = pool_size, strides
-    h, w = x.shape[1], x.shape[2]
-    ho, wo = y.shape[1], y.shape[2]
-    (top, bottom), (left, right) = _padding(h, w, pool_size, strides, padding)
-    if top or bottom or left or right:
-        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]])
-    offsets = [(i, j) for i in range(kh) for j in range(kw)]
-    index_dtype = tf.int8 if len(offsets) < 127 else tf.int32
+    views, masks = _window_views(x, pool_size, strides, padding)
+    return _first_match(views, masks, y)
 
-    def inside(offset, stride, n, before, size):
-        """Which of a view's n positions along an axis are no padding."""
-        at = offset + stride * np.arange(n)
-        return (at >= before) & (at < before + size)
 
-    def matches(i, j):
-        view = x[:, i:i + (ho - 1) * sh + 1:sh, j:j + (wo - 1) * sw + 1:sw, :]
-        equal = tf.equal(view, y)
-        rows, cols = inside(i, sh, ho, top, h), inside(j, sw, wo, left, w)
-        if rows.all() and cols.all():
-            return equal
-        return tf.logical_and(equal, tf.constant(rows[None, :, None, None]
-                                                 & cols[None, None, :, None]))
+def pool_and_first_max_index(x, pool_size, strides, padding="VALID"):
+    """``(y, index)``: ``tf.nn.max_pool2d(x, pool_size, strides, padding)``
+    as the maximum of the window's strided views (:func:`_window_views`),
+    and :func:`first_max_index` from the same views.
 
-    index = tf.fill(tf.shape(y), tf.constant(len(offsets), index_dtype))
-    for k in reversed(range(len(offsets))):
-        index = tf.where(matches(*offsets[k]), tf.constant(k, index_dtype), index)
-    return index
+    Under XLA both are elementwise work on shared slices, which XLA fuses
+    into one pass over ``x``; its reduce-window and the index's selects
+    fused ran at a third of the bandwidth bound on an H200 (ResNet-50's
+    stem pool, N = 256, float16: 0.29 against 0.36 ms, ``docs/notebook.md``).
+    The values of XLA's own max-pool (a maximum is exact; -inf for a window
+    of -inf, where TF's CPU kernel gives the lowest finite value); a window
+    holding a NaN gets what XLA's ``maximum`` gives in the views' order
+    (XLA's reduce-window compares in its own).
+
+    Args:
+      x, pool_size, strides, padding: as for :func:`first_max_index`.
+
+    Returns:
+      ``y`` ``[N, Ho, Wo, C]`` as ``x``; ``index`` as :func:`first_max_index`.
+    """
+    views, masks = _window_views(x, pool_size, strides, padding)
+    y = views[0]
+    for view in views[1:]:
+        y = tf.maximum(y, view)
+    return y, _first_match(views, masks, y)
 
 
 def _shifted(t, by, length, axis):
@@ -216,7 +260,10 @@ def _pair(value, name):
 def max_pool2d(x, pool_size, strides=None, padding="VALID"):
     """``tf.nn.max_pool2d(x, pool_size, strides, padding)`` (NHWC) with
     :func:`first_max_gradient` as its gradient where that is traced under
-    XLA (``jit_compile``), TF's ``MaxPoolGrad`` elsewhere.
+    XLA (``jit_compile``), TF's ``MaxPoolGrad`` elsewhere. Traced under
+    XLA, the forward and the first-max index are
+    :func:`pool_and_first_max_index` (the index, an ``[N, Ho, Wo, C]`` int8,
+    kept for the gradient); elsewhere the forward is ``tf.nn.max_pool2d``.
 
     Args:
       x: ``[N, H, W, C]`` (NHWC), float; H, W and C static.
@@ -248,7 +295,11 @@ def max_pool2d(x, pool_size, strides=None, padding="VALID"):
 
     @tf.custom_gradient
     def pool(x):
-        y = tf.nn.max_pool2d(x, pool_size, strides, padding)
+        index = None
+        if gradients._in_xla_function():
+            y, index = pool_and_first_max_index(x, pool_size, strides, padding)
+        else:
+            y = tf.nn.max_pool2d(x, pool_size, strides, padding)
 
         def grad(dy):
             if not gradients._in_xla_function():
@@ -256,7 +307,9 @@ def max_pool2d(x, pool_size, strides=None, padding="VALID"):
                                               ksize=[1, *pool_size, 1],
                                               strides=[1, *strides, 1], padding=padding)
             first_max_gradients[0] += 1
-            return first_max_gradient(x, y, dy, pool_size, strides, padding)
+            found = first_max_index(x, y, pool_size, strides, padding) if index is None else index
+            return spread_to_first_max(found, dy, (x.shape[1], x.shape[2]), pool_size, strides,
+                                       padding)
         return y, grad
 
     return pool(x)
