@@ -995,7 +995,7 @@ class MaxPoolVariantsTest(tf.test.TestCase):
 
         variants = self._variants()
         self.assertEqual(variants.VARIANT, "shipped")  # nothing patched without the variable
-        shipped = (max_pool.max_pool2d, max_pool.spread_to_first_max)
+        shipped = (max_pool.pool_and_first_max_index, max_pool.spread_to_first_max)
         rng = np.random.default_rng(5)
         cases = [((3, 3), (2, 2), "SAME", 11, 12), ((3, 3), (2, 2), "VALID", 9, 10),
                  ((2, 2), (2, 2), "VALID", 8, 7), ((2, 3), (1, 2), "SAME", 6, 9),
@@ -1019,11 +1019,15 @@ class MaxPoolVariantsTest(tf.test.TestCase):
                     try:
                         variants._patch(variant)
                         counted = max_pool.first_max_gradients[0]
-                        got = tf.function(forward_and_gradient.python_function,
-                                          jit_compile=True)(x)
+                        patched = tf.function(forward_and_gradient.python_function,
+                                              jit_compile=True)
+                        got = patched(x)
                         self.assertGreater(max_pool.first_max_gradients[0], counted)
+                        hlo = patched.experimental_get_compiler_ir(x)(stage="hlo")
+                        # The variant is what ran: XLA's reduce-window or not.
+                        self.assertEqual("reduce-window(" in hlo, variant == "reduce-window")
                     finally:
-                        max_pool.max_pool2d, max_pool.spread_to_first_max = shipped
+                        max_pool.pool_and_first_max_index, max_pool.spread_to_first_max = shipped
                     where = f"{variant} {dtype.name} {pool_size} {strides} {padding} {h}x{w}"
                     self.assertAllEqual(got[0], want[0], msg=where)
                     self.assertAllEqual(got[1], want[1], msg=where)

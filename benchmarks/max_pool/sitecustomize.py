@@ -22,7 +22,7 @@ Variants:
     the two fusions of the shipped form.
   reduce-window: the forward as ``tf.nn.max_pool2d`` (XLA's reduce-window)
     and the first-max index from ``x`` in the gradient
-    (:func:`max_pool2d_by_reduce_window`), not both from the window's
+    (:func:`pool_by_reduce_window`), not both from the window's
     shared strided views. Measured on an H200 (the same step): XLA fused
     them into one pass, 0.34–0.37 ms at 1.5–1.6 TB/s, against 0.29 ms at
     1.9 TB/s for the views.
@@ -84,33 +84,14 @@ def spread_shared_shifts(index, dy, hw, pool_size, strides, padding="VALID"):
     return dx[:, top:top + h, left:left + w, :]
 
 
-def max_pool2d_by_reduce_window(x, pool_size, strides=None, padding="VALID"):
-    """``tf_ucudnn.max_pool.max_pool2d`` (same arguments, as a routed Keras
-    layer passes them) with its forward always ``tf.nn.max_pool2d`` (under
-    XLA a reduce-window) and the first-max index computed from ``x`` in the
-    gradient (``first_max_gradient``)."""
+def pool_by_reduce_window(x, pool_size, strides, padding="VALID"):
+    """In place of ``tf_ucudnn.max_pool.pool_and_first_max_index``:
+    ``(tf.nn.max_pool2d(x, ...), None)``, so that ``max_pool2d``'s forward
+    is XLA's reduce-window and its gradient computes the first-max index
+    from ``x`` (``first_max_index``)."""
     import tensorflow as tf
 
-    from tf_ucudnn import gradients, max_pool
-
-    pool_size = max_pool._pair(pool_size, "pool_size")
-    strides = pool_size if strides is None else max_pool._pair(strides, "strides")
-    padding = padding.upper()
-
-    @tf.custom_gradient
-    def pool(x):
-        y = tf.nn.max_pool2d(x, pool_size, strides, padding)
-
-        def grad(dy):
-            if not gradients._in_xla_function():
-                return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy,
-                                              ksize=[1, *pool_size, 1],
-                                              strides=[1, *strides, 1], padding=padding)
-            max_pool.first_max_gradients[0] += 1
-            return max_pool.first_max_gradient(x, y, dy, pool_size, strides, padding)
-        return y, grad
-
-    return pool(x)
+    return tf.nn.max_pool2d(x, pool_size, strides, padding), None
 
 
 def _patch(variant):
@@ -119,7 +100,7 @@ def _patch(variant):
     if variant == "shared-shifts":
         max_pool.spread_to_first_max = spread_shared_shifts
     elif variant == "reduce-window":
-        max_pool.max_pool2d = max_pool2d_by_reduce_window
+        max_pool.pool_and_first_max_index = pool_by_reduce_window
 
 
 if VARIANT != "shipped":
