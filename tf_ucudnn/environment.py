@@ -70,7 +70,8 @@ def max_pool_gradient():
     compute their gradient under XLA where ``rewrite_model`` or
     ``enable_rewrite`` was not told:
     ``"first-max-index"`` (unset or ``""``; elementwise selects that XLA
-    fuses, ``tf_ucudnn.max_pool``) or ``"select-and-scatter"`` (XLA's own).
+    fuses, the forward from the window's views, ``tf_ucudnn.max_pool``) or
+    ``"select-and-scatter"`` (XLA's own, and its reduce-window forward).
 
     Raises:
       ValueError: any other value, naming the allowed ones.

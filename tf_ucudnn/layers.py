@@ -652,9 +652,12 @@ class MaxPooling2D(keras.layers.MaxPooling2D):
     gradient, traced under XLA (``jit_compile``, Keras' default ``fit`` on a
     GPU), is elementwise selects and pads that XLA fuses instead of its
     select-and-scatter (:func:`tf_ucudnn.max_pool.first_max_gradient`: the
-    tensor of TF's kernel). For ``channels_last``, either padding, windows of
-    at most :data:`tf_ucudnn.max_pool.MAX_WINDOW` elements and static input
-    H, W and C; otherwise, and without XLA, Keras' own."""
+    tensor of TF's kernel), and whose forward there is the maximum of the
+    window's strided views
+    (:func:`tf_ucudnn.max_pool.pool_and_first_max_index`). For
+    ``channels_last``, either padding, windows of at most
+    :data:`tf_ucudnn.max_pool.MAX_WINDOW` elements and static input H, W
+    and C; otherwise, and without XLA, Keras' own."""
 
     def call(self, inputs):
         return max_pool.pool_call(self, inputs)

@@ -332,9 +332,11 @@ def enable_rewrite(workspace_limit=None, total_workspace=None, batch_size_policy
         ``keras.layers.MaxPooling2D`` layers (``channels_last``, either
         padding, windows up to :data:`tf_ucudnn.max_pool.MAX_WINDOW`
         elements) compute their gradient: ``"first-max-index"`` from
-        elementwise selects and pads that XLA fuses
-        (:func:`tf_ucudnn.max_pool.max_pool2d`: the same tensor, faster and
-        smaller than XLA's select-and-scatter on an H200), or
+        elementwise selects and pads that XLA fuses, the forward the
+        maximum of the window's views in one fusion with the index the
+        gradient takes (:func:`tf_ucudnn.max_pool.max_pool2d`: the same
+        tensors, faster and smaller than XLA's reduce-window and
+        select-and-scatter on an H200), or
         ``"select-and-scatter"`` (XLA's own). :func:`rewrite_stats` counts
         the first as ``max_pool``. None (default):
         ``UCUDNN_MAX_POOL_GRADIENT`` (unset: ``"first-max-index"``).
