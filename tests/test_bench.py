@@ -663,14 +663,15 @@ def _write_trace(space, directory=None):
 
 
 def _benchmark_script(test, name):
-    """benchmarks/NAME.py as a module, or skips `test` where the checkout's
-    benchmarks/ is not beside the tests (make wheel-test copies tests/ alone)."""
+    """benchmarks/NAME.py (NAME may name a subfolder: "max_pool/sitecustomize")
+    as a module, or skips `test` where the checkout's benchmarks/ is not
+    beside the tests (make wheel-test copies tests/ alone)."""
     import importlib.util
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "benchmarks", f"{name}.py")
+                        "benchmarks", *name.split("/")[:-1], f"{name.split('/')[-1]}.py")
     if not os.path.exists(path):
         test.skipTest("benchmarks/ is a checkout's, not beside these tests")
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name.replace("/", "_"), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -980,15 +981,7 @@ class MaxPoolVariantsTest(tf.test.TestCase):
     max-pool gives the shipped forward and gradient bit for bit."""
 
     def _variants(self):
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "benchmarks", "max_pool", "sitecustomize.py")
-        if not os.path.exists(path):
-            self.skipTest("benchmarks/ is a checkout's, not beside these tests")
-        spec = importlib.util.spec_from_file_location("max_pool_sitecustomize", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return _benchmark_script(self, "max_pool/sitecustomize")
 
     def test_every_variant_gives_the_shipped_pool_and_gradient(self):
         from tf_ucudnn import max_pool

@@ -307,8 +307,9 @@ def max_pool2d(x, pool_size, strides=None, padding="VALID"):
                                               ksize=[1, *pool_size, 1],
                                               strides=[1, *strides, 1], padding=padding)
             first_max_gradients[0] += 1
-            found = first_max_index(x, y, pool_size, strides, padding) if index is None else index
-            return spread_to_first_max(found, dy, (x.shape[1], x.shape[2]), pool_size, strides,
+            if index is None:  # the forward ran outside XLA
+                return first_max_gradient(x, y, dy, pool_size, strides, padding)
+            return spread_to_first_max(index, dy, (x.shape[1], x.shape[2]), pool_size, strides,
                                        padding)
         return y, grad
 

@@ -22,8 +22,9 @@ def launch(model_name, mode, bytes_, batch, timeout, extra_env=None, precision="
     ``XLA_FLAGS``) or overrides those set here (its
     ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` changes stock TF's limit only:
     tf_ucudnn's is ``bytes_``, passed to the worker); the benchmark database
-    is off unless ``extra_env`` sets ``UCUDNN_DATABASE``. On a failure or after ``timeout`` seconds the dict
-    has ``error`` (the exit status and the end of stderr) instead of timings.
+    is off unless ``extra_env`` sets ``UCUDNN_DATABASE``. On a failure or
+    after ``timeout`` seconds the dict has ``error`` (the exit status and the
+    end of stderr) instead of timings.
     """
     env = dict(os.environ, TF_CUDNN_WORKSPACE_LIMIT_IN_MB=str(max(bytes_ >> 20, 0)),
                TF_CPP_MIN_LOG_LEVEL="2")
