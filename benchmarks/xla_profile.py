@@ -14,7 +14,11 @@ after the timed ones with TensorFlow's profiler (CUPTI: ``libcupti.so.12``
 must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
 
 * the GPU's busy time (the union of all kernel and copy intervals) and its
-  idle time within the steps' span (host-bound gaps, launch latency);
+  idle time within the steps' span, by the length of the gaps between
+  kernels (launch latency under 10 us, the host beyond), with the longest
+  gaps and the kernels around them (``idle_gaps``);
+* the copies and sets by the kernel that follows them (``copies_before``:
+  a memset zeroing a kernel's output runs right before it);
 * kernel time by kind, from the kernel names: convolutions (cuDNN and
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
   transposes), XLA fusions (split into reductions and elementwise fusions by
@@ -218,6 +222,64 @@ def _union_ps(intervals):
     return total
 
 
+# Idle gaps by length (µs, upper bounds; the last open): many short ones are
+# launch latency between kernels, a few long ones the host (between steps, or
+# a host-bound stretch of the step).
+GAP_BOUNDS_US = (10, 100, None)
+
+
+def idle_gaps(kernels, per=1, largest=5):
+    """The GPU's idle time between its kernels: ``kernels`` is ``(start_ps,
+    stop_ps, label)`` in any order (any stream), ``per`` the steps they span.
+    Returns ``by_length``: per bound of :data:`GAP_BOUNDS_US` (the label
+    ``"< 10 us"``, ``"10-100 us"``, ``">= 100 us"``) the gaps' ms and count
+    per step; and ``largest``: the ``largest`` longest gaps, each ``ms`` and
+    the labels of the kernel ``before`` it (the one that ended last) and
+    ``after`` it."""
+    names = []
+    low = 0
+    for bound in GAP_BOUNDS_US:
+        names.append(f"< {bound} us" if low == 0 else f"{low}-{bound} us" if bound else
+                     f">= {low} us")
+        low = bound
+    totals, counts, gaps = [0] * len(names), [0] * len(names), []
+    end, end_label = None, None
+    for start, stop, label in sorted(kernels, key=lambda k: k[0]):
+        if end is not None and start > end:
+            gap = start - end
+            slot = next(i for i, b in enumerate(GAP_BOUNDS_US) if b is None or gap < b * 10**6)
+            totals[slot] += gap
+            counts[slot] += 1
+            gaps.append((gap, end_label, label))
+        if end is None or stop > end:
+            end, end_label = stop, label
+    gaps.sort(key=lambda g: -g[0])
+    return dict(
+        by_length={n: dict(ms=t / 1e9 / per, count=c / per)
+                   for n, t, c in zip(names, totals, counts)},
+        largest=[dict(ms=g / 1e9, before=b, after=a) for g, b, a in gaps[:largest]])
+
+
+def copies_before(kernels, per=1, top=8):
+    """Which kernels the step's copies and sets run for: ``kernels`` is
+    ``(start_ps, label, kind)`` (:func:`kind_of`) in any order, ``per`` the
+    steps they span. Each ``"copy / set"`` goes to the label of the first
+    kernel of another kind to start after it (a memset that zeroes a
+    kernel's output runs right before it). Returns the ``top`` labels by
+    count, ``[{"before": label, "count": per step}]``; copies after the last
+    other kernel go to ``None``."""
+    counts, pending = collections.Counter(), 0
+    for _, label, kind in sorted(kernels, key=lambda k: k[0]):
+        if kind == "copy / set":
+            pending += 1
+        elif pending:
+            counts[label] += pending
+            pending = 0
+    if pending:
+        counts[None] += pending
+    return [dict(before=label, count=n / per) for label, n in counts.most_common(top)]
+
+
 def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     """GPU figures from the XPlane trace under ``directory``, in ms per step
     (the trace holds ``per`` steps, or calls of a function). Where kernels
@@ -242,7 +304,8 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
         return dict(error="no GPU plane in the trace (is CUPTI loadable?)",
                     planes=[p.name for p in space.planes])
     plane = gpu[0]
-    intervals, by_kind, by_kernel = [], collections.Counter(), collections.Counter()
+    intervals, labelled = [], []
+    by_kind, by_kernel = collections.Counter(), collections.Counter()
     counts, kind_counts = collections.Counter(), collections.Counter()
     fusion_parts = collections.Counter()
     layers = collections.defaultdict(collections.Counter)
@@ -267,6 +330,7 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
             launches[name] += 1
         if not op_name and name_stat is not None:
             op_name = _stat_value(plane, event, name_stat)
+        labelled.append((start, start + event.duration_ps, op_name or name[:60], kind))
         if op_name:
             layer_part = conv_pass(op_name) if part == "convolution" else part
             layers[layer_of(op_name, model)][layer_part] += event.duration_ps
@@ -283,7 +347,8 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     return dict(
         lines=[l.name for l in plane.lines],
         span_ms=ms(span), busy_ms=ms(busy), idle_ms=ms(span - busy),
-        kernel_sum_ms=ms(sum(by_kind.values())),
+        kernel_sum_ms=ms(sum(by_kind.values())), gaps=idle_gaps([k[:3] for k in labelled], per),
+        copies_before=copies_before([(k[0], k[2], k[3]) for k in labelled], per),
         kinds={k: dict(ms=ms(v), count=kind_counts[k] / per) for k, v in by_kind.items()},
         fusion_parts={k: ms(v) for k, v in fusion_parts.items()},
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
@@ -415,6 +480,11 @@ def main():
             ("GPU busy ms",) + tuple(f"{r['trace']['busy_ms']:.2f}" for r in ok.values()),
             ("GPU idle within span ms",) + tuple(f"{r['trace']['idle_ms']:.2f}" for r in ok.values()),
             ("kernel time, sum ms",) + tuple(f"{r['trace']['kernel_sum_ms']:.2f}" for r in ok.values())]
+    gap_names = next((list(r["trace"]["gaps"]["by_length"]) for r in ok.values()
+                      if "gaps" in r["trace"]), [])
+    rows[4:4] = [(f"  in gaps {name} ms (gaps)",) + tuple(
+        "{ms:.2f} ({count:.0f})".format(**r["trace"]["gaps"]["by_length"][name])
+        if "gaps" in r["trace"] else "" for r in ok.values()) for name in gap_names]
     for k in kinds:
         rows.append((f"  {k} ms (kernels)",) + tuple(
             "{ms:.2f} ({count:.0f})".format(**r["trace"]["kinds"].get(k, dict(ms=0, count=0)))
@@ -442,6 +512,16 @@ def main():
             for t in slow:
                 print(f"  {t['ms']:7.3f} +{t['excess_ms']:.3f} ({t['count']:3.0f})  {t['name']}  "
                       f"{t['gb']:.3f} GB, {t['tb_per_s']:.2f} TB/s")
+    for mode, r in ok.items():
+        if r["trace"].get("gaps", {}).get("largest"):
+            print(f"\n{mode}: the GPU's longest idle gaps in the profiled steps, ms (the kernel "
+                  f"before -> after, by TF op)")
+            for g in r["trace"]["gaps"]["largest"]:
+                print(f"  {g['ms']:7.3f}  {g['before']} -> {g['after']}")
+        if r["trace"].get("copies_before"):
+            print(f"{mode}: copies and sets per step, by the kernel that follows them")
+            for c in r["trace"]["copies_before"]:
+                print(f"  {c['count']:5.0f}  {c['before']}")
     print_layers(ok)
     for mode, r in ok.items():
         if r.get("plans"):

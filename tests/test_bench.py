@@ -811,6 +811,7 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
             "conv2_block1_3": {"elementwise": 0.04}})
         self.assertAlmostEqual(trace["unnamed_ms"], 0.01)
         self.assertAlmostEqual(trace["busy_ms"], 0.95)
+        self.assertEqual(sum(g["count"] for g in trace["gaps"]["by_length"].values()), 0)
         # Without the module the unnamed fusion is in no layer.
         self.assertAlmostEqual(xla_profile.read_trace(directory, per=1)["unnamed_ms"], 0.05)
         # A trace without the annotation has no per-layer times.
@@ -818,6 +819,34 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
             del event.stats[:]
         _write_trace(space, directory)
         self.assertNotIn("layers", xla_profile.read_trace(directory, per=1))
+
+    def test_idle_gaps_are_split_by_length_and_the_longest_named(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        us = 10**6
+        # Two streams; "b" overlaps "a" and ends last, so the gap after it is
+        # b's; gaps of 5, 50 and 200 µs, and none inside the overlap.
+        kernels = [(0, 100 * us, "a"), (50 * us, 120 * us, "b"), (125 * us, 130 * us, "c"),
+                   (180 * us, 190 * us, "d"), (390 * us, 400 * us, "e")]
+        gaps = xla_profile.idle_gaps(list(reversed(kernels)), per=2, largest=2)
+        self.assertEqual(list(gaps["by_length"]), ["< 10 us", "10-100 us", ">= 100 us"])
+        for name, ms, count in (("< 10 us", 0.005, 1), ("10-100 us", 0.05, 1),
+                                (">= 100 us", 0.2, 1)):
+            self.assertAlmostEqual(gaps["by_length"][name]["ms"], ms / 2)
+            self.assertEqual(gaps["by_length"][name]["count"], count / 2)
+        self.assertEqual(gaps["largest"], [dict(ms=0.2, before="d", after="e"),
+                                           dict(ms=0.05, before="c", after="d")])
+        self.assertEqual(xla_profile.idle_gaps([])["largest"], [])
+
+    def test_copies_and_sets_go_to_the_kernel_after_them(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        kernels = [(30, "Memset", "copy / set"), (0, "Memset", "copy / set"),
+                   (10, "Memset", "copy / set"), (20, "conv", "convolution"),
+                   (40, "fusion", "XLA fusion"), (50, "MemcpyD2D", "copy / set")]
+        self.assertEqual(xla_profile.copies_before(kernels, per=1), [
+            dict(before="conv", count=2), dict(before="fusion", count=1),
+            dict(before=None, count=1)])
+        self.assertEqual(xla_profile.copies_before(kernels, per=2, top=1),
+                         [dict(before="conv", count=1.0)])
 
     def test_fusion_kernels_named_from_the_module(self):
         xla_profile = _benchmark_script(self, "xla_profile")
