@@ -521,7 +521,8 @@ def test_launch_extra_env_adds_and_overrides_the_worker_environment(monkeypatch)
 
 
 def test_model_modes_select_the_settings_that_run(monkeypatch):
-    """--modes keeps only the named settings; --xla adds the two XLA settings."""
+    """--modes keeps only the named settings, run in its order; --xla adds the two XLA
+    settings."""
 
     launched = []
 
@@ -548,6 +549,12 @@ def test_model_modes_select_the_settings_that_run(monkeypatch):
     bench_models.run_models(["resnet50"], [64 << 20], [], xla=True,
                             modes=["stock-xla", "ucudnn-bn-xla", "ucudnn-bnrecompute-xla"])
     assert [m for _, m, _ in launched] == ["stock-xla", "ucudnn-bn-xla", "ucudnn-bnrecompute-xla"]
+    launched.clear()  # in the order of --modes, each mode's limits as given
+    bench_models.run_models(["resnet50"], [256 << 20, 64 << 20], [], xla=True,
+                            modes=["ucudnn-bnstats-xla", "stock-xla"])
+    assert [(m, b) for _, m, b in launched] == [
+        ("ucudnn-bnstats-xla", 256 << 20), ("ucudnn-bnstats-xla", 64 << 20),
+        ("stock-xla", models_runner.REFERENCE_LIMIT)]
 
 
 def test_model_precision_reaches_every_worker_and_the_labels(monkeypatch):

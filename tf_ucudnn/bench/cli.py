@@ -211,8 +211,9 @@ def _add_models(commands):
     parser.add_argument("--totals", type=_optional_limit_list, default=[],
                         help="total workspace budgets for Workspace Division")
     parser.add_argument("--modes", type=_model_modes, default=None,
-                        help=f"only these settings, a comma list of {', '.join(MODES)} (default: "
-                             "all but rewrite-layout and ucudnn-xla-buffer)")
+                        help=f"only these settings, in this order, a comma list of "
+                             f"{', '.join(MODES)} (default: all but rewrite-layout and "
+                             "ucudnn-xla-buffer, stock TF first)")
     parser.add_argument("--xla", action="store_true",
                         help="also stock TF compiled with XLA and tf_ucudnn under XLA "
                              "(rewrite_model, jit_compile=True) at --limits")

@@ -63,8 +63,9 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
         (or 64 MiB) cold and with a warm benchmark database, for the first model.
       timeout: seconds per process.
       xla: also stock TF compiled with XLA, and tf_ucudnn under XLA at each limit.
-      modes: None for every setting above, else only the settings of these
-        modes (names from :data:`MODES`).
+      modes: None for every setting above in the order above, else only the
+        settings of these modes (names from :data:`MODES`), run in their
+        order (e.g. tf_ucudnn's before stock TF's).
       precision: the Keras dtype policy of every run (:data:`PRECISIONS`).
       runs: processes per setting, and cold/warm planning pairs (each pair
         with a fresh database), >= 1.
@@ -94,8 +95,9 @@ def run_models(models, limits, totals, batch=None, planning=False, timeout=600, 
             for mode in ("ucudnn-bn-xla", "ucudnn-bnstats-xla", "ucudnn-bnrecompute-xla"):
                 if modes and mode in modes:
                     settings += [(mode, b) for b in limits]
-        if modes:
-            settings = [(m, b) for m, b in settings if m in modes]
+        if modes:  # in the order of modes, each mode's limits as above
+            settings = sorted(((m, b) for m, b in settings if m in modes),
+                              key=lambda s: list(modes).index(s[0]))
         for mode, bytes_ in settings:
             for i in range(runs):
                 r = launch(model, mode, bytes_, n, timeout, precision=precision)
