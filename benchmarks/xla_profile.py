@@ -263,21 +263,27 @@ def idle_gaps(kernels, per=1, largest=5):
 def copies_before(kernels, per=1, top=8):
     """Which kernels the step's copies and sets run for: ``kernels`` is
     ``(start_ps, label, kind)`` (:func:`kind_of`) in any order, ``per`` the
-    steps they span. Each ``"copy / set"`` goes to the label of the first
-    kernel of another kind to start after it (a memset that zeroes a
-    kernel's output runs right before it). Returns the ``top`` labels by
-    count, ``[{"before": label, "count": per step}]``; copies after the last
-    other kernel go to ``None``."""
-    counts, pending = collections.Counter(), 0
+    steps they span. Each ``"copy / set"`` goes to the first kernel of
+    another kind to start after it (a memset that zeroes a kernel's output
+    runs right before it), counted by that kernel's op: the last part of
+    its TF op name (``".../conv2_block1_1_conv_conv2_block1_1_bn_1/Ucudnn>
+    Conv2DWithStatistics"`` counts as ``"Ucudnn>Conv2DWithStatistics"``).
+    Returns the ``top`` ops by count, ``[{"before": op, "count": per step,
+    "places": how many labels of that op}]``; copies after the last other
+    kernel go to ``None``."""
+    counts, places, pending = collections.Counter(), collections.defaultdict(set), 0
     for _, label, kind in sorted(kernels, key=lambda k: k[0]):
         if kind == "copy / set":
             pending += 1
         elif pending:
-            counts[label] += pending
+            op = label.rsplit("/", 1)[-1]
+            counts[op] += pending
+            places[op].add(label)
             pending = 0
     if pending:
         counts[None] += pending
-    return [dict(before=label, count=n / per) for label, n in counts.most_common(top)]
+    return [dict(before=op, count=n / per, places=len(places[op]))
+            for op, n in counts.most_common(top)]
 
 
 def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
@@ -519,9 +525,10 @@ def main():
             for g in r["trace"]["gaps"]["largest"]:
                 print(f"  {g['ms']:7.3f}  {g['before']} -> {g['after']}")
         if r["trace"].get("copies_before"):
-            print(f"{mode}: copies and sets per step, by the kernel that follows them")
+            print(f"{mode}: copies and sets per step, by the op of the kernel after them "
+                  f"(in how many places)")
             for c in r["trace"]["copies_before"]:
-                print(f"  {c['count']:5.0f}  {c['before']}")
+                print(f"  {c['count']:5.0f}  {c['before']} ({c.get('places', 1)})")
     print_layers(ok)
     for mode, r in ok.items():
         if r.get("plans"):

@@ -844,16 +844,16 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
                                            dict(ms=0.05, before="c", after="d")])
         self.assertEqual(xla_profile.idle_gaps([])["largest"], [])
 
-    def test_copies_and_sets_go_to_the_kernel_after_them(self):
+    def test_copies_and_sets_go_to_the_op_of_the_kernel_after_them(self):
         xla_profile = _benchmark_script(self, "xla_profile")
-        kernels = [(30, "Memset", "copy / set"), (0, "Memset", "copy / set"),
-                   (10, "Memset", "copy / set"), (20, "conv", "convolution"),
-                   (40, "fusion", "XLA fusion"), (50, "MemcpyD2D", "copy / set")]
+        kernels = [(30, "net/a/Conv", "copy / set"), (0, "Memset", "copy / set"),
+                   (10, "Memset", "copy / set"), (20, "net/a/Conv", "convolution"),
+                   (40, "net/b/Conv", "convolution"), (45, "fusion", "XLA fusion"),
+                   (50, "MemcpyD2D", "copy / set")]
         self.assertEqual(xla_profile.copies_before(kernels, per=1), [
-            dict(before="conv", count=2), dict(before="fusion", count=1),
-            dict(before=None, count=1)])
+            dict(before="Conv", count=3, places=2), dict(before=None, count=1, places=0)])
         self.assertEqual(xla_profile.copies_before(kernels, per=2, top=1),
-                         [dict(before="conv", count=1.0)])
+                         [dict(before="Conv", count=1.5, places=2)])
 
     def test_fusion_kernels_named_from_the_module(self):
         xla_profile = _benchmark_script(self, "xla_profile")
