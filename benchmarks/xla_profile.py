@@ -310,7 +310,7 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
         return dict(error="no GPU plane in the trace (is CUPTI loadable?)",
                     planes=[p.name for p in space.planes])
     plane = gpu[0]
-    intervals, labelled = [], []
+    labelled = []  # (start, stop, TF op or kernel name, kind) per kernel
     by_kind, by_kernel = collections.Counter(), collections.Counter()
     counts, kind_counts = collections.Counter(), collections.Counter()
     fusion_parts = collections.Counter()
@@ -323,7 +323,6 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     launches = collections.Counter()  # per fusion kernel, for its group's op names
     for start, event in events:
         name = plane.event_metadata[event.metadata_id].name
-        intervals.append((start, start + event.duration_ps))
         kind = kind_of(name)
         by_kind[kind] += event.duration_ps
         part = ("convolution" if kind == "convolution" else
@@ -345,8 +344,9 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
         kind_counts[kind] += 1
         by_kernel[name] += event.duration_ps
         counts[name] += 1
-    if not intervals:
+    if not labelled:
         return dict(error="the GPU plane has no events")
+    intervals = [k[:2] for k in labelled]
     span = max(e for _, e in intervals) - min(s for s, _ in intervals)
     busy = _union_ps(intervals)
     ms = lambda ps: ps / 1e9 / per  # noqa: E731  (per step)

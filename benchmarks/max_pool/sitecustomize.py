@@ -71,8 +71,8 @@ def spread_shared_shifts(index, dy, hw, pool_size, strides, padding="VALID"):
     per_window = tf.stack([-1, qh, 1, qw, 1, c])
     zero = tf.zeros([], dy.dtype)
     dx6 = None
-    for th in reversed(range(-(-kh // sh))):
-        for tw in reversed(range(-(-kw // sw))):
+    for th in reversed(range(max_pool._windows_at(0, kh, sh))):
+        for tw in reversed(range(max_pool._windows_at(0, kw, sw))):
             element = _window_element(th, tw, pool_size, strides, index.dtype)
             shifted_index = tf.reshape(max_pool._shifted(max_pool._shifted(index, th, qh, 1),
                                                          tw, qw, 2), per_window)
