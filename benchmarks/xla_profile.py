@@ -19,6 +19,9 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
   gaps and the kernels around them (``idle_gaps``);
 * the copies and sets by the kernel that follows them (``copies_before``:
   a memset zeroing a kernel's output runs right before it);
+* from the host's plane, XLA's thunks by the host time before their first
+  launch (``host_thunks``): at the step's start, with nothing queued, the
+  GPU waits that long;
 * kernel time by kind, from the kernel names: convolutions (cuDNN and
   CUTLASS kernels), layout transforms (cuDNN's filter transforms, XLA's
   transposes), XLA fusions (split into reductions and elementwise fusions by
@@ -42,7 +45,10 @@ must be on ``LD_LIBRARY_PATH``). From each trace's GPU plane it sums, per step:
 Prints one table and the largest kernels of each run, the per-layer times
 side by side, and writes xla_profile_MODEL_PRECISION[_MODES].json and each
 mode's optimized module (hlo_MODEL_PRECISION_MODE.txt.gz) into $OUT (or the
-working directory).
+working directory). With ``XLA_PROFILE_KEEP_TRACE=1`` it also keeps each
+mode's trace, host and GPU planes, as xplane_MODEL_PRECISION_MODE.pb.gz (an
+XSpace protocol buffer: TensorFlow's ``xplane_pb2``), for a look at the
+host's side (when each kernel was launched) afterwards.
 """
 
 import collections
@@ -286,6 +292,42 @@ def copies_before(kernels, per=1, top=8):
             for op, n in counts.most_common(top)]
 
 
+def host_thunks(events, per=1, top=8):
+    """The host's side of the launches: ``events`` is ``(start_ps, stop_ps,
+    name, is_launch)`` of one host thread (any order), the launches (CUDA
+    API calls that enqueue a kernel, copy or set) among XLA's thunks, which
+    nest (``Ucudnn_Conv2D.9`` around its ``cuLaunchKernel``s). Each launch
+    belongs to the innermost thunk open around it. Returns the ``top``
+    groups of thunks (the name without XLA's ``.N``) by the host time spent
+    before their first launch per step: ``name``, ``calls`` per step, and
+    the ``median_us`` and ``max_us`` of that time and of the whole call
+    (``median_call_us``). Where the GPU has nothing queued (the step's
+    start), that time is the GPU's idle time."""
+    stack, first, calls = [], {}, []
+    for start, stop, name, is_launch in sorted(events, key=lambda e: (e[0], -e[1])):
+        while stack and stack[-1][1] <= start:
+            stack.pop()
+        if is_launch:
+            if stack and id(stack[-1]) not in first:
+                first[id(stack[-1])] = start - stack[-1][0]
+        else:
+            stack.append((start, stop, name))
+            calls.append(stack[-1])
+    groups = collections.defaultdict(list)
+    for call in calls:
+        if id(call) in first:
+            groups[re.sub(r"\.\d+$", "", call[2])].append((first[id(call)], call[1] - call[0]))
+    rows = []
+    for name, got in groups.items():
+        waits = sorted(w for w, _ in got)
+        lengths = sorted(n for _, n in got)
+        rows.append(dict(name=name, calls=len(got) / per, total_us=sum(waits) / 1e6 / per,
+                         median_us=waits[len(waits) // 2] / 1e6, max_us=waits[-1] / 1e6,
+                         median_call_us=lengths[len(lengths) // 2] / 1e6))
+    rows.sort(key=lambda r: -r["max_us"])
+    return rows[:top]
+
+
 def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     """GPU figures from the XPlane trace under ``directory``, in ms per step
     (the trace holds ``per`` steps, or calls of a function). Where kernels
@@ -309,6 +351,17 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     if not gpu:
         return dict(error="no GPU plane in the trace (is CUPTI loadable?)",
                     planes=[p.name for p in space.planes])
+    host = [p for p in space.planes if p.name == "/host:CPU"]
+    host_side = []
+    if host:
+        corr = {i for i, m in host[0].stat_metadata.items() if m.name == "correlation_id"}
+        for line in host[0].lines:
+            host_side += host_thunks([
+                (line.timestamp_ns * 1000 + e.offset_ps,
+                 line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps,
+                 host[0].event_metadata[e.metadata_id].name,
+                 any(st.metadata_id in corr for st in e.stats)) for e in line.events], per)
+        host_side.sort(key=lambda r: -r["max_us"])
     plane = gpu[0]
     labelled = []  # (start, stop, TF op or kernel name, kind) per kernel
     by_kind, by_kernel = collections.Counter(), collections.Counter()
@@ -356,6 +409,7 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
         kernel_sum_ms=ms(sum(by_kind.values())), gaps=idle_gaps([k[:3] for k in labelled], per),
         copies_before=copies_before([(k[0], k[2], k[3]) for k in labelled], per),
         kinds={k: dict(ms=ms(v), count=kind_counts[k] / per) for k, v in by_kind.items()},
+        host_thunks=host_side[:8],
         fusion_parts={k: ms(v) for k, v in fusion_parts.items()},
         top=[dict(name=n[:110], ms=ms(v), count=counts[n] / per, kind=kind_of(n))
              for n, v in by_kernel.most_common()],
@@ -450,6 +504,22 @@ def _keep_module(dump, name):
     return text
 
 
+def _keep_trace(directory, name):
+    """Gzips the largest XPlane file under ``directory`` into $OUT as
+    ``name`` where ``XLA_PROFILE_KEEP_TRACE`` is 1; else nothing."""
+    if os.environ.get("XLA_PROFILE_KEEP_TRACE") != "1":
+        return
+    paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
+    if not paths:
+        return
+    try:
+        with open(max(paths, key=os.path.getsize), "rb") as src, \
+                gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except OSError as e:  # the profile goes on without the copy
+        print(f"  could not keep the trace as {name}: {e}", flush=True)
+
+
 def main():
     from tf_ucudnn import table
     from tf_ucudnn.bench import models
@@ -473,6 +543,7 @@ def main():
         fusions = kernel_fusions(module) if module else {}
         r["trace"] = (read_trace(trace, model=model, fusion_ops=fusion_op_names(fusions))
                       if "error" not in r else {})
+        _keep_trace(trace, f"xplane_{model}_{precision}_{file_part(spec)}.pb.gz")
         if "top" in r["trace"]:
             add_bandwidth(r["trace"]["top"], fusions)
         runs[spec] = r
@@ -524,6 +595,12 @@ def main():
                   f"before -> after, by TF op)")
             for g in r["trace"]["gaps"]["largest"]:
                 print(f"  {g['ms']:7.3f}  {g['before']} -> {g['after']}")
+        if r["trace"].get("host_thunks"):
+            print(f"{mode}: the host's time from a thunk's start to its first launch, us "
+                  f"(median, max; the whole call's median), by the longest")
+            for t in r["trace"]["host_thunks"]:
+                print(f"  {t['median_us']:7.1f} {t['max_us']:7.1f} ({t['median_call_us']:6.1f})  "
+                      f"{t['calls']:4.0f} calls  {t['name']}")
         if r["trace"].get("copies_before"):
             print(f"{mode}: copies and sets per step, by the op of the kernel after them "
                   f"(in how many places)")

@@ -855,6 +855,42 @@ ENTRY %step (a: f16[1000,1000], b: f32[1000]) -> f16[1000,1000] {
         self.assertEqual(xla_profile.copies_before(kernels, per=2, top=1),
                          [dict(before="Conv", count=1.5, places=2)])
 
+    def test_host_time_before_each_thunks_first_launch(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        us = 10**6
+        # (start, stop, name, is_launch) of one host thread: a command buffer
+        # around two fusions, each around its launch; a custom call whose
+        # first launch comes 250 µs in, twice; a thunk without launches.
+        events = [(0, 100 * us, "command_buffer", False),
+                  (10 * us, 20 * us, "loop_fusion.1", False), (14 * us, 16 * us, "l1", True),
+                  (30 * us, 40 * us, "loop_fusion.2", False), (32 * us, 34 * us, "l2", True),
+                  (100 * us, 400 * us, "Ucudnn_Conv2D.9", False),
+                  (350 * us, 360 * us, "l3", True), (380 * us, 390 * us, "l4", True),
+                  (500 * us, 800 * us, "Ucudnn_Conv2D.9", False),
+                  (750 * us, 760 * us, "l5", True),
+                  (900 * us, 950 * us, "Thunks::Initialize", False)]
+        rows = xla_profile.host_thunks(list(reversed(events)), per=2)
+        self.assertEqual([r["name"] for r in rows], ["Ucudnn_Conv2D", "loop_fusion"])
+        conv, fusion = rows
+        self.assertEqual((conv["calls"], conv["median_us"], conv["max_us"],
+                          conv["median_call_us"], conv["total_us"]), (1, 250, 250, 300, 250))
+        self.assertEqual((fusion["calls"], fusion["median_us"], fusion["max_us"]), (1, 4, 4))
+        self.assertEqual(len(xla_profile.host_thunks(events, top=1)), 1)
+
+    def test_traces_are_kept_only_when_asked(self):
+        xla_profile = _benchmark_script(self, "xla_profile")
+        trace, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+        os.makedirs(os.path.join(trace, "plugins", "run"))
+        with open(os.path.join(trace, "plugins", "run", "host.xplane.pb"), "wb") as f:
+            f.write(b"trace bytes")
+        with mock.patch.dict(os.environ, {"OUT": out, "XLA_PROFILE_KEEP_TRACE": "0"}):
+            xla_profile._keep_trace(trace, "kept.pb.gz")
+        self.assertEqual(os.listdir(out), [])
+        with mock.patch.dict(os.environ, {"OUT": out, "XLA_PROFILE_KEEP_TRACE": "1"}):
+            xla_profile._keep_trace(trace, "kept.pb.gz")
+        with gzip.open(os.path.join(out, "kept.pb.gz"), "rb") as f:
+            self.assertEqual(f.read(), b"trace bytes")
+
     def test_fusion_kernels_named_from_the_module(self):
         xla_profile = _benchmark_script(self, "xla_profile")
         module = HloFusionBytesTest.MODULE
