@@ -297,12 +297,14 @@ def host_thunks(events, per=1, top=8):
     name, is_launch)`` of one host thread (any order), the launches (CUDA
     API calls that enqueue a kernel, copy or set) among XLA's thunks, which
     nest (``Ucudnn_Conv2D.9`` around its ``cuLaunchKernel``s). Each launch
-    belongs to the innermost thunk open around it. Returns the ``top``
-    groups of thunks (the name without XLA's ``.N``) by the host time spent
-    before their first launch per step: ``name``, ``calls`` per step, and
-    the ``median_us`` and ``max_us`` of that time and of the whole call
-    (``median_call_us``). Where the GPU has nothing queued (the step's
-    start), that time is the GPU's idle time."""
+    belongs to the innermost thunk open around it; thunks without a launch
+    of their own (``command_buffer``, ``Thunks::Initialize``) are left out.
+    Groups the thunks by name without XLA's ``.N`` and returns the ``top``
+    groups by the longest host time before a first launch: ``name``,
+    ``calls`` per step (``per`` steps), that time's ``median_us``,
+    ``max_us`` and ``total_us`` per step, and the whole call's
+    ``median_call_us``. Where the GPU has nothing queued (the step's start),
+    that time is the GPU's idle time."""
     stack, first, calls = [], {}, []
     for start, stop, name, is_launch in sorted(events, key=lambda e: (e[0], -e[1])):
         while stack and stack[-1][1] <= start:
@@ -338,7 +340,9 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     of no layer. An XLA fusion's op name comes from ``fusion_ops[kernel
     name]`` (:func:`fusion_op_names`) where given: the kernel's launches in
     time order take its op names in turn. Else, as for every other kernel,
-    it is the ``name`` stat of XLA's annotation."""
+    it is the ``name`` stat of XLA's annotation. From the host's plane,
+    ``host_thunks``: :func:`host_thunks` of each host thread, the eight
+    with the longest time before a first launch."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
