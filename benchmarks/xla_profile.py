@@ -58,6 +58,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 
@@ -305,29 +306,34 @@ def host_thunks(events, per=1, top=8):
     ``max_us`` and ``total_us`` per step, and the whole call's
     ``median_call_us``. Where the GPU has nothing queued (the step's start),
     that time is the GPU's idle time."""
-    stack, first, calls = [], {}, []
+    stack, calls = [], []  # thunks: [start, stop, name, ps to its first launch or None]
     for start, stop, name, is_launch in sorted(events, key=lambda e: (e[0], -e[1])):
         while stack and stack[-1][1] <= start:
             stack.pop()
-        if is_launch:
-            if stack and id(stack[-1]) not in first:
-                first[id(stack[-1])] = start - stack[-1][0]
-        else:
-            stack.append((start, stop, name))
+        if not is_launch:
+            stack.append([start, stop, name, None])
             calls.append(stack[-1])
+        elif stack and stack[-1][3] is None:
+            stack[-1][3] = start - stack[-1][0]
     groups = collections.defaultdict(list)
-    for call in calls:
-        if id(call) in first:
-            groups[re.sub(r"\.\d+$", "", call[2])].append((first[id(call)], call[1] - call[0]))
+    for start, stop, name, wait in calls:
+        if wait is not None:
+            groups[re.sub(r"\.\d+$", "", name)].append((wait, stop - start))
     rows = []
     for name, got in groups.items():
-        waits = sorted(w for w, _ in got)
-        lengths = sorted(n for _, n in got)
+        waits = [w for w, _ in got]
         rows.append(dict(name=name, calls=len(got) / per, total_us=sum(waits) / 1e6 / per,
-                         median_us=waits[len(waits) // 2] / 1e6, max_us=waits[-1] / 1e6,
-                         median_call_us=lengths[len(lengths) // 2] / 1e6))
+                         median_us=statistics.median_high(waits) / 1e6, max_us=max(waits) / 1e6,
+                         median_call_us=statistics.median_high(n for _, n in got) / 1e6))
     rows.sort(key=lambda r: -r["max_us"])
     return rows[:top]
+
+
+def _trace_file(directory):
+    """The largest XPlane file under ``directory`` (the profiler's trace of
+    the GPU's host), or None."""
+    paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
+    return max(paths, key=os.path.getsize) if paths else None
 
 
 def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
@@ -345,11 +351,11 @@ def read_trace(directory, per=STEPS, model=None, fusion_ops=None):
     with the longest time before a first launch."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
-    if not paths:
+    path = _trace_file(directory)
+    if path is None:
         return dict(error=f"no trace under {directory}")
     space = xplane_pb2.XSpace()
-    with open(max(paths, key=os.path.getsize), "rb") as f:
+    with open(path, "rb") as f:
         space.ParseFromString(f.read())
     gpu = [p for p in space.planes if p.name.startswith("/device:GPU:")]
     if not gpu:
@@ -513,11 +519,11 @@ def _keep_trace(directory, name):
     ``name`` where ``XLA_PROFILE_KEEP_TRACE`` is 1; else nothing."""
     if os.environ.get("XLA_PROFILE_KEEP_TRACE") != "1":
         return
-    paths = glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True)
-    if not paths:
+    path = _trace_file(directory)
+    if path is None:
         return
     try:
-        with open(max(paths, key=os.path.getsize), "rb") as src, \
+        with open(path, "rb") as src, \
                 gzip.open(os.path.join(os.environ.get("OUT", "."), name), "wb") as dst:
             shutil.copyfileobj(src, dst)
     except OSError as e:  # the profile goes on without the copy
