@@ -1353,6 +1353,37 @@ class StatisticsPlacementTest(tf.test.TestCase):
                 self.assertAllClose(got, want, rtol=1e-5, atol=1e-4)
 
 
+class FirstLayerEnginesTest(tf.test.TestCase):
+    """benchmarks/first_layer_engines.py's candidate table, from an
+    engine_info kernel record: each candidate's best whole-batch time."""
+
+    def test_each_candidate_keeps_its_fastest_size_scaled_to_the_batch(self):
+        script = _benchmark_script(self, "first_layer_engines")
+        kernel = {
+            "key": {"conv": {"batch": 256}},
+            "algos": [
+                {"algo": 1, "math_type": 1},
+                {"algo": 0, "math_type": 0,
+                 "engine": {"id": 47, "transposed": False, "knobs": [[2, 2], [6, 0]]}},
+                {"algo": 0, "math_type": 0,
+                 "engine": {"id": 3, "transposed": True, "knobs": []}},
+            ],
+            "table": [
+                {"size": 256, "algo": 0, "time_ms": 0.9, "workspace_bytes": 400},
+                {"size": 128, "algo": 0, "time_ms": 0.2, "workspace_bytes": 200},
+                {"size": 32, "algo": 0, "time_ms": 0.06, "workspace_bytes": 50},
+                {"size": 256, "algo": 1, "time_ms": 0.8, "workspace_bytes": 0},
+                {"size": 64, "algo": 2, "time_ms": 0.5, "workspace_bytes": 8},
+            ],
+        }
+        got = script.candidates(kernel)
+        # 128 x 2 = 0.4 ms beats 256 (0.9) and 32 x 8 (0.48) for the legacy algorithm.
+        self.assertEqual([(name, size, ws) for _, name, size, ws in got],
+                         [("ALGO_1/math1", 128, 200), ("eng47{k2=2,k6=0}", 256, 0),
+                          ("eng3{}/transposed", 64, 8)])
+        self.assertAllClose([ms for ms, *_ in got], [0.4, 0.8, 2.0])
+
+
 class StatisticsLayersTest(tf.test.TestCase):
     """benchmarks/statistics_layers.py: the engine's timed choices between the
     fused statistics graph and the plain convolution with the reduction, read
