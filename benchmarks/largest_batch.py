@@ -2,7 +2,7 @@
 GPU, then each cell timed alone at that N (GPU machine).
 
     python3 benchmarks/largest_batch.py CELL... [--concurrent 6] [--deadline 480]
-        [--time] [--limit 64MiB] [--json PATH]
+        [--time [--rounds R]] [--limit 64MiB] [--json PATH]
 
 CELL: MODEL:MODE:PRECISION:CAP:START:STEP searches (``memory_cap.step_batch``: from
 START in steps of STEP, e.g. ``resnet50:stock-xla:mixed_float16:16GiB:400:16``);
@@ -17,8 +17,12 @@ answers, since the runs share the GPU and their times mean nothing (XLA's and cu
 autotuning then times under contention too, which can move a size at the edge). With
 ``--time``, every cell then trains alone at its largest N for the sweep's 5 steps x 3
 epochs, in the order given: images/s, step ms and peak, and the ratio to the stock cell
-(``stock``/``stock-xla``) of the same model, precision and cap. No run starts within
-120 s of ``--deadline`` (seconds from the start), for a machine lent by the call.
+(``stock``/``stock-xla``) of the same model, precision and cap. With ``--rounds R`` the
+cells are timed R times, a process each, in rounds whose order alternates (as given, then
+reversed), since a cell's images/s moves from process to process (ResNet-50 at 8 GiB on
+an H100: stock XLA's 3309–3665 in four processes): each cell's median run, its range,
+and the ratio of medians. No run starts within 120 s of ``--deadline`` (seconds from the
+start), for a machine lent by the call.
 
 Prints the table and writes every run as JSON (``--json``, default
 $OUT/largest_batch.json).
@@ -60,6 +64,21 @@ def _label(cell):
     return f"{cell['model']} {cell['mode']} {cell['precision']} {format_bytes(cell['cap'])}"
 
 
+def median_run(runs):
+    """The run of ``runs`` with the median images/s among those that trained (the
+    higher of the middle two for an even count), else the last run; None for none."""
+    ok = sorted((r for r in runs if r.get("status") == "ok"), key=lambda r: r["images_per_s"])
+    if ok:
+        return ok[len(ok) // 2]
+    return runs[-1] if runs else None
+
+
+def _spread(runs):
+    """`` (LOW–HIGH)``: the range of images/s of the runs that trained, where more than one."""
+    ips = [r["images_per_s"] for r in runs if r.get("status") == "ok"]
+    return f" ({min(ips):.1f}–{max(ips):.1f})" if len(ips) > 1 else ""
+
+
 def main(argv=None):
     from tf_ucudnn import table
     from tf_ucudnn.bench import memory_cap
@@ -73,9 +92,13 @@ def main(argv=None):
                         help="seconds from the start after which no run starts (default none)")
     parser.add_argument("--time", action="store_true",
                         help="then time each cell alone at its largest N")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --time: rounds of timing, alternating the cells' order")
     parser.add_argument("--limit", default="64MiB", help="tf_ucudnn's workspace limit, or auto")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     limit = args.limit if args.limit == memory_cap.AUTO else parse_bytes(args.limit)
     deadline = time.time() + args.deadline if args.deadline else float("inf")
     lock = threading.Lock()
@@ -116,8 +139,13 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(max(1, args.concurrent)) as pool:
         cells = list(pool.map(search, args.cells))
     for cell in cells:
-        cell["timed"] = (launch(cell, cell["largest"], {}) if args.time and cell["largest"]
-                         else None)
+        cell["timings"] = []
+    for round_ in range(args.rounds if args.time else 0):
+        for cell in cells if round_ % 2 == 0 else cells[::-1]:
+            if cell["largest"]:
+                cell["timings"].append(launch(cell, cell["largest"], {}))
+    for cell in cells:
+        cell["timed"] = median_run(cell["timings"])
 
     def stock_of(cell):
         return next((c for c in cells if c["mode"] in memory_cap.STOCK_MODES
@@ -134,7 +162,8 @@ def main(argv=None):
                      f"{cell['largest'] or '-'}" + (f" ({cell['failed']})" if cell["failed"]
                                                      else ""),
                      ratio_n,
-                     f"{timed['images_per_s']:.1f}" if ok else timed.get("status", ""),
+                     f"{timed['images_per_s']:.1f}" + _spread(cell["timings"]) if ok
+                     else timed.get("status", ""),
                      f"{timed['step_ms']:.1f}" if ok else "",
                      f"{timed['peak_bytes'] / 2**30:.2f}" if ok and timed.get("peak_bytes")
                      else "",

@@ -1274,6 +1274,44 @@ class LargestBatchTest(tf.test.TestCase):
         self.assertEqual([(c["largest"], c["failed"]) for c in cells],
                          [(400, 416), (528, 544), (64, None)])
 
+    def test_rounds_alternate_the_order_and_take_each_cells_median_run(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        speeds = {"stock-xla": [3600.0, 3300.0, 3500.0], "ucudnn-bnrecompute-xla":
+                  [4000.0, 4200.0, 4100.0]}
+        order = []
+
+        def launch(sweep, batch, **kwargs):
+            order.append(sweep["mode"])
+            ips = speeds[sweep["mode"]][order.count(sweep["mode"]) - 1]
+            return dict(status="ok", images_per_s=ips, step_ms=batch / ips * 1e3,
+                        peak_bytes=1 << 30)
+
+        out = os.path.join(self.get_temp_dir(), "rounds.json")
+        with mock.patch.object(memory_cap, "launch", launch), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            largest_batch.main(["resnet50:stock-xla:mixed_float16:8GiB:192",
+                                "resnet50:ucudnn-bnrecompute-xla:mixed_float16:8GiB:256",
+                                "--time", "--rounds", "3", "--json", out])
+        self.assertEqual(order, ["stock-xla", "ucudnn-bnrecompute-xla", "ucudnn-bnrecompute-xla",
+                            "stock-xla", "stock-xla", "ucudnn-bnrecompute-xla"])
+        # Medians 3500 and 4100: 4100 / 3500 = 1.17x, with each cell's range.
+        self.assertRegex(printed.getvalue(), r"3500\.0 \(3300\.0–3600\.0\)")
+        self.assertRegex(printed.getvalue(), r"4100\.0 \(4000\.0–4200\.0\) .* 1\.17x")
+        with open(out) as f:
+            cells = json.load(f)["cells"]
+        self.assertEqual([len(c["timings"]) for c in cells], [3, 3])
+        self.assertEqual([c["timed"]["images_per_s"] for c in cells], [3500.0, 4100.0])
+
+    def test_median_run_skips_failed_runs(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        runs = [dict(status="ok", images_per_s=2.0), dict(status="oom"),
+                dict(status="ok", images_per_s=1.0)]
+        self.assertEqual(largest_batch.median_run(runs)["images_per_s"], 2.0)
+        self.assertEqual(largest_batch.median_run([dict(status="oom")])["status"], "oom")
+        self.assertIsNone(largest_batch.median_run([]))
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            largest_batch.main(["resnet50:stock-xla:float32:8GiB:96", "--rounds", "0"])
+
     def test_a_bad_cell_is_refused_with_the_forms_allowed(self):
         largest_batch = _benchmark_script(self, "largest_batch")
         with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
