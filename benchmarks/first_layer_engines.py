@@ -8,8 +8,9 @@ forms: its input of 3 or 4 channels (XLA's or tf_ucudnn's padding to 4), the
 3-pixel zero padding as a tensor of its own (230², padding 0) or inside the
 convolution (224², padding 3), and with a bias (the graph XLA builds for
 Keras' ``Conv2D(use_bias=True)``; its forward only). For each, the forward
-and backward-filter pass are planned by tf_ucudnn with every candidate (``UCUDNN_ENGINES=all``,
-``UCUDNN_GRAPH_SEARCH=exhaustive``) within ``--limit`` of workspace, and
+and backward-filter pass are planned by tf_ucudnn with every candidate
+(``UCUDNN_ENGINES=all``, ``UCUDNN_GRAPH_SEARCH=exhaustive``, unless set)
+within ``--limit`` of workspace, timed through the TF op without XLA, and
 timed against the same pass by stock XLA (``tf.nn.conv2d`` and
 ``Conv2DBackpropFilter`` under ``jit_compile``).
 
@@ -79,7 +80,7 @@ def measure(name, limit):
 
     def ours_forward(x, w, b):
         return nn.conv2d(x, w, STRIDE, padding, bias=b if with_bias else None,
-                                   workspace_limit=limit)
+                         workspace_limit=limit)
 
     def stock_forward(x, w, b):
         y = tf.nn.conv2d(x, w, STRIDE, padding)
@@ -87,7 +88,7 @@ def measure(name, limit):
 
     def ours_filter(x, dy):
         return nn.conv2d_backprop_filter(x, [R, R, c, K], dy, STRIDE, padding,
-                                                   workspace_limit=limit)
+                                         workspace_limit=limit)
 
     def stock_filter(x, dy):
         return tf.compat.v1.nn.conv2d_backprop_filter(x, [R, R, c, K], dy, [1, STRIDE, STRIDE, 1],
