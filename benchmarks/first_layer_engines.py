@@ -34,6 +34,8 @@ sys.path.insert(0, ROOT)
 
 from tf_ucudnn import engine_info, nn, table  # noqa: E402
 from tf_ucudnn.bench import harness  # noqa: E402
+from tf_ucudnn.bench.models.plans import candidate_name  # noqa: E402
+from tf_ucudnn.plan_registry import describe_micro_batches  # noqa: E402
 
 N, K, R, STRIDE = 256, 64, 7, 2
 # name: (input channels, input height = width, padding in the convolution, bias)
@@ -47,15 +49,6 @@ VARIANTS = {
 TIMING = dict(warmup=3, repeats=5, iters=20)
 
 
-def algo_name(algo):
-    """A candidate of engine_info's ``algos`` as the plan records name it."""
-    engine = algo.get("engine")
-    if engine is None:
-        return f"ALGO_{algo['algo']}/math{algo['math_type']}"
-    knobs = ",".join(f"k{k}={v}" for k, v in engine["knobs"])
-    return f"eng{engine['id']}{{{knobs}}}" + ("/transposed" if engine["transposed"] else "")
-
-
 def candidates(kernel):
     """Each candidate's best whole-batch time from ``kernel``'s benchmark table:
     (ms, name, micro-batch size, workspace bytes), fastest first."""
@@ -64,7 +57,8 @@ def candidates(kernel):
         whole = row["time_ms"] * (kernel["key"]["conv"]["batch"] / row["size"])
         if row["algo"] not in best or whole < best[row["algo"]][0]:
             best[row["algo"]] = (whole, row["size"], row["workspace_bytes"])
-    out = [(ms, algo_name(kernel["algos"][a]), size, ws) for a, (ms, size, ws) in best.items()]
+    out = [(ms, candidate_name(kernel["algos"][a]), size, ws)
+           for a, (ms, size, ws) in best.items()]
     return sorted(out)
 
 
@@ -105,9 +99,9 @@ def measure(name, limit):
         new = [k for k in engine_info.kernels() if k["id"] not in before]
         kernel = new[0] if new else None
         plan = kernel["plan"] if kernel else {"micro_batches": [], "time_ms": float("nan")}
-        steps = [f"{mb['size']}x{mb['algo']}" for mb in plan["micro_batches"]]
         rows.append(dict(variant=name, pass_=pass_, ours_ms=ours_ms, stock_xla_ms=stock_ms,
-                         plan=" + ".join(steps), planned_ms=plan["time_ms"],
+                         plan=describe_micro_batches(plan["micro_batches"]),
+                         planned_ms=plan["time_ms"],
                          candidates=candidates(kernel) if kernel else []))
     return rows
 

@@ -1293,7 +1293,7 @@ class LargestBatchTest(tf.test.TestCase):
                                 "resnet50:ucudnn-bnrecompute-xla:mixed_float16:8GiB:256",
                                 "--time", "--rounds", "3", "--json", out])
         self.assertEqual(order, ["stock-xla", "ucudnn-bnrecompute-xla", "ucudnn-bnrecompute-xla",
-                            "stock-xla", "stock-xla", "ucudnn-bnrecompute-xla"])
+                                 "stock-xla", "stock-xla", "ucudnn-bnrecompute-xla"])
         # Medians 3500 and 4100: 4100 / 3500 = 1.17x, with each cell's range.
         self.assertRegex(printed.getvalue(), r"3500\.0 \(3300\.0–3600\.0\)")
         self.assertRegex(printed.getvalue(), r"4100\.0 \(4000\.0–4200\.0\) .* 1\.17x")
@@ -1417,7 +1417,7 @@ class FirstLayerEnginesTest(tf.test.TestCase):
         got = script.candidates(kernel)
         # 128 x 2 = 0.4 ms beats 256 (0.9) and 32 x 8 (0.48) for the legacy algorithm.
         self.assertEqual([(name, size, ws) for _, name, size, ws in got],
-                         [("ALGO_1/math1", 128, 200), ("eng47{k2=2,k6=0}", 256, 0),
+                         [("legacy 1/math 1", 128, 200), ("eng47{k2=2,k6=0}", 256, 0),
                           ("eng3{}/transposed", 64, 8)])
         self.assertAllClose([ms for ms, *_ in got], [0.4, 0.8, 2.0])
 
