@@ -64,10 +64,15 @@ def _label(cell):
     return f"{cell['model']} {cell['mode']} {cell['precision']} {format_bytes(cell['cap'])}"
 
 
+def _trained(runs):
+    """The runs of ``runs`` that trained (status ``ok``), in their order."""
+    return [r for r in runs if r.get("status") == "ok"]
+
+
 def median_run(runs):
     """The run of ``runs`` with the median images/s among those that trained (the
     higher of the middle two for an even count), else the last run; None for none."""
-    ok = sorted((r for r in runs if r.get("status") == "ok"), key=lambda r: r["images_per_s"])
+    ok = sorted(_trained(runs), key=lambda r: r["images_per_s"])
     if ok:
         return ok[len(ok) // 2]
     return runs[-1] if runs else None
@@ -75,7 +80,7 @@ def median_run(runs):
 
 def _spread(runs):
     """`` (LOW–HIGH)``: the range of images/s of the runs that trained, where more than one."""
-    ips = [r["images_per_s"] for r in runs if r.get("status") == "ok"]
+    ips = [r["images_per_s"] for r in _trained(runs)]
     return f" ({min(ips):.1f}–{max(ips):.1f})" if len(ips) > 1 else ""
 
 
