@@ -30,7 +30,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
     Args:
       model: a built ``keras.Model``, Sequential or functional (a subclassed
         model has no graph of layers to copy: build its convolutions with
-        ``tf_ucudnn.layers.Conv2D``, or use :func:`enable_rewrite`).
+        ``tf_ucudnn.layers.Conv2D``, or use :func:`tf_ucudnn.enable_rewrite`).
       workspace_limit: bytes per kernel for the new layers, an int or a
         string such as ``"64MiB"``, or ``"auto"``; None: the op's default
         (``UCUDNN_DEFAULT_WORKSPACE_LIMIT``, 64 MiB).

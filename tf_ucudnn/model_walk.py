@@ -9,7 +9,7 @@ import keras
 
 def stock_layer_classes():
     """The stock Keras layers that the rewrite's XLA route and
-    :func:`rewrite_model` replace, each with its tf_ucudnn layer."""
+    :func:`tf_ucudnn.rewrite_model` replace, each with its tf_ucudnn layer."""
     from tf_ucudnn import layers
 
     return {keras.layers.Conv2D: layers.Conv2D,

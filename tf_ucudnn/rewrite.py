@@ -420,7 +420,7 @@ def rewrite_stats():
     the settings), and a loaded SavedModel's functions alike. Calling an
     instantiated function again counts nothing; XLA-compiled functions,
     which Grappler does not see, count nothing (their Keras layers take the
-    XLA route, see :func:`enable_rewrite`), nor do :func:`rewrite_model`
+    XLA route, see :func:`enable_rewrite`), nor do :func:`tf_ucudnn.rewrite_model`
     and ``tf_ucudnn.layers``.
 
     The counters only grow: they are shared by all threads and never reset.
