@@ -117,7 +117,8 @@ def _stat_value(plane, event, stat_id):
 def layer_of(op_name, model=None):
     """The Keras layer a TF op name comes from, its Conv -> BN -> ReLU parts
     as one: the path component (``gradient_tape/`` aside) after the model's
-    scope (``model``, with or without a count: ``resnet50_1``), or where
+    scope (``model``, with or without a count: ``resnet50_1``; a ``-`` in it
+    read as ``_``, the Keras name of the benchmark's ``unet-bn``), or where
     ``model`` is None or not in the path, the second of three or more
     components (the first taken for the scope) and else the first;
     tf_ucudnn's ``X_conv_X_bn`` (a ``Conv2DBatchNorm``) read as ``X``, and a
@@ -132,9 +133,9 @@ def layer_of(op_name, model=None):
         return ""
     layer = parts[1] if len(parts) >= 3 else parts[0]
     if model is not None:
-        scope = re.compile(re.escape(model) + r"(_\d+)?$")
+        scope = re.compile(re.escape(model.replace("-", "_")) + r"(_\d+)?$")
         for i, part in enumerate(parts[:-1]):
-            if scope.match(part):
+            if scope.match(part.replace("-", "_")):
                 layer = parts[i + 1]
                 break
     merged = re.match(r"^(.*)_conv_\1_bn(_\d+)?$", layer)

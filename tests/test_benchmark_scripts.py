@@ -105,6 +105,9 @@ class ProfileLayersTest(tf.test.TestCase):
         # The scope found by the model's name, however deep.
         self.assertEqual(xla_profile.layer_of("a/b/resnet50/conv1_conv/Conv2D", "resnet50"),
                          "conv1")
+        # The benchmark's model "unet-bn" is the Keras model "unet_bn".
+        self.assertEqual(xla_profile.layer_of("a/unet_bn_1/up0_2_bn/FusedBatchNormV3", "unet-bn"),
+                         "up0_2")
 
     def test_fusion_bandwidth_from_the_module(self):
         xla_profile = _benchmark_script(self, "xla_profile")

@@ -116,7 +116,11 @@ def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64, batch
     (64, 128, 256, 512 filters), two 3x3 convolutions of 1024 at the bottom,
     four up stages of a 2x2, stride-2 ``keras.layers.Conv2DTranspose``, the
     concatenation with the stage's skip and two 3x3 convolutions, then a 1x1
-    convolution to the classes' logits (float32 under a mixed policy).
+    convolution to the classes' logits (float32 under a mixed policy). The
+    layers are named as Keras applications name ResNet's, one prefix per
+    Conv -> BN -> ReLU: ``down0_1_conv``, ``down0_1_bn``, ``down0_1_relu``,
+    ``down0_2_…``, ``down0_pool`` … ``bottom_2_relu``, ``up3_transpose``,
+    ``up3_concat``, ``up3_1_conv`` … ``up0_2_relu``, ``logits``.
 
     Args:
       input_shape: ``(H, W, 3)``, H and W multiples of 16.
@@ -133,26 +137,30 @@ def unet(input_shape=(512, 512, 3), classes=UNET_CLASSES, base_filters=64, batch
 
     L = keras.layers
 
-    def twice(x, filters):
-        for _ in range(2):
+    def twice(x, filters, stage):
+        for i in (1, 2):  # Keras applications' names, so that profiles group each chain
+            name = f"{stage}_{i}"
             if batch_norm:
-                x = L.Conv2D(filters, 3, padding="same", use_bias=False)(x)
-                x = L.ReLU()(L.BatchNormalization()(x))
+                x = L.Conv2D(filters, 3, padding="same", use_bias=False, name=f"{name}_conv")(x)
+                x = L.BatchNormalization(name=f"{name}_bn")(x)
+                x = L.ReLU(name=f"{name}_relu")(x)
             else:
-                x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
+                x = L.Conv2D(filters, 3, padding="same", activation="relu",
+                             name=f"{name}_conv")(x)
         return x
 
     inputs = keras.Input(input_shape)
     x, skips = inputs, []
     for stage in range(4):
-        x = twice(x, base_filters << stage)
+        x = twice(x, base_filters << stage, f"down{stage}")
         skips.append(x)
-        x = L.MaxPooling2D(2)(x)
-    x = twice(x, base_filters << 4)
+        x = L.MaxPooling2D(2, name=f"down{stage}_pool")(x)
+    x = twice(x, base_filters << 4, "bottom")
     for stage in reversed(range(4)):
-        x = L.Conv2DTranspose(base_filters << stage, 2, strides=2)(x)
-        x = twice(L.Concatenate()([skips[stage], x]), base_filters << stage)
-    return keras.Model(inputs, L.Conv2D(classes, 1, dtype="float32")(x),
+        x = L.Conv2DTranspose(base_filters << stage, 2, strides=2, name=f"up{stage}_transpose")(x)
+        x = L.Concatenate(name=f"up{stage}_concat")([skips[stage], x])
+        x = twice(x, base_filters << stage, f"up{stage}")
+    return keras.Model(inputs, L.Conv2D(classes, 1, dtype="float32", name="logits")(x),
                        name="unet_bn" if batch_norm else "unet")
 
 
