@@ -434,25 +434,6 @@ class PrologueChainTest(parameterized.TestCase, tf.test.TestCase):
         for got, want in zip(moving, moving_off):
             assert_rel_l2(self, got, want, 1e-5, "second layer's moving statistics")
 
-    def test_inputs_under_the_prologue_s_least_size_are_normalized_before(self):
-        # The second convolution's input holds 7 * 8 * 6 = 336 elements per sample.
-        for least, takes in (("336", True), ("337", False)):
-            with mock.patch.dict(os.environ, {"UCUDNN_PROLOGUE_MIN_ELEMENTS": least}):
-                loss, grads, moving, ops, taken = self._step("layer", True)
-            self.assertEqual("Ucudnn>NormalizedConv2DWithStatistics" in ops, takes, least)
-            self.assertEqual(taken >= 1, takes, least)
-        loss_on, grads_on, moving_on, _, _ = self._step("layer", True)
-        assert_rel_l2(self, loss, loss_on, 1e-5, "loss")
-        for got, want in zip(grads + moving, grads_on + moving_on):
-            assert_rel_l2(self, got, want, 1e-5, "gradient or moving statistic")
-
-    def test_bad_prologue_min_elements_is_a_value_error(self):
-        for bad in ("-1", "many", str((1 << 40) + 1)):
-            with mock.patch.dict(os.environ, {"UCUDNN_PROLOGUE_MIN_ELEMENTS": bad}), \
-                    self.assertRaisesRegex(ValueError, "UCUDNN_PROLOGUE_MIN_ELEMENTS must be a "
-                                                       "whole number .* got '" + bad):
-                self._step("layer", True)
-
     @parameterized.parameters(
         dict(data_format="channels_first", strides=2, padding="valid"),
         dict(data_format="channels_last", strides=(2, 1), padding="same", dilation_rate=1),

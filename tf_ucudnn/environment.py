@@ -111,34 +111,6 @@ def statistics_after_channels():
     return channels
 
 
-def prologue_min_elements():
-    """``UCUDNN_PROLOGUE_MIN_ELEMENTS``: a convolution that would apply its
-    input's batch norm and ReLU as its prologue (``Conv2DBatchNorm``'s
-    ``input_prologue``; by default in float16) does so only where that
-    input holds at least this many elements per sample (H x W x C, as its
-    static shape gives them); a smaller input is normalized by XLA's (or
-    TF's) elementwise pass and kept for the backward pass, as without the
-    prologue. The prologue saves that tensor's memory, while its fused cuDNN
-    graph can be slower than the plain convolution's where the tensor is
-    small (docs/benchmarks.md section 12: U-Net with BN's chains at 48x48
-    and below). Unset: 0 (every such convolution takes it).
-
-    Raises:
-      ValueError: not a whole number from 0 to 2**40.
-    """
-    value = os.environ.get("UCUDNN_PROLOGUE_MIN_ELEMENTS", "")
-    if value == "":
-        return 0
-    try:
-        elements = int(value)
-    except ValueError:
-        elements = -1
-    if not 0 <= elements <= 1 << 40:
-        raise ValueError("UCUDNN_PROLOGUE_MIN_ELEMENTS must be a whole number of elements per "
-                         f"sample from 0 to 2**40 (0: every prologue taken); got {value!r}")
-    return elements
-
-
 def ucudnn_variables():
     """Every ``UCUDNN_*`` variable that is set, as ``{name: value}``, sorted by name
     (what a benchmark report records of tf_ucudnn's settings)."""

@@ -4,8 +4,6 @@
 `BatchNormalization`, Keras' own whose output the next convolution may apply
 as its prologue, and `MaxPooling2D`, Keras' own whose gradient XLA fuses."""
 
-import math
-
 import keras
 import tensorflow as tf
 from keras.src.backend.common.backend_utils import compute_conv_transpose_output_shape
@@ -279,14 +277,7 @@ def _normalized_conv(inputs, kernel, attrs, input_prologue):
     finds the batch norm ``inputs`` came from,
     ``Ucudnn>NormalizedConv2DWithStatistics`` on that batch norm's input, a
     zero padding between them added to the convolution's padding (counted
-    in ``rewrite_stats()["bn_prologue"]``); else None, also where ``inputs``
-    holds fewer elements per sample than ``UCUDNN_PROLOGUE_MIN_ELEMENTS``
-    (``environment.prologue_min_elements``; a dimension unknown when traced
-    counts as large)."""
-    least = environment.prologue_min_elements() if input_prologue else 0
-    sample = inputs.shape[1:]
-    if least and all(d is not None for d in sample) and math.prod(sample) < least:
-        input_prologue = False
+    in ``rewrite_stats()["bn_prologue"]``); else None."""
     chain = batch_norm_chain.prologue_of(inputs) if input_prologue else None
     if chain is None:
         return None
