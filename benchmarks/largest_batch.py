@@ -25,7 +25,8 @@ and the ratio of medians. No run starts within 120 s of ``--deadline`` (seconds 
 start), for a machine lent by the call.
 
 Prints the table and writes every run as JSON (``--json``, default
-$OUT/largest_batch.json).
+$OUT/largest_batch.json); a timed run keeps tf_ucudnn's lines of its worker's
+stderr (``ucudnn_log``: with ``UCUDNN_DEBUG_OUTPUT=1``, every plan).
 """
 
 import argparse
@@ -116,7 +117,8 @@ def main(argv=None):
                      limit=None if cell["mode"] in memory_cap.STOCK_MODES else limit)
         r = memory_cap.launch(sweep, batch, timeout=min(1800, left), precision=cell["precision"],
                               **steps)
-        r = {k: v for k, v in r.items() if k != "ucudnn_log"}
+        if steps:  # a search's run: whether N trains is all it answers
+            r = {k: v for k, v in r.items() if k != "ucudnn_log"}
         with lock:
             print(f"  {_label(cell)} N={batch}: {r['status']}, peak "
                   f"{(r.get('peak_bytes') or 0) / 2**30:.2f} GiB"

@@ -624,7 +624,7 @@ class LargestBatchTest(tf.test.TestCase):
             if batch > largest.get(sweep["mode"], 64):
                 return dict(status="oom", message="RESOURCE_EXHAUSTED: Out of memory")
             return dict(status="ok", images_per_s=10.0 * batch, step_ms=100.0,
-                        peak_bytes=batch << 25)
+                        peak_bytes=batch << 25, ucudnn_log=[f"tf_ucudnn: plan at N={batch}"])
 
         out = os.path.join(self.get_temp_dir(), "largest.json")
         with mock.patch.object(memory_cap, "launch", launch), \
@@ -647,6 +647,11 @@ class LargestBatchTest(tf.test.TestCase):
             cells = json.load(f)["cells"]
         self.assertEqual([(c["largest"], c["failed"]) for c in cells],
                          [(400, 416), (528, 544), (64, None)])
+        # The timed runs keep tf_ucudnn's log lines (their plans); the searches' do not.
+        self.assertEqual([c["timed"]["ucudnn_log"] for c in cells],
+                         [["tf_ucudnn: plan at N=400"], ["tf_ucudnn: plan at N=528"],
+                          ["tf_ucudnn: plan at N=64"]])
+        self.assertFalse(any("ucudnn_log" in r for c in cells for r in c["search"]))
 
     def test_rounds_alternate_the_order_and_take_each_cells_median_run(self):
         largest_batch = _benchmark_script(self, "largest_batch")
