@@ -14,9 +14,10 @@ The searches run ``--concurrent`` cells at once on the same GPU, each process ca
 its CAP, so that their sum (plus about 0.6 GiB of CUDA context each) must fit in the
 GPU's memory. A search's run trains two steps: whether N trains and its peak are all it
 answers, since the runs share the GPU and their times mean nothing (XLA's and cuDNN's
-autotuning then times under contention too, which can move a size at the edge). With
-``--time``, every cell then trains alone at its largest N for the sweep's 5 steps x 3
-epochs, in the order given: images/s, step ms and peak, and the ratio to the stock cell
+autotuning then times under contention too, which can move a size at the edge); a run
+killed by ``--deadline`` answers nothing about its N, and its search stops there (the
+table's ">= N (deadline)"). With ``--time``, every cell then trains alone at its largest
+N for the sweep's 5 steps x 3 epochs, in the order given: images/s, step ms and peak, and the ratio to the stock cell
 (``stock``/``stock-xla``) of the same model, precision and cap. With ``--rounds R`` the
 cells are timed R times, a process each, in rounds whose order alternates (as given, then
 reversed), since a cell's images/s moves from process to process (ResNet-50 at 8 GiB on
@@ -25,7 +26,8 @@ and the ratio of medians. No run starts within 120 s of ``--deadline`` (seconds 
 start), for a machine lent by the call.
 
 Prints the table and writes every run as JSON (``--json``, default
-$OUT/largest_batch.json); a timed run keeps tf_ucudnn's lines of its worker's
+$OUT/largest_batch.json; after the searches and after each timed run, so that a call cut
+short keeps what it measured); a timed run keeps tf_ucudnn's lines of its worker's
 stderr (``ucudnn_log``: with ``UCUDNN_DEBUG_OUTPUT=1``, every plan).
 """
 
@@ -117,6 +119,8 @@ def main(argv=None):
                      limit=None if cell["mode"] in memory_cap.STOCK_MODES else limit)
         r = memory_cap.launch(sweep, batch, timeout=min(1800, left), precision=cell["precision"],
                               **steps)
+        if r["status"] == "timeout" and left < 1800:  # killed by the deadline: no answer about N
+            r = dict(r, status="skipped", message=f"stopped by the deadline after {left:.0f} s")
         if steps:  # a search's run: whether N trains is all it answers
             r = {k: v for k, v in r.items() if k != "ucudnn_log"}
         with lock:
@@ -143,16 +147,27 @@ def main(argv=None):
             cell["failed"] = None
         return cell
 
+    out = args.json or os.path.join(os.environ.get("OUT", "."), "largest_batch.json")
+
+    def dump(cells):
+        """Every run so far to ``out``: a call cut short keeps what it measured."""
+        for cell in cells:
+            cell["timed"] = median_run(cell["timings"])
+        with open(out, "w") as f:
+            json.dump(dict(args={k: v for k, v in vars(args).items() if k != "cells"},
+                           cells=cells), f, indent=1)
+
     with concurrent.futures.ThreadPoolExecutor(max(1, args.concurrent)) as pool:
         cells = list(pool.map(search, args.cells))
     for cell in cells:
         cell["timings"] = []
+    dump(cells)
     for round_ in range(args.rounds if args.time else 0):
         for cell in cells if round_ % 2 == 0 else cells[::-1]:
             if cell["largest"]:
                 cell["timings"].append(launch(cell, cell["largest"], {}))
-    for cell in cells:
-        cell["timed"] = median_run(cell["timings"])
+                dump(cells)
+    dump(cells)
 
     def stock_of(cell):
         return next((c for c in cells if c["mode"] in memory_cap.STOCK_MODES
@@ -165,9 +180,11 @@ def main(argv=None):
         ratio_n = (f"{cell['largest'] / stock['largest']:.2f}x"
                    if stock and stock["largest"] and cell["largest"] and cell["step"] else "")
         stock_ips = ((stock or {}).get("timed") or {}).get("images_per_s")
+        stopped = cell["search"] and cell["search"][-1]["status"] == "skipped"
         rows.append((_label(cell),
-                     f"{cell['largest'] or '-'}" + (f" ({cell['failed']})" if cell["failed"]
-                                                     else ""),
+                     (f"{cell['largest'] or '-'}" + (f" ({cell['failed']})" if cell["failed"]
+                                                      else "")) if not stopped
+                     else f">= {cell['largest'] or '-'} (deadline)",
                      ratio_n,
                      f"{timed['images_per_s']:.1f}" + _spread(cell["timings"]) if ok
                      else timed.get("status", ""),
@@ -177,10 +194,6 @@ def main(argv=None):
                      f"{timed['images_per_s'] / stock_ips:.2f}x" if ok and stock_ips else ""))
     print(table.render(("cell", "largest N (first failure)", "N ratio", "img/s", "step ms",
                         "peak GiB", "img/s ratio"), rows, align="llrrrrr"))
-    out = args.json or os.path.join(os.environ.get("OUT", "."), "largest_batch.json")
-    with open(out, "w") as f:
-        json.dump(dict(args={k: v for k, v in vars(args).items() if k != "cells"}, cells=cells),
-                  f, indent=1)
     print("wrote", out)
 
 

@@ -681,6 +681,34 @@ class LargestBatchTest(tf.test.TestCase):
         self.assertEqual([len(c["timings"]) for c in cells], [3, 3])
         self.assertEqual([c["timed"]["images_per_s"] for c in cells], [3500.0, 4100.0])
 
+    def test_a_run_killed_by_the_deadline_answers_nothing_and_runs_so_far_are_kept(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        out = os.path.join(self.get_temp_dir(), "deadline.json")
+        kept = []
+
+        def launch(sweep, batch, timeout, **kwargs):
+            if kwargs.get("epochs") == 1:  # a search's run: N = 16 trains, 20 runs to the deadline
+                return (dict(status="ok", peak_bytes=1 << 30) if batch == 16
+                        else dict(status="timeout", message=f"timed out after {timeout} s"))
+            if sweep["mode"] == "ucudnn-bn-xla":  # the second timed run: the first is on file
+                with open(out) as f:
+                    kept.extend(c["timed"] for c in json.load(f)["cells"])
+            return dict(status="ok", images_per_s=400.0, step_ms=40.0, peak_bytes=1 << 30)
+
+        with mock.patch.object(memory_cap, "launch", launch), \
+                contextlib.redirect_stdout(io.StringIO()) as printed:
+            largest_batch.main(["unet-bn:stock-xla:float32:8GiB:16:4",
+                                "unet-bn:ucudnn-bn-xla:float32:8GiB:12", "--time",
+                                "--deadline", "1000", "--json", out])
+        self.assertRegex(printed.getvalue(), r"stock-xla float32 8 GiB +>= 16 \(deadline\)")
+        with open(out) as f:
+            cells = json.load(f)["cells"]
+        self.assertEqual((cells[0]["largest"], cells[0]["failed"]), (16, None))
+        self.assertEqual(cells[0]["search"][-1]["status"], "skipped")
+        self.assertIn("deadline", cells[0]["search"][-1]["message"])
+        self.assertEqual([t and t["status"] for t in kept], ["ok", None])
+        self.assertEqual([c["timed"]["status"] for c in cells], ["ok", "ok"])
+
     def test_median_run_skips_failed_runs(self):
         largest_batch = _benchmark_script(self, "largest_batch")
         runs = [dict(status="ok", images_per_s=2.0), dict(status="oom"),
