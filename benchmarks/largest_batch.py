@@ -22,8 +22,8 @@ the ratio to the stock cell (``stock``/``stock-xla``) of the same model, precisi
 With ``--rounds R`` the cells are timed R times, a process each, in rounds whose order
 alternates (as given, then reversed), since a cell's images/s moves from process to
 process (ResNet-50 at 8 GiB on an H100: stock XLA's 3309–3665 in four processes): each
-cell's median run, its range, and the ratio of medians. No run starts within 120 s of ``--deadline`` (seconds from the
-start), for a machine lent by the call.
+cell's median run, its range, and the ratio of medians. No run starts within 120 s of
+``--deadline`` (seconds from the start), for a machine lent by the call.
 
 Prints the table and writes every run as JSON (``--json``, default
 $OUT/largest_batch.json; after the searches and after each timed run, so that a call cut
