@@ -44,6 +44,7 @@ sys.path.insert(0, ROOT)
 
 _SEARCH_STEPS = dict(steps_per_epoch=2, epochs=1)  # enough to know whether N trains
 _MARGIN_S = 120  # no run starts this close to the deadline
+_RUN_TIMEOUT_S = 1800  # a run's own limit; a run given less ends at the deadline
 
 
 def parse_cell(text):
@@ -65,6 +66,20 @@ def _label(cell):
     from tf_ucudnn.units import format_bytes
 
     return f"{cell['model']} {cell['mode']} {cell['precision']} {format_bytes(cell['cap'])}"
+
+
+def _stopped_by_deadline(cell):
+    """Whether ``cell``'s search ended on a run the deadline skipped or killed."""
+    return bool(cell["search"]) and cell["search"][-1]["status"] == "skipped"
+
+
+def _largest_text(cell):
+    """The table's "largest N (first failure)": ``N (FAILED)``, ``N``, or
+    ``>= N (deadline)`` where the deadline stopped the search."""
+    largest = cell["largest"] or "-"
+    if _stopped_by_deadline(cell):
+        return f">= {largest} (deadline)"
+    return f"{largest} ({cell['failed']})" if cell["failed"] else f"{largest}"
 
 
 def _trained(runs):
@@ -117,9 +132,9 @@ def main(argv=None):
             return dict(status="skipped", message="deadline")
         sweep = dict(model=cell["model"], mode=cell["mode"], cap=cell["cap"],
                      limit=None if cell["mode"] in memory_cap.STOCK_MODES else limit)
-        r = memory_cap.launch(sweep, batch, timeout=min(1800, left), precision=cell["precision"],
-                              **steps)
-        if r["status"] == "timeout" and left < 1800:  # killed by the deadline: no answer about N
+        timeout = min(_RUN_TIMEOUT_S, left)
+        r = memory_cap.launch(sweep, batch, timeout=timeout, precision=cell["precision"], **steps)
+        if r["status"] == "timeout" and timeout < _RUN_TIMEOUT_S:  # ended by the deadline
             r = dict(r, status="skipped", message=f"stopped by the deadline after {left:.0f} s")
         if steps:  # a search's run: whether N trains is all it answers
             r = {k: v for k, v in r.items() if k != "ucudnn_log"}
@@ -143,7 +158,7 @@ def main(argv=None):
 
         cell["largest"], cell["failed"] = memory_cap.step_batch(trains, start=cell["start"],
                                                                 step=cell["step"])
-        if cell["search"][-1]["status"] == "skipped":  # stopped by the deadline: no answer
+        if _stopped_by_deadline(cell):  # no answer about the N above
             cell["failed"] = None
         return cell
 
@@ -179,11 +194,7 @@ def main(argv=None):
         ratio_n = (f"{cell['largest'] / stock['largest']:.2f}x"
                    if stock and stock["largest"] and cell["largest"] and cell["step"] else "")
         stock_ips = ((stock or {}).get("timed") or {}).get("images_per_s")
-        stopped = cell["search"] and cell["search"][-1]["status"] == "skipped"
-        rows.append((_label(cell),
-                     (f"{cell['largest'] or '-'}" + (f" ({cell['failed']})" if cell["failed"]
-                                                      else "")) if not stopped
-                     else f">= {cell['largest'] or '-'} (deadline)",
+        rows.append((_label(cell), _largest_text(cell),
                      ratio_n,
                      f"{timed['images_per_s']:.1f}" + _spread(cell["timings"]) if ok
                      else timed.get("status", ""),
