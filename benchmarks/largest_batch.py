@@ -74,11 +74,12 @@ def _stopped_by_deadline(cell):
 
 
 def _largest_text(cell):
-    """The table's "largest N (first failure)": ``N (FAILED)``, ``N``, or
-    ``>= N (deadline)`` where the deadline stopped the search."""
+    """The table's "largest N (first failure)": ``N (FAILED)``, ``N``, ``>= N
+    (deadline)`` where the deadline stopped the search, ``- (deadline)`` where it
+    stopped it before any N trained, or ``-`` (``- (FAILED)``) where none did."""
     largest = cell["largest"] or "-"
     if _stopped_by_deadline(cell):
-        return f">= {largest} (deadline)"
+        return f">= {largest} (deadline)" if cell["largest"] else "- (deadline)"
     return f"{largest} ({cell['failed']})" if cell["failed"] else f"{largest}"
 
 

@@ -709,6 +709,17 @@ class LargestBatchTest(tf.test.TestCase):
         self.assertEqual([t and t["status"] for t in kept], ["ok", None])
         self.assertEqual([c["timed"]["status"] for c in cells], ["ok", "ok"])
 
+    def test_the_largest_n_text_says_what_the_search_answered(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        skipped = [dict(status="ok"), dict(status="skipped", message="deadline")]
+        cases = [(dict(largest=16, failed=20, search=[dict(status="oom")]), "16 (20)"),
+                 (dict(largest=16, failed=None, search=[dict(status="ok")]), "16"),
+                 (dict(largest=16, failed=None, search=skipped), ">= 16 (deadline)"),
+                 (dict(largest=None, failed=None, search=skipped[1:]), "- (deadline)"),
+                 (dict(largest=None, failed=8, search=[dict(status="oom")]), "- (8)")]
+        for cell, text in cases:
+            self.assertEqual(largest_batch._largest_text(cell), text)
+
     def test_median_run_skips_failed_runs(self):
         largest_batch = _benchmark_script(self, "largest_batch")
         runs = [dict(status="ok", images_per_s=2.0), dict(status="oom"),
