@@ -16,7 +16,7 @@ GPU's memory. A search's run trains two steps: whether N trains and its peak are
 answers, since the runs share the GPU and their times mean nothing (XLA's and cuDNN's
 autotuning then times under contention too, which can move a size at the edge); a run
 killed by ``--deadline`` answers nothing about its N, and its search stops there (the
-table's ">= N (deadline)"). With ``--time``, every cell then trains alone at its largest
+table's ">= N (deadline)", and its N ratio a bound: ">= 1.50x"). With ``--time``, every cell then trains alone at its largest
 N for the sweep's 5 steps x 3 epochs, in the order given: images/s, step ms and peak, and
 the ratio to the stock cell (``stock``/``stock-xla``) of the same model, precision and cap.
 With ``--rounds R`` the cells are timed R times, a process each, in rounds whose order
@@ -81,6 +81,18 @@ def _largest_text(cell):
     if _stopped_by_deadline(cell):
         return f">= {largest} (deadline)" if cell["largest"] else "- (deadline)"
     return f"{largest} ({cell['failed']})" if cell["failed"] else f"{largest}"
+
+
+def _n_ratio_text(cell, stock):
+    """The table's "N ratio": ``cell``'s largest N over ``stock``'s (its stock
+    XLA cell, or None), ``>=`` where only ``cell``'s search was stopped by the
+    deadline (its N a lower bound), ``<=`` where only stock's was, ``?`` where
+    both were; "" where either has no N or ``cell`` was not searched."""
+    if not (stock and stock["largest"] and cell["largest"] and cell["step"]):
+        return ""
+    bound = {(False, False): "", (True, False): ">= ", (False, True): "<= ",
+             (True, True): "? "}[_stopped_by_deadline(cell), _stopped_by_deadline(stock)]
+    return f"{bound}{cell['largest'] / stock['largest']:.2f}x"
 
 
 def _trained(runs):
@@ -192,8 +204,7 @@ def main(argv=None):
     for cell in cells:
         timed, stock = cell["timed"] or {}, stock_of(cell)
         ok = timed.get("status") == "ok"
-        ratio_n = (f"{cell['largest'] / stock['largest']:.2f}x"
-                   if stock and stock["largest"] and cell["largest"] and cell["step"] else "")
+        ratio_n = _n_ratio_text(cell, stock)
         stock_ips = ((stock or {}).get("timed") or {}).get("images_per_s")
         rows.append((_label(cell), _largest_text(cell),
                      ratio_n,

@@ -720,6 +720,19 @@ class LargestBatchTest(tf.test.TestCase):
         for cell, text in cases:
             self.assertEqual(largest_batch._largest_text(cell), text)
 
+    def test_the_n_ratio_says_which_side_the_deadline_bounds(self):
+        largest_batch = _benchmark_script(self, "largest_batch")
+        done, cut = [dict(status="oom")], [dict(status="skipped", message="deadline")]
+        stock = dict(largest=8, step=2, search=done)
+        cases = [(dict(largest=12, step=2, search=done), stock, "1.50x"),
+                 (dict(largest=12, step=2, search=cut), stock, ">= 1.50x"),
+                 (dict(largest=12, step=2, search=done), dict(stock, search=cut), "<= 1.50x"),
+                 (dict(largest=12, step=2, search=cut), dict(stock, search=cut), "? 1.50x"),
+                 (dict(largest=12, step=None, search=[]), stock, ""),
+                 (dict(largest=12, step=2, search=done), None, "")]
+        for cell, stock_cell, text in cases:
+            self.assertEqual(largest_batch._n_ratio_text(cell, stock_cell), text)
+
     def test_median_run_skips_failed_runs(self):
         largest_batch = _benchmark_script(self, "largest_batch")
         runs = [dict(status="ok", images_per_s=2.0), dict(status="oom"),
