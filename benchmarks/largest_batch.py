@@ -16,14 +16,15 @@ GPU's memory. A search's run trains two steps: whether N trains and its peak are
 answers, since the runs share the GPU and their times mean nothing (XLA's and cuDNN's
 autotuning then times under contention too, which can move a size at the edge); a run
 killed by ``--deadline`` answers nothing about its N, and its search stops there (the
-table's ">= N (deadline)", and its N ratio a bound: ">= 1.50x"). With ``--time``, every cell then trains alone at its largest
-N for the sweep's 5 steps x 3 epochs, in the order given: images/s, step ms and peak, and
-the ratio to the stock cell (``stock``/``stock-xla``) of the same model, precision and cap.
-With ``--rounds R`` the cells are timed R times, a process each, in rounds whose order
-alternates (as given, then reversed), since a cell's images/s moves from process to
-process (ResNet-50 at 8 GiB on an H100: stock XLA's 3309–3665 in four processes): each
-cell's median run, its range, and the ratio of medians. No run starts within 120 s of
-``--deadline`` (seconds from the start), for a machine lent by the call.
+table's ">= N (deadline)", its N ratio then a bound: ">= 1.50x"). With ``--time``, every
+cell then trains alone at its largest N for the sweep's 5 steps x 3 epochs, in the order
+given: images/s, step ms and peak, and the ratio to the stock cell
+(``stock``/``stock-xla``) of the same model, precision and cap. With ``--rounds R`` the
+cells are timed R times, a process each, in rounds whose order alternates (as given, then
+reversed), since a cell's images/s moves from process to process (ResNet-50 at 8 GiB on
+an H100: stock XLA's 3309–3665 in four processes): each cell's median run, its range, and
+the ratio of medians. No run starts within 120 s of ``--deadline`` (seconds from the
+start), for a machine lent by the call.
 
 Prints the table and writes every run as JSON (``--json``, default
 $OUT/largest_batch.json; after the searches and after each timed run, so that a call cut
