@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_WORKSPACE_LIMIT", "MiB", "__version__", "cache", "clear_plan
            "conv2d_with_statistics",
            "cudnn_version", "database",
            "disable_rewrite", "divide_workspace_budget", "enable_rewrite", "layers", "planner",
-           "plans", "rewrite_model", "rewrite_settings", "rewrite_stats"]
+           "plans", "rewrite_model", "rewrite_settings", "rewrite_stats", "stock_model"]
 # Submodules among those names; `cache` is the benchmark database's former name.
 _SUBMODULES = {"cache": "database", "database": "database", "layers": "layers",
                "planner": "planner"}

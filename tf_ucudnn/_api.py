@@ -9,6 +9,6 @@ from tf_ucudnn.division import divide_workspace_budget
 from tf_ucudnn.nn import (DEFAULT_WORKSPACE_LIMIT, MiB, conv2d, conv2d_backprop_filter,
                           conv2d_backprop_input, conv2d_transpose, conv2d_with_statistics)
 from tf_ucudnn.plan_registry import clear_plans, plans
-from tf_ucudnn.model_rewrite import rewrite_model
+from tf_ucudnn.model_rewrite import rewrite_model, stock_model
 from tf_ucudnn.rewrite import disable_rewrite, enable_rewrite, rewrite_settings, rewrite_stats
 

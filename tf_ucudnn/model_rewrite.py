@@ -1,7 +1,8 @@
 """``rewrite_model``: a copy of a Keras model whose convolutions (and, on
 request, Conv2D -> BatchNormalization chains and max-pools) are tf_ucudnn's
 layers, with the same weights. The Keras-level alternative to
-:func:`tf_ucudnn.enable_rewrite`."""
+:func:`tf_ucudnn.enable_rewrite`. ``stock_model``: the way back, a copy in
+Keras' own layers."""
 
 import warnings
 
@@ -70,7 +71,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         ``UCUDNN_MAX_POOL_GRADIENT`` (unset: ``"first-max-index"``).
 
     Returns:
-      A new ``keras.Model``; the input model is unchanged.
+      A new ``keras.Model``; the input model is unchanged
+      (:func:`stock_model` copies the new one back into Keras' layers).
 
     Raises:
       ValueError: ``model`` is not a ``keras.Model`` (the message names the
@@ -87,17 +89,7 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         environment.checked_choice(max_pool_gradient, environment.MAX_POOL_GRADIENTS,
                                     "max_pool_gradient")
     pool_gradient = max_pool_gradient or environment.max_pool_gradient()
-    if not isinstance(model, keras.Model):
-        raise ValueError(f"rewrite_model needs a keras.Model (Sequential or functional), got "
-                         f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
-    if not isinstance(model, keras.Sequential) and not _is_functional(model):
-        raise ValueError(f"rewrite_model copies Sequential and functional models; "
-                         f"{model.name!r} is a subclassed keras.Model "
-                         f"({type(model).__qualname__}), whose call() it cannot copy. Build its "
-                         f"convolutions with tf_ucudnn.layers.Conv2D, or run it under "
-                         f"tf_ucudnn.enable_rewrite()")
-    if not model.built:
-        raise ValueError("rewrite_model needs a built model (call it once or build it first)")
+    _check_copyable(model, "rewrite_model")
     replaced, skipped, nested, pools = [], [], set(), []
     for outer in nested_models(model):
         nested.update(id(layer) for layer in outer.layers)
@@ -176,6 +168,125 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
                  f"tf_ucudnn.layers.MaxPooling2D" if pools else "")
               + (f"; left {len(skipped)} stock (see the warning)" if skipped else ""))
     return new
+
+
+def stock_model(model, *, verbose=1):
+    """A copy of a Keras model with tf_ucudnn's layers replaced by Keras' own,
+    of the same configuration and weights: the inverse of
+    :func:`rewrite_model`, for files and exports that load without tf_ucudnn
+    (a ``.keras`` file, a ``.weights.h5`` file for the original stock model,
+    a SavedModel of stock ops).
+
+    ``tf_ucudnn.layers.Conv2D``, ``Conv2DTranspose``, ``MaxPooling2D`` and
+    ``BatchNormalization`` become the Keras layers they derive from, without
+    μ-cuDNN's knobs (``workspace_limit``, ``batch_size_policy``,
+    ``micro_batch_size``, ``input_prologue``). A ``Conv2DBatchNorm`` that
+    ``rewrite_model(fuse_batch_norm=True)`` made (its output read by the
+    ``BatchNormInConv`` holding the batch norm's place) becomes the
+    ``keras.layers.Conv2D`` and ``keras.layers.BatchNormalization`` it
+    holds, each in its own place under its own name, so the copy has the
+    original's layers, names and order of weights; any other
+    ``Conv2DBatchNorm`` becomes a ``keras.Sequential`` of its name holding
+    ``Conv2D`` (``"conv"``), ``BatchNormalization`` (``"batch_norm"``) and,
+    where it has one, the ``Activation``. Moving statistics, ``trainable``
+    flags and dtype policies are kept; other layers are cloned unchanged.
+    Nested Sequential and functional models are copied at any depth
+    (``keras.models.clone_model(..., recursive=True)``); layers inside
+    subclassed layers are left as they are.
+
+    Args:
+      model: a built ``keras.Model``, Sequential or functional.
+      verbose: 1 prints one line saying how many layers were replaced; 0
+        prints nothing.
+
+    Returns:
+      A new ``keras.Model`` whose outputs equal ``model``'s in inference (in
+      training up to float32 rounding: tf_ucudnn's batch norm takes the
+      variance from sums); the input model is unchanged.
+
+    Raises:
+      ValueError: ``model`` is not a built ``keras.Model``, or is a
+        subclassed model.
+    """
+    from tf_ucudnn import layers
+
+    _check_copyable(model, "stock_model")
+    stock_of = {layers.Conv2D: keras.layers.Conv2D,
+                layers.Conv2DTranspose: keras.layers.Conv2DTranspose,
+                layers.MaxPooling2D: keras.layers.MaxPooling2D,
+                layers.BatchNormalization: keras.layers.BatchNormalization}
+    # The rewrite's fused chains: {id(its BatchNormInConv): its Conv2DBatchNorm}.
+    split = {}
+    for outer in [model] + nested_models(model):
+        for fused in outer.layers:
+            readers = [node.operation for node in fused._outbound_nodes]
+            if (type(fused) is layers.Conv2DBatchNorm and len(fused._inbound_nodes) == 1
+                    and len(readers) == 1 and type(readers[0]) is layers.BatchNormInConv
+                    and fused.activation in (None, keras.activations.linear)):
+                split[id(readers[0])] = fused
+    split_convs = {id(fused) for fused in split.values()}
+    clones = {}  # id(layer) -> its clone
+
+    def clone(layer):
+        clones[id(layer)] = new_layer = clone_one(layer)
+        return new_layer
+
+    def clone_one(layer):
+        if id(layer) in split_convs:
+            return keras.layers.Conv2D.from_config(layer.conv.get_config())
+        if id(layer) in split:
+            return keras.layers.BatchNormalization.from_config(
+                dict(split[id(layer)].batch_norm.get_config(), name=layer.name))
+        if type(layer) is layers.Conv2DBatchNorm:
+            parts = [keras.layers.Conv2D.from_config(layer.conv.get_config()),
+                     keras.layers.BatchNormalization.from_config(layer.batch_norm.get_config())]
+            if layer.activation not in (None, keras.activations.linear):
+                parts.append(keras.layers.Activation(layer.activation, name="activation",
+                                                     dtype=layer.dtype_policy))
+            return keras.Sequential(parts, name=layer.name, trainable=layer.trainable)
+        if type(layer) is layers.BatchNormInConv:  # after no fused layer: a pass-through
+            return keras.layers.Identity(name=layer.name, dtype=layer.dtype_policy)
+        if type(layer) in stock_of:
+            stock = stock_of[type(layer)]
+            return stock.from_config(stock.get_config(layer))  # Keras' config, not the knobs
+        return layer.__class__.from_config(layer.get_config())
+
+    new = keras.models.clone_model(model, clone_function=clone, recursive=True)
+    replaced = 0
+    for outer in [model] + nested_models(model):
+        for layer in outer.layers:
+            target = clones.get(id(layer))
+            if target is None or isinstance(layer, (keras.Sequential, keras.Model)):
+                continue
+            replaced += type(target) is not type(layer)
+            if id(layer) in split_convs:
+                target.set_weights(layer.conv.get_weights())
+            elif id(layer) in split:
+                target.set_weights(split[id(layer)].batch_norm.get_weights())
+            elif type(layer) is layers.Conv2DBatchNorm:
+                target.layers[0].set_weights(layer.conv.get_weights())
+                target.layers[1].set_weights(layer.batch_norm.get_weights())
+            elif layer.weights:
+                target.set_weights(layer.get_weights())
+    if verbose:
+        print(f"tf_ucudnn.stock_model: replaced {replaced} tf_ucudnn layer(s) with Keras' own")
+    return new
+
+
+def _check_copyable(model, caller):
+    """Raises ValueError unless ``model`` is a built Sequential or functional
+    ``keras.Model``, which ``keras.models.clone_model`` copies."""
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"{caller} needs a keras.Model (Sequential or functional), got "
+                         f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
+    if not isinstance(model, keras.Sequential) and not _is_functional(model):
+        raise ValueError(f"{caller} copies Sequential and functional models; "
+                         f"{model.name!r} is a subclassed keras.Model "
+                         f"({type(model).__qualname__}), whose call() it cannot copy. Build its "
+                         f"convolutions with tf_ucudnn.layers.Conv2D, or run it under "
+                         f"tf_ucudnn.enable_rewrite()")
+    if not model.built:
+        raise ValueError(f"{caller} needs a built model (call it once or build it first)")
 
 
 def _copy_weights(model, clones, chains):
