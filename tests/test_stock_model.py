@@ -169,6 +169,24 @@ class StockModelTest(tf.test.TestCase):
         self.assertIsInstance(top, keras.Sequential)
         self.assertFalse(any(c.startswith(_OURS) for c in _classes(top)))
 
+    def test_a_fused_chain_in_a_nested_model(self):
+        block = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3),
+                                  keras.layers.BatchNormalization(), keras.layers.ReLU()],
+                                 name="block")
+        inputs = keras.Input((8, 8, 3))
+        model = keras.Model(inputs, keras.layers.Conv2D(2, 3)(block(inputs)))
+        with tf.device(self.DEVICE):
+            model(self.x, training=True)
+        fast = tf_ucudnn.rewrite_model(model, fuse_batch_norm=True, verbose=0)
+        self.assertEqual([type(layer).__name__ for layer in fast.get_layer("block").layers],
+                         ["Conv2DBatchNorm", "BatchNormInConv", "ReLU"])
+        back = tf_ucudnn.stock_model(fast, verbose=0)
+        self.assertEqual(_classes(back.get_layer("block")), _classes(block))
+        self.assertEqual([w.path for w in back.weights], [w.path for w in model.weights])
+        with tf.device(self.DEVICE):
+            assert_rel_l2(self, back(self.x, training=False), model(self.x, training=False),
+                          1e-6, "inference output")
+
     def test_says_how_many_layers_it_replaced(self):
         model = keras.Sequential([keras.Input((8, 8, 3)), tf_ucudnn.layers.Conv2D(4, 3),
                                   keras.layers.ReLU(), tf_ucudnn.layers.Conv2D(2, 3)])
