@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 import tf_ucudnn
 from testing_utils import OnGpuWithoutTf32, assert_rel_l2, run_python
@@ -146,6 +147,28 @@ class StockModelTest(tf.test.TestCase):
         imported, error = child.stdout.split()[-2:]
         self.assertEqual(imported, "False")
         self.assertLess(float(error), 1e-6)
+
+    def test_its_saved_model_holds_stock_ops(self):
+        inputs = keras.Input((8, 8, 3))
+        x = tf_ucudnn.layers.Conv2DBatchNorm(5, 3, padding="same", activation="relu")(inputs)
+        model = keras.Model(inputs, tf_ucudnn.layers.Conv2D(4, 3)(x))
+        model(self.x)
+
+        def op_types(m):
+            with tempfile.TemporaryDirectory() as d:
+                m.export(d, verbose=False)
+                graph = saved_model_pb2.SavedModel()
+                with open(os.path.join(d, "saved_model.pb"), "rb") as f:
+                    graph.ParseFromString(f.read())
+            return {node.op for meta in graph.meta_graphs
+                    for nodes in [meta.graph_def.node] + [f.node_def for f in
+                                                          meta.graph_def.library.function]
+                    for node in nodes}
+
+        self.assertTrue(any(op.startswith("Ucudnn>") for op in op_types(model)))
+        stock = op_types(tf_ucudnn.stock_model(model, verbose=0))
+        self.assertIn("Conv2D", stock)
+        self.assertFalse([op for op in stock if op.startswith("Ucudnn>")])
 
     def test_nested_and_sequential_models(self):
         block = keras.Sequential([keras.Input((8, 8, 3)),
