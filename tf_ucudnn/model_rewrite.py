@@ -89,7 +89,8 @@ def rewrite_model(model, workspace_limit=None, batch_size_policy=None, *, verbos
         environment.checked_choice(max_pool_gradient, environment.MAX_POOL_GRADIENTS,
                                     "max_pool_gradient")
     pool_gradient = max_pool_gradient or environment.max_pool_gradient()
-    _check_copyable(model, "rewrite_model")
+    _check_copyable(model, "rewrite_model", "build its convolutions with "
+                    "tf_ucudnn.layers.Conv2D, or run it under tf_ucudnn.enable_rewrite()")
     replaced, skipped, nested, pools = [], [], set(), []
     for outer in nested_models(model):
         nested.update(id(layer) for layer in outer.layers)
@@ -210,11 +211,10 @@ def stock_model(model, *, verbose=1):
     """
     from tf_ucudnn import layers
 
-    _check_copyable(model, "stock_model")
-    stock_of = {layers.Conv2D: keras.layers.Conv2D,
-                layers.Conv2DTranspose: keras.layers.Conv2DTranspose,
-                layers.MaxPooling2D: keras.layers.MaxPooling2D,
-                layers.BatchNormalization: keras.layers.BatchNormalization}
+    _check_copyable(model, "stock_model", "its own code builds its layers (use keras.layers there)")
+    stock_of = {ours: stock for stock, ours in stock_layer_classes().items()}
+    stock_of.update({layers.MaxPooling2D: keras.layers.MaxPooling2D,
+                     layers.BatchNormalization: keras.layers.BatchNormalization})
     # The rewrite's fused chains: {id(its BatchNormInConv): its Conv2DBatchNorm}.
     split = {}
     for outer in [model] + nested_models(model):
@@ -253,38 +253,33 @@ def stock_model(model, *, verbose=1):
 
     new = keras.models.clone_model(model, clone_function=clone, recursive=True)
     replaced = 0
-    for outer in [model] + nested_models(model):
-        for layer in outer.layers:
-            target = clones.get(id(layer))
-            if target is None or isinstance(layer, (keras.Sequential, keras.Model)):
-                continue
-            replaced += type(target) is not type(layer)
-            if id(layer) in split_convs:
-                target.set_weights(layer.conv.get_weights())
-            elif id(layer) in split:
-                target.set_weights(split[id(layer)].batch_norm.get_weights())
-            elif type(layer) is layers.Conv2DBatchNorm:
-                target.layers[0].set_weights(layer.conv.get_weights())
-                target.layers[1].set_weights(layer.batch_norm.get_weights())
-            elif layer.weights:
-                target.set_weights(layer.get_weights())
+    for layer, target in _layers_and_clones(model, clones):
+        replaced += type(target) is not type(layer)
+        if id(layer) in split_convs:
+            target.set_weights(layer.conv.get_weights())
+        elif id(layer) in split:
+            target.set_weights(split[id(layer)].batch_norm.get_weights())
+        elif type(layer) is layers.Conv2DBatchNorm:
+            target.layers[0].set_weights(layer.conv.get_weights())
+            target.layers[1].set_weights(layer.batch_norm.get_weights())
+        elif layer.weights:
+            target.set_weights(layer.get_weights())
     if verbose:
         print(f"tf_ucudnn.stock_model: replaced {replaced} tf_ucudnn layer(s) with Keras' own")
     return new
 
 
-def _check_copyable(model, caller):
+def _check_copyable(model, caller, instead):
     """Raises ValueError unless ``model`` is a built Sequential or functional
-    ``keras.Model``, which ``keras.models.clone_model`` copies."""
+    ``keras.Model``, which ``keras.models.clone_model`` copies; ``instead``:
+    what to do with a subclassed model, for its message."""
     if not isinstance(model, keras.Model):
         raise ValueError(f"{caller} needs a keras.Model (Sequential or functional), got "
                          f"{type(model).__module__}.{type(model).__qualname__}: {model!r:.80}")
     if not isinstance(model, keras.Sequential) and not _is_functional(model):
         raise ValueError(f"{caller} copies Sequential and functional models; "
                          f"{model.name!r} is a subclassed keras.Model "
-                         f"({type(model).__qualname__}), whose call() it cannot copy. Build its "
-                         f"convolutions with tf_ucudnn.layers.Conv2D, or run it under "
-                         f"tf_ucudnn.enable_rewrite()")
+                         f"({type(model).__qualname__}), whose call() it cannot copy: {instead}")
     if not model.built:
         raise ValueError(f"{caller} needs a built model (call it once or build it first)")
 
@@ -294,16 +289,25 @@ def _copy_weights(model, clones, chains):
     a layer -> its clone), each fused chain's convolution and batch norm into
     the ``Conv2DBatchNorm`` that holds their copies."""
     norms = {id(bn) for bn in chains.values()}
+    for layer, target in _layers_and_clones(model, clones):
+        if id(layer) in norms or not layer.weights:
+            continue
+        if id(layer) in chains:
+            target.conv.set_weights(layer.get_weights())
+            target.batch_norm.set_weights(chains[id(layer)].get_weights())
+        else:
+            target.set_weights(layer.get_weights())
+
+
+def _layers_and_clones(model, clones):
+    """``(layer, clone)`` for each layer of ``model`` and of its nested models
+    that has a clone in ``clones`` (id of a layer -> its clone), the nested
+    models themselves left out (their layers are listed)."""
     for outer in [model] + nested_models(model):
         for layer in outer.layers:
             target = clones.get(id(layer))
-            if target is None or id(layer) in norms or not layer.weights:
-                continue
-            if id(layer) in chains:
-                target.conv.set_weights(layer.get_weights())
-                target.batch_norm.set_weights(chains[id(layer)].get_weights())
-            elif not isinstance(layer, (keras.Sequential, keras.Model)):
-                target.set_weights(layer.get_weights())
+            if target is not None and not isinstance(layer, (keras.Sequential, keras.Model)):
+                yield layer, target
 
 
 def _is_functional(model):
